@@ -1,0 +1,299 @@
+"""The tasks layer on real DiscoveryBench files, the synth fixture and hand-broken copies."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from colabkit.errors import ColabkitError
+from colabkit.tasks import Task, demo_root, load_tasks, read_table, validate_tasks
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "discoverybench"
+SYNTH = Path(__file__).resolve().parent / "fixtures" / "synth"
+ARCH = SHARED / "real" / "test" / "archaeology"
+
+
+@pytest.fixture
+def shared() -> Path:
+    if not (ARCH / "metadata_0.json").is_file():
+        pytest.skip("DiscoveryBench archaeology data not present at ../shared/discoverybench")
+    return SHARED
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    """A writable copy of the demo data root, to break on purpose."""
+    root = tmp_path / "data"
+    shutil.copytree(demo_root(), root)
+    return root
+
+
+def _meta(root: Path, k: int) -> Path:
+    return root / "real" / "test" / "demo_archaeology" / f"metadata_{k}.json"
+
+
+def _edit(path: Path, change) -> None:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    change(doc)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+# ---- the 38 real archaeology tasks -------------------------------------------------------
+
+def test_all_38_archaeology_tasks_load_with_gold(shared):
+    suite = load_tasks(shared)
+    assert len(suite.tasks) == 38
+    assert suite.ids == tuple(f"archaeology/{k}/0" for k in range(38))
+    assert set(suite.gold) == set(suite.ids)
+    assert suite.gold_for("archaeology/0/0").hypothesis == (
+        "At the end of the 4th millennium BCE, axes become quantitatively most frequent.")
+    assert suite.gold_for("archaeology/12/0").hypothesis == "Around 1100 BCE, the Depots peaked."
+    assert suite.root == SHARED.resolve()
+
+
+def test_task_fields_follow_the_metadata(shared):
+    suite = load_tasks(shared)
+    task = suite.get("archaeology/0/0")
+    assert (task.split, task.domain, task.question_type) == ("real/test", "humanities", "context")
+    assert task.query == "In which century did the axes become quantitatively most frequent?"
+    assert task.workflow_tags == ("time series analysis", "data cleaning", "data visualization")
+    assert task.domain_knowledge.startswith("1. Symbolic capital consists of")
+    assert [d.name for d in task.datasets] == [
+        "pollen_openness_score_Belau_Woserin_Feeser_et_al_2019.csv", "time_series_data.csv", "capital.csv"]
+    for dataset in task.datasets:
+        assert dataset.path.is_absolute() and dataset.path.is_file()
+        assert dataset.path.parent == ARCH.resolve()
+    capital = task.datasets[2]
+    assert capital.columns[3].name == "ZAxtSchwert"
+    assert capital.columns[3].description == "Z values for Hatchets and Swords"
+    assert [d.name for d in suite.get("archaeology/12/0").datasets] == ["time_series_data.csv", "capital.csv"]
+    types = [t.question_type for t in suite.tasks]
+    assert (types.count("context"), types.count("relationship")) == (25, 13)
+
+
+def test_participant_view_of_every_task_has_no_gold_text(shared):
+    suite = load_tasks(shared)
+    golds = [g.hypothesis for g in suite.gold.values()]
+    assert len(golds) == 38
+    for task in suite.tasks:
+        text = task.model_dump_json()
+        for gold in golds:
+            assert gold not in text and json.dumps(gold)[1:-1] not in text, task.id
+
+
+def test_task_type_cannot_carry_gold(shared):
+    task = load_tasks(shared, ids=["archaeology/0/0"]).tasks[0]
+    assert not any("gold" in f or "hypo" in f for f in Task.model_fields)
+    with pytest.raises(ValidationError):
+        Task(**task.model_dump(), gold="anything")
+    suite = load_tasks(shared)
+    assert not any(g.hypothesis in repr(suite) for g in suite.gold.values())
+
+
+def test_filters_by_split_domain_and_ids(shared):
+    for split in ("real/test", "real", "test"):
+        assert len(load_tasks(shared, split=split).tasks) == 38
+    for domain in ("archaeology", "Humanities"):
+        assert len(load_tasks(shared, domains=[domain]).tasks) == 38
+    picked = load_tasks(shared, ids=["archaeology/5/0", "archaeology/30"])
+    assert picked.ids == ("archaeology/5/0", "archaeology/30/0")
+    assert set(picked.gold) == set(picked.ids)
+    scoped = load_tasks(ARCH, ids=["archaeology/7/0"])
+    assert scoped.root == SHARED.resolve() and scoped.gold_for("archaeology/7/0") is not None
+
+
+def test_validate_flags_archaeology_duplicates_as_warnings(shared):
+    report = validate_tasks(shared)
+    assert report.ok and report.task_count == 38
+    lines = [p.line() for p in report.problems]
+    assert ("warning: task archaeology/26/0 asks the same question as archaeology/2/0 "
+            "(metadata_26.json and metadata_2.json)") in lines
+    assert any(line.startswith("warning: task archaeology/12/0 has the same gold answer as archaeology/3/0")
+               for line in lines)
+    assert len(lines) == 2
+
+
+# ---- read_table ----------------------------------------------------------------------------
+
+def test_read_table_parses_decimal_commas_in_capital(shared):
+    frame = read_table(ARCH / "capital.csv")
+    assert frame.loc[0, "ZAxtSchwert"] == pytest.approx(-0.44)
+    assert frame.loc[0, "ZMW"] == pytest.approx(-3.13448793268026)
+    z_columns = [c for c in frame.columns if c.startswith("Z")]
+    assert len(z_columns) == 12
+    assert all(frame[c].dtype == "float64" for c in z_columns)
+    assert frame["BCE"].dtype == "int64" and frame.loc[0, "BCE"] == 4300
+    assert frame.loc[0, "group"] == "EN"  # text columns stay text
+    assert len(frame) == 39
+
+
+def test_read_table_turns_the_saved_index_into_the_index(shared):
+    series = read_table(ARCH / "time_series_data.csv")
+    assert list(series.columns[:2]) == ["CE", "calBP"] and len(series.columns) == 36
+    assert not any(str(c).startswith("Unnamed") for c in series.columns)
+    assert series.index[0] == 0 and series.loc[0, "CE"] == -4100
+    pollen = read_table(ARCH / "pollen_openness_score_Belau_Woserin_Feeser_et_al_2019.csv")
+    assert pollen["Woserin_PC1"].dtype == "float64" and pollen["SMOOTH_MEAN_250y"].dtype == "float64"
+    assert pollen.iloc[0]["Woserin_PC1"] == pytest.approx(5.65433790538302)
+    assert (pollen.index == pollen["CE"]).all()
+
+
+def test_read_table_converts_only_decimal_comma_columns(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text('name,author,grouped,dec,dots\n'
+                    'a,"Smith, J.","1,234","-0,5",1.5\n'
+                    'b,"Lee, K.","12,500",0,2.25\n'
+                    'c,"Ng, A.","3,000","1,25",\n', encoding="utf-8")
+    frame = read_table(path)
+    assert frame["dec"].tolist() == [-0.5, 0.0, 1.25]
+    assert frame["author"].tolist() == ["Smith, J.", "Lee, K.", "Ng, A."]
+    assert frame["grouped"].tolist() == ["1,234", "12,500", "3,000"]  # ambiguous: left as text
+    assert frame["dots"].dtype == "float64"
+
+
+def test_read_table_other_formats_and_errors(tmp_path):
+    tsv = tmp_path / "t.tsv"
+    tsv.write_text("a\tb\n1\t\"2,5\"\n", encoding="utf-8")
+    assert read_table(tsv).loc[0, "b"] == 2.5
+    legacy = tmp_path / "legacy.csv"
+    legacy.write_bytes("site,temp\nCaf\xe9,\"1,5\"\n".encode("cp1252"))
+    frame = read_table(legacy)
+    assert frame.loc[0, "site"] == "Caf\xe9" and frame.loc[0, "temp"] == 1.5
+    with pytest.raises(ColabkitError, match="data file not found: .*nope.csv"):
+        read_table(tmp_path / "nope.csv")
+    (tmp_path / "tree.txt").write_text("(a,b);", encoding="utf-8")
+    with pytest.raises(ColabkitError, match=r"not a table .*tree\.txt"):
+        read_table(tmp_path / "tree.txt")
+
+
+# ---- synth schema and the upstream-clone layout ----------------------------------------------
+
+def test_synth_fixture_is_really_cp1252():
+    raw = (SYNTH / "discoverybench/synth/test/tiny-pottery_0_0/metadata_0.json").read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+
+
+def test_synth_schema_loads_from_an_upstream_clone_layout():
+    suite = load_tasks(SYNTH)
+    assert suite.root == (SYNTH / "discoverybench").resolve()
+    assert suite.ids == ("tiny-pottery_0_0/0/17", "tiny-pottery_1_0/0/3", "tiny-pottery_1_0/0/4")
+    test_task = suite.get("tiny-pottery_0_0/0/17")
+    assert (test_task.split, test_task.domain, test_task.question_type) == ("synth/test", "tiny pottery", "general")
+    assert test_task.datasets[0].description == "Synthetic kiln records from a caf\xe9-sized workshop."
+    assert [c.name for c in test_task.datasets[0].columns] == ["kiln_temperature", "sherd_count", "glaze"]
+    assert test_task.datasets[0].columns[0].description.endswith("\xb0C")
+    assert test_task.domain_knowledge == "" and test_task.workflow_tags == ()
+    assert suite.gold_for("tiny-pottery_0_0/0/17").hypothesis.startswith("Sherd count increases")
+    assert suite.gold_for("tiny-pottery_1_0/0/4").hypothesis == "Celadon glaze dominates firings above 1200 degrees."
+    for task in suite.tasks:  # no gold, and no gold-adjacent synth fields, in the task
+        text = task.model_dump_json()
+        assert "true_hypothesis" not in text and "target_col" not in text and "0.1" not in text
+        assert suite.gold_for(task.id).hypothesis not in text
+    assert load_tasks(SYNTH / "discoverybench", split="synth/train").ids == (
+        "tiny-pottery_1_0/0/3", "tiny-pottery_1_0/0/4")
+    assert load_tasks(SYNTH / "discoverybench" / "synth" / "train").ids == suite.ids[1:]
+    assert len(load_tasks(SYNTH, domains=["tiny-pottery"]).tasks) == 3
+    assert validate_tasks(SYNTH).problems == ()
+
+
+def test_demo_loads_from_an_upstream_clone_layout(tmp_path):
+    shutil.copytree(demo_root() / "real", tmp_path / "repo" / "discoverybench" / "real")
+    shutil.copytree(demo_root() / "eval", tmp_path / "repo" / "eval")
+    for root in (tmp_path / "repo", tmp_path / "repo" / "discoverybench"):
+        suite = load_tasks(root)
+        assert len(suite.tasks) == 4 and len(suite.gold) == 4
+
+
+# ---- one-line errors naming the path or value --------------------------------------------------
+
+def _error(**kwargs) -> str:
+    with pytest.raises(ColabkitError) as info:
+        load_tasks(**kwargs)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_error_root_not_found_and_not_a_data_root(tmp_path):
+    assert _error(root=tmp_path / "missing").startswith(f"data root not found: {tmp_path / 'missing'}")
+    assert _error(root=tmp_path).startswith(f"not a DiscoveryBench folder: {tmp_path.resolve()}")
+    (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
+    assert _error(root=tmp_path / "notes.txt").startswith("data root is not a folder: ")
+
+
+def test_error_no_task_matches(demo_copy):
+    assert _error(root=demo_copy, split="synth").startswith("no task matches split='synth' in ")
+    assert "domains=['botany']" in _error(root=demo_copy, domains=["botany"])
+    message = _error(root=demo_copy, ids=["demo_archaeology/9/0"])
+    assert message.startswith("no task matches id 'demo_archaeology/9/0'") and "near: demo_archaeology/" in message
+    with pytest.raises(ColabkitError, match="unknown task id 'demo/0/0'"):
+        load_tasks(demo_copy).get("demo/0/0")
+
+
+def test_error_malformed_metadata_names_file_and_field(demo_copy):
+    path = _meta(demo_copy, 1)
+    _edit(path, lambda d: d["datasets"][0]["columns"]["raw"][1].pop("name"))
+    message = _error(root=demo_copy)
+    assert message == f"malformed metadata {path}: field datasets[0].columns.raw[1].name is missing or empty"
+    shutil.copy(_meta(demo_root(), 1), path)
+    _edit(path, lambda d: d.update(queries="what?"))
+    assert "field queries must be a non-empty list" in _error(root=demo_copy)
+    path.write_text('{"id": 0, "datasets": [', encoding="utf-8")
+    assert _error(root=demo_copy).startswith(f"malformed metadata {path}: invalid JSON at line 1")
+    # a broken file does not block a request that excludes it
+    assert load_tasks(demo_copy, ids=["demo_archaeology/0"]).ids == ("demo_archaeology/0/0",)
+
+
+def test_error_dataset_name_outside_the_task_folder(demo_copy):
+    _edit(_meta(demo_copy, 0), lambda d: d["datasets"][0].update(name="../../../eval/answer_key_real.csv"))
+    assert "field datasets[0].name must name a file inside" in _error(root=demo_copy)
+
+
+def test_error_listed_csv_missing(demo_copy):
+    missing = demo_copy / "real" / "test" / "demo_archaeology" / "settlement_proxies.csv"
+    missing.unlink()
+    message = _error(root=demo_copy, ids=["demo_archaeology/1/0"])
+    assert message == f"dataset file listed in {_meta(demo_copy, 1).resolve()} is missing: {missing.resolve()}"
+
+
+def test_error_malformed_answer_key(demo_copy):
+    (demo_copy / "eval" / "answer_key_real.csv").write_text("dataset,metadataid,gold\nx,1,y\n", encoding="utf-8")
+    assert _error(root=demo_copy).endswith("missing column(s) query_id, gold_hypo")
+
+
+def test_error_duplicate_task_id_across_splits(demo_copy):
+    train = demo_copy / "real" / "train" / "demo_archaeology"
+    train.mkdir(parents=True)
+    shutil.copy(_meta(demo_copy, 0), train / "metadata_0.json")
+    shutil.copy(demo_copy / "real" / "test" / "demo_archaeology" / "hoard_finds.csv", train)
+    assert _error(root=demo_copy).startswith("task id demo_archaeology/0/0 is defined twice: in ")
+    assert len(load_tasks(demo_copy, split="real/test", ids=["demo_archaeology/1/0"]).tasks) == 1
+
+
+def test_query_without_qid_uses_its_position(demo_copy):
+    def two_queries(doc):
+        doc["queries"] = [[{"question": "First?"}, {"question": "Second?", "question_type": "context"}]]
+    _edit(_meta(demo_copy, 2), two_queries)
+    suite = load_tasks(demo_copy, ids=["demo_archaeology/2"])
+    assert suite.ids == ("demo_archaeology/2/0", "demo_archaeology/2/1")
+    assert suite.get("demo_archaeology/2/1").query == "Second?"
+    assert suite.gold_for("demo_archaeology/2/1") is None
+
+
+def test_validate_reports_each_problem_as_an_error(demo_copy):
+    folder = demo_copy / "real" / "test" / "demo_archaeology"
+    (folder / "pollen_openness.csv").unlink()
+    _meta(demo_copy, 3).write_text("{", encoding="utf-8")
+    key = demo_copy / "eval" / "answer_key_real.csv"
+    key.write_text("\n".join(key.read_text(encoding="utf-8").splitlines()[:-2]) + "\n", encoding="utf-8")
+    report = validate_tasks(demo_copy)
+    kinds = sorted(p.kind for p in report.errors)
+    assert kinds == ["bad-metadata", "missing-file", "missing-file", "missing-file", "missing-gold"]
+    assert not report.ok and report.warnings == ()
+    assert any(p.line().startswith("error: no gold answer for task demo_archaeology/2/0: not in ")
+               for p in report.problems)
