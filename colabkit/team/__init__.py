@@ -1,0 +1,54 @@
+"""The team layer: personas, hidden-profile briefings, approval gates, Shared Group Memory, variants.
+
+Pure values and pure functions only (no LLM calls, no workspace): the session layer combines
+them into running sessions. See each module for the design reasons.
+"""
+
+from colabkit.team.briefing import DEFAULT_MAX_CHARS, private_briefing
+from colabkit.team.gates import (
+    ACTION_TYPES,
+    DATA_CHANGING,
+    DEFAULT_PREASSIGNED_GATES,
+    GATEABLE_ACTIONS,
+    GateRule,
+    GateTable,
+    is_data_changing,
+)
+from colabkit.team.memory import (
+    GateItem,
+    MemoryProposal,
+    MemoryRecord,
+    MemorySlots,
+    build_instructions,
+    memory_from_consolidation,
+    memory_schema,
+)
+from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
+from colabkit.team.variants import VARIANT_NAMES, VARIANTS, VariantConfig, variant
+
+__all__ = [
+    "ACTION_TYPES",
+    "AI_ID",
+    "DATA_CHANGING",
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_PREASSIGNED_GATES",
+    "GATEABLE_ACTIONS",
+    "PERSONA_IDS",
+    "VARIANTS",
+    "VARIANT_NAMES",
+    "GateItem",
+    "GateRule",
+    "GateTable",
+    "MemoryProposal",
+    "MemoryRecord",
+    "MemorySlots",
+    "Persona",
+    "VariantConfig",
+    "build_instructions",
+    "is_data_changing",
+    "memory_from_consolidation",
+    "memory_schema",
+    "persona",
+    "private_briefing",
+    "variant",
+]

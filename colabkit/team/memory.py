@@ -1,0 +1,203 @@
+"""Shared Group Memory: what the team agrees on before the task, frozen for the whole session.
+
+The four slots follow the study (and transactive-memory theory): who knows what
+(expertise), who is trusted with what (responsibility), how work is coordinated (plan) and
+which evidence standards the answer must meet; Scaffolded teams also write a gate table.
+
+The session layer runs the build protocol (each member proposes, one consolidation) with the
+schemas here as structured outputs, then calls `memory_from_consolidation` to get the
+immutable `MemoryRecord`. Lengths are bounded in the schemas (they appear as maxLength in the
+JSON schema given to the model) because the rendered memory goes into every task-phase
+observation, and the smallest model works with ~1500 tokens in total; `render(max_chars=...)`
+fits a tighter observation budget by trimming the slots evenly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from colabkit.team.canonical import canonical_digest
+from colabkit.team.gates import CONDITION_MAX_CHARS, GATEABLE_ACTIONS, GateRule, GateTable
+from colabkit.team.personas import Persona
+from colabkit.team.textfit import fit_all
+
+SLOT_MAX_CHARS = 280
+MAX_GATES = 8
+SLOTS = ("expertise", "responsibility", "plan", "evidence_standards")
+
+_SLOT_HELP = {
+    "expertise": "Who knows what: each member's knowledge relevant to this task.",
+    "responsibility": "Who is trusted with what: which member does or checks which part.",
+    "plan": "How the work is coordinated: steps, order, who talks to whom.",
+    "evidence_standards": "What the final answer must meet to be accepted (checks, definitions).",
+}
+# Words a model may use for an action type, after lower-casing and joining with "_".
+_ACTION_SYNONYMS = {
+    "edit": "edit_result", "editor_update": "edit_result", "update_result": "edit_result",
+    "write_result": "edit_result", "result": "edit_result", "edit_hypothesis": "edit_result",
+    "code": "execute_code", "run_code": "execute_code", "execute": "execute_code",
+    "execute_jupyter_cell": "execute_code", "run": "execute_code",
+    "message": "send_message", "send": "send_message", "send_teammate_message": "send_message",
+    "finish_task": "finish", "submit": "finish", "end": "finish",
+}
+
+
+def _slot(name: str) -> Any:
+    return Field(max_length=SLOT_MAX_CHARS, description=_SLOT_HELP[name])
+
+
+class MemorySlots(BaseModel):
+    """Structured output for a proposal or consolidation without gates (Memory-only)."""
+
+    expertise: str = _slot("expertise")
+    responsibility: str = _slot("responsibility")
+    plan: str = _slot("plan")
+    evidence_standards: str = _slot("evidence_standards")
+
+
+class GateItem(BaseModel):
+    """One gate as a model writes it; validated and mapped by `memory_from_consolidation`."""
+
+    action: str = Field(max_length=40, description="one of: " + ", ".join(GATEABLE_ACTIONS))
+    signatory: str = Field(max_length=40, description="id of the member who must approve")
+    condition: str = Field("", max_length=CONDITION_MAX_CHARS, description="optional: when it applies")
+
+
+class MemoryProposal(MemorySlots):
+    """Structured output for a proposal or consolidation with a gate table (Scaffolded)."""
+
+    gates: list[GateItem] = Field(
+        default_factory=list, max_length=MAX_GATES,
+        description="actions that need approval, and who signs; actions not listed stay ungated",
+    )
+
+
+def memory_schema(with_gates: bool) -> type[MemorySlots]:
+    """The structured-output schema for the build phase of a memory variant."""
+    return MemoryProposal if with_gates else MemorySlots
+
+
+class MemoryRecord(BaseModel):
+    """The frozen Shared Group Memory; `gates` is None when the variant has no self-selected gates."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    expertise: str = Field(max_length=SLOT_MAX_CHARS)
+    responsibility: str = Field(max_length=SLOT_MAX_CHARS)
+    plan: str = Field(max_length=SLOT_MAX_CHARS)
+    evidence_standards: str = Field(max_length=SLOT_MAX_CHARS)
+    gates: GateTable | None = None
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSON: the memory's identity in the session record."""
+        return canonical_digest(self)
+
+    def render(self, max_chars: int | None = None) -> str:
+        """The read-only block shown in every task-phase observation.
+
+        With `max_chars`, the four slots are trimmed evenly (longest first) so the block fits
+        while every slot keeps its opening; the gate line, which is enforced, stays whole.
+        """
+        header = f"Shared Group Memory (read-only, frozen {self.digest()[:8]}):"
+        labels = [f"- {slot.replace('_', ' ').capitalize()}: " for slot in SLOTS]
+        values = [getattr(self, slot) or "(none)" for slot in SLOTS]
+        gates = [f"- Gates: {self.gates.render()}"] if self.gates is not None else []
+        if max_chars is not None:
+            fixed = len(header) + sum(len(label) + 1 for label in labels) + sum(len(g) + 1 for g in gates)
+            values = fit_all(values, max_chars - fixed)
+        return "\n".join([header, *(label + value for label, value in zip(labels, values)), *gates])
+
+
+def build_instructions(stage: Literal["propose", "consolidate"], team: Sequence[Persona], with_gates: bool) -> str:
+    """Short task text for one build-phase call, so every variant's build asks the same thing."""
+    members = ", ".join(f"{p.id} = {p.name}" for p in team)
+    what = (
+        "Propose the team's shared memory for this task."
+        if stage == "propose"
+        else "Merge the members' proposals into one shared memory; keep what they agree on."
+    )
+    text = (
+        f"Memory build. Team: {members}. {what} Fill each slot in at most {SLOT_MAX_CHARS} characters: "
+        "expertise, responsibility, plan, evidence_standards. It is frozen before the task starts."
+    )
+    if with_gates:
+        text += (
+            f" Also choose gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval and "
+            "which member signs each; nobody signs their own request; unlisted actions stay ungated."
+        )
+    return text
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _map_action(raw: str) -> str | None:
+    key = _norm(raw)
+    key = _ACTION_SYNONYMS.get(key, key)
+    return key if key in GATEABLE_ACTIONS else None
+
+
+def _signatory_aliases(team: Sequence[Persona]) -> dict[str, str]:
+    """Alias -> persona id, from ids, full names and distinctive name words; ambiguous aliases removed."""
+    owners: dict[str, set[str]] = {}
+    for p in team:
+        words = {w for w in _norm(p.name).split("_") if len(w) > 2}
+        for alias in {_norm(p.id), _norm(p.name), *words}:
+            owners.setdefault(alias, set()).add(p.id)
+    return {alias: next(iter(ids)) for alias, ids in owners.items() if len(ids) == 1}
+
+
+def _map_signatory(raw: str, aliases: Mapping[str, str]) -> str | None:
+    key = _norm(raw).removeprefix("the_")
+    if key in aliases:
+        return aliases[key]
+    found = {aliases[t] for t in key.split("_") if t in aliases}
+    return found.pop() if len(found) == 1 else None
+
+
+def memory_from_consolidation(
+    output: MemorySlots | Mapping[str, Any], team: Sequence[Persona], *, with_gates: bool
+) -> tuple[MemoryRecord, tuple[str, ...]]:
+    """Turn the consolidation's structured output into the frozen record, plus a report.
+
+    Pure and deterministic. Gates are kept only `with_gates` (Scaffolded); each gate's action
+    is mapped from common wordings ("edit", "run code") to an action type and its signatory
+    from a member id or name ("Researcher" -> R) on this team. Gates with an action that
+    cannot be gated, a signatory not on the team, or repeating an earlier (action,
+    condition) are dropped; every drop or mapping is a line in the report so the session
+    log shows what the team wrote versus what is enforced.
+    """
+    parsed = output if isinstance(output, MemorySlots) else MemoryProposal.model_validate(output)
+    report: list[str] = [f"slot {s} is empty" for s in SLOTS if not getattr(parsed, s).strip()]
+    items: Sequence[GateItem] = getattr(parsed, "gates", [])
+    rules: list[GateRule] = []
+    if not with_gates:
+        if items:
+            report.append(f"{len(items)} gate(s) ignored: this variant has no self-selected gates")
+    else:
+        aliases = _signatory_aliases(team)
+        seen: set[tuple[str, str]] = set()
+        for i, item in enumerate(items, 1):
+            action, signatory = _map_action(item.action), _map_signatory(item.signatory, aliases)
+            condition = item.condition.strip()
+            if action is None:
+                report.append(f"gate {i} dropped: action {item.action!r} cannot be gated")
+            elif signatory is None:
+                report.append(f"gate {i} dropped: signatory {item.signatory!r} is not a team member")
+            elif (action, condition) in seen:
+                report.append(f"gate {i} dropped: repeats an earlier gate for {action}")
+            else:
+                if (action, signatory) != (item.action, item.signatory):
+                    report.append(f"gate {i} mapped: {item.action!r} -> {action}, {item.signatory!r} -> {signatory}")
+                seen.add((action, condition))
+                rules.append(GateRule(action=action, signatory=signatory, condition=condition))
+    record = MemoryRecord(
+        **{s: getattr(parsed, s).strip() for s in SLOTS},
+        gates=GateTable(rules=tuple(rules)) if with_gates else None,
+    )
+    return record, tuple(report)

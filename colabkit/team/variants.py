@@ -1,0 +1,119 @@
+"""Team variants: who is on the team, whether it builds a memory, and where gates come from.
+
+The study's 13 variants form a 2x2 design per team composition plus a baseline: memory
+(yes/no) x gating (yes/no), with D, R or both as humans -- Default (neither), Memory-only
+(memory, no gates), Preassigned (fixed gates, no memory) and Scaffolded (memory with gates
+the team chose itself) -- and `single` (the AI agent alone). Preassigned therefore carries no
+memory, so that Scaffolded vs Preassigned contrasts who chose the gates together with the
+memory, while Preassigned vs Default isolates gating; a Preassigned variant with memory is one
+`VariantConfig` away.
+
+A user-defined variant is just another `VariantConfig`: other personas (`personas`, which
+also override the shipped ones by id), other gate tables, more humans. The config carries
+everything the session needs, so its `identity()` (sha256 of its canonical JSON) names the
+experimental condition. The shipped persona prompts are referenced by id only; the session
+record must store their versions (`persona(pid).version`) next to the identity.
+"""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from colabkit.errors import ColabkitError
+from colabkit.team.canonical import canonical_digest
+from colabkit.team.gates import DEFAULT_PREASSIGNED_GATES, GateTable
+from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class VariantConfig(BaseModel):
+    """One team condition; validation rejects configs whose parts contradict each other."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    humans: tuple[str, ...] = ()
+    memory: bool = False
+    gate_source: Literal["none", "self", "preassigned"] = "none"
+    preassigned: GateTable | None = None
+    personas: tuple[Persona, ...] = Field(default=(), description="custom personas; override shipped ones by id")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> VariantConfig:
+        where = f"variant {self.name!r}"
+        if not _NAME.match(self.name):
+            raise ColabkitError(f"variant name {self.name!r} must be letters, digits, '.', '_' or '-'")
+        ids = [p.id for p in self.personas]
+        if len(set(ids)) != len(ids):
+            raise ColabkitError(f"{where}: persona ids repeat: {ids}")
+        if len(set(self.humans)) != len(self.humans):
+            raise ColabkitError(f"{where}: humans repeat: {self.humans}")
+        for pid in self.humans:
+            if self.persona(pid).role != "human":
+                raise ColabkitError(f"{where}: {pid!r} is listed as a human but its persona role is 'ai'")
+        if self.persona(AI_ID).role != "ai":
+            raise ColabkitError(f"{where}: persona {AI_ID!r} must have role 'ai'")
+        if self.name == "single" and self.humans:
+            raise ColabkitError(f"{where}: the single-agent variant has no humans, got {self.humans}")
+        if self.gate_source == "self" and not self.memory:
+            raise ColabkitError(f"{where}: gate_source 'self' needs memory=True (the gates are written in the memory)")
+        if (self.gate_source == "preassigned") != (self.preassigned is not None):
+            raise ColabkitError(f"{where}: a preassigned gate table goes with gate_source 'preassigned' and only with it")
+        if self.gate_source != "none" and not self.humans:
+            raise ColabkitError(f"{where}: gating needs at least one human (nobody signs their own request)")
+        return self
+
+    @property
+    def team(self) -> tuple[str, ...]:
+        """Every participant id: the AI agent first, then the humans in config order."""
+        return (AI_ID, *self.humans)
+
+    def persona(self, pid: str) -> Persona:
+        """The persona for `pid` in this variant: a custom one if given, else the shipped one."""
+        for p in self.personas:
+            if p.id == pid:
+                return p
+        if pid not in PERSONA_IDS:
+            known = sorted({*PERSONA_IDS, *(p.id for p in self.personas)})
+            raise ColabkitError(f"variant {self.name!r}: unknown persona {pid!r}; known: {', '.join(known)}")
+        return persona(pid)
+
+    def team_personas(self) -> tuple[Persona, ...]:
+        """The personas of `team`, in the same order."""
+        return tuple(self.persona(pid) for pid in self.team)
+
+    def identity(self) -> str:
+        """Stable sha256 hex of the canonical JSON of this config."""
+        return canonical_digest(self)
+
+
+def _registry() -> dict[str, VariantConfig]:
+    compositions = {"d": ("D",), "r": ("R",), "dr": ("D", "R")}
+    families = {
+        "default": {"memory": False, "gate_source": "none"},
+        "scaffolded": {"memory": True, "gate_source": "self"},
+        "memory": {"memory": True, "gate_source": "none"},
+        "preassigned": {"memory": False, "gate_source": "preassigned", "preassigned": DEFAULT_PREASSIGNED_GATES},
+    }
+    configs = [VariantConfig(name="single")]
+    for family, settings in families.items():
+        for suffix, humans in compositions.items():
+            configs.append(VariantConfig(name=f"{family}-{suffix}", humans=humans, **settings))
+    return {c.name: c for c in configs}
+
+
+VARIANTS: MappingProxyType[str, VariantConfig] = MappingProxyType(_registry())
+VARIANT_NAMES: tuple[str, ...] = tuple(VARIANTS)
+
+
+def variant(name: str) -> VariantConfig:
+    """The registered variant `name` (case and surrounding spaces ignored)."""
+    key = name.strip().lower()
+    if key not in VARIANTS:
+        raise ColabkitError(f"unknown variant {name!r}; valid: {', '.join(VARIANT_NAMES)}")
+    return VARIANTS[key]

@@ -1,0 +1,142 @@
+"""Shared Group Memory: frozen record, digest, rendering, build schemas and consolidation."""
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from colabkit.team import (
+    GateRule,
+    GateTable,
+    MemoryProposal,
+    MemoryRecord,
+    MemorySlots,
+    build_instructions,
+    memory_from_consolidation,
+    memory_schema,
+    persona,
+)
+from colabkit.team.memory import SLOT_MAX_CHARS
+
+SLOTS = dict(
+    expertise="D knows the columns; R knows the capital groupings.",
+    responsibility="D checks parsing; R checks definitions.",
+    plan="AI loads data, asks D about columns, drafts; R reviews.",
+    evidence_standards="Use 100-year bins; name the period.",
+)
+TEAM = tuple(persona(p) for p in ("ai", "D", "R"))
+
+
+def _record(**changes):
+    fields = {**SLOTS, "gates": GateTable(rules=(GateRule(action="finish", signatory="R"),)), **changes}
+    return MemoryRecord(**fields)
+
+
+def test_record_is_frozen():
+    record = _record()
+    with pytest.raises(ValidationError):
+        record.plan = "do whatever"
+    with pytest.raises(ValidationError):
+        record.gates.rules[0].signatory = "D"
+    with pytest.raises(TypeError):
+        record.gates.rules[0] = GateRule(action="finish", signatory="D")  # tuples cannot be assigned to
+
+
+def test_digest_is_stable_and_changes_with_content():
+    a, b = _record(), _record()
+    assert a.digest() == b.digest() and len(a.digest()) == 64
+    assert _record(plan="Another plan.").digest() != a.digest()
+    assert _record(gates=None).digest() != a.digest()
+    assert _record(gates=GateTable(rules=(GateRule(action="finish", signatory="D"),))).digest() != a.digest()
+
+
+def test_render_shows_every_slot_read_only_and_the_gates():
+    text = _record().render()
+    assert "read-only" in text and _record().digest()[:8] in text
+    for value in SLOTS.values():
+        assert value in text
+    assert "Gates: finish -> R" in text
+    assert "Gates" not in _record(gates=None).render()
+    assert "Gates: none" in _record(gates=GateTable()).render()
+
+
+def test_slots_are_bounded_in_records_and_schemas():
+    with pytest.raises(ValidationError):
+        _record(plan="x" * (SLOT_MAX_CHARS + 1))
+    with pytest.raises(ValidationError):
+        MemorySlots(**{**SLOTS, "plan": "x" * (SLOT_MAX_CHARS + 1)})
+    schema = MemoryProposal.model_json_schema()
+    assert schema["properties"]["plan"]["maxLength"] == SLOT_MAX_CHARS
+    assert "gates" in schema["properties"] and "gates" not in MemorySlots.model_json_schema()["properties"]
+    assert memory_schema(True) is MemoryProposal and memory_schema(False) is MemorySlots
+
+
+def test_consolidation_maps_drops_and_reports_gates():
+    output = MemoryProposal(
+        **SLOTS,
+        gates=[
+            {"action": "Edit", "signatory": "the Researcher"},
+            {"action": "execute_code", "signatory": "D", "condition": "data-changing"},
+            {"action": "approve", "signatory": "R"},
+            {"action": "finish", "signatory": "Bob"},
+            {"action": "edit_result", "signatory": "D"},
+            {"action": "finish", "signatory": "R (Researcher)"},
+        ],
+    )
+    record, report = memory_from_consolidation(output, TEAM, with_gates=True)
+    assert [(r.action, r.signatory, r.condition) for r in record.gates.rules] == [
+        ("edit_result", "R", ""),
+        ("execute_code", "D", "data-changing"),
+        ("finish", "R", ""),
+    ]
+    assert any("gate 1 mapped" in line for line in report)
+    assert any("gate 3 dropped" in line and "approve" in line for line in report)
+    assert any("gate 4 dropped" in line and "Bob" in line for line in report)
+    assert any("gate 5 dropped" in line and "repeats" in line for line in report)
+    assert record.expertise == SLOTS["expertise"]
+
+
+def test_signatory_must_be_on_this_team():
+    team = (persona("ai"), persona("D"))
+    record, report = memory_from_consolidation(
+        {**SLOTS, "gates": [{"action": "finish", "signatory": s} for s in ("Researcher", "AI agent")]},
+        team,
+        with_gates=True,
+    )
+    assert [(r.action, r.signatory) for r in record.gates.rules] == [("finish", "ai")]
+    assert any("Researcher" in line for line in report)
+
+
+def test_memory_only_consolidation_has_no_gates():
+    record, report = memory_from_consolidation(
+        {**SLOTS, "plan": "", "gates": [{"action": "finish", "signatory": "R"}]}, TEAM, with_gates=False
+    )
+    assert record.gates is None
+    assert any("ignored" in line for line in report) and any("plan is empty" in line for line in report)
+    record, report = memory_from_consolidation(MemorySlots(**SLOTS), TEAM, with_gates=True)
+    assert record.gates == GateTable() and report == ()
+
+
+def test_consolidation_is_deterministic():
+    output = {**SLOTS, "gates": [{"action": "run code", "signatory": "analyst"}]}
+    first = memory_from_consolidation(output, TEAM, with_gates=True)
+    assert first == memory_from_consolidation(json.loads(json.dumps(output)), TEAM, with_gates=True)
+    assert first[0].gates.rules[0] == GateRule(action="execute_code", signatory="D")
+
+
+def test_build_instructions_name_the_team_and_gates_only_when_asked():
+    text = build_instructions("propose", TEAM, with_gates=True)
+    assert "D = Data Analyst" in text and "edit_result" in text
+    assert "gates" not in build_instructions("consolidate", TEAM, with_gates=False)
+
+
+def test_render_fits_a_budget_keeping_every_slot_and_the_gates():
+    long = {slot: f"{slot} " + "detail " * 30 for slot in SLOTS}
+    record = _record(**long)
+    full = record.render()
+    assert len(full) > 1000
+    short = record.render(max_chars=700)
+    assert len(short) <= 700 and "Gates: finish -> R" in short
+    for slot in SLOTS:
+        assert f"{slot} detail" in short
+    assert _record().render(max_chars=5000) == _record().render()

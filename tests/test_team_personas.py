@@ -1,0 +1,64 @@
+"""Personas: fixed, versioned, short prompts read from the package's text files."""
+
+from importlib import resources
+
+import pytest
+from pydantic import ValidationError
+
+from colabkit.errors import ColabkitError
+from colabkit.team import PERSONA_IDS, persona
+from colabkit.team.personas import parse_prompt_file
+
+FILES = {"ai": "ai.md", "D": "data_analyst.md", "R": "researcher.md"}
+
+
+def test_the_three_personas_and_their_roles():
+    assert PERSONA_IDS == ("ai", "D", "R")
+    assert [persona(p).role for p in PERSONA_IDS] == ["ai", "human", "human"]
+    assert persona("D").name == "Data Analyst" and persona("R").name == "Researcher"
+
+
+@pytest.mark.parametrize("pid", PERSONA_IDS)
+def test_prompt_is_versioned_short_and_matches_its_file(pid):
+    p = persona(pid)
+    text = resources.files("colabkit.team").joinpath("prompts", FILES[pid]).read_text(encoding="utf-8")
+    assert text.splitlines()[0] == f"version: {p.version}"
+    assert p.prompt == text.partition("\n")[2].strip()
+    assert len(p.prompt) < 900
+
+
+def test_prompts_differ_in_role_and_in_private_knowledge():
+    assert persona("ai").knows == () and persona("D").knows == ("datasets",)
+    assert persona("R").knows == ("domain_knowledge",)
+    assert len({persona(p).prompt for p in PERSONA_IDS}) == 3
+
+
+def test_ai_prompt_asks_for_a_result_in_the_editor_and_a_finish():
+    prompt = persona("ai").prompt
+    for phrase in ("edit_result", "context", "variables", "relation", "finish"):
+        assert phrase in prompt
+
+
+@pytest.mark.parametrize("pid", ["D", "R"])
+def test_simulated_humans_are_colleagues_not_assistants(pid):
+    prompt = persona(pid).prompt
+    assert "not an assistant" in prompt
+    assert "one piece at a time" in prompt and "Never invent" in prompt and "wait" in prompt
+
+
+def test_unknown_persona_names_the_valid_ones():
+    with pytest.raises(ColabkitError, match="'X'.*ai, D, R"):
+        persona("X")
+
+
+def test_prompt_file_needs_a_version_line():
+    assert parse_prompt_file("version: 7\nHello", "f.md") == ("7", "Hello")
+    with pytest.raises(ColabkitError, match="f.md"):
+        parse_prompt_file("Hello\nworld", "f.md")
+    with pytest.raises(ColabkitError, match="empty"):
+        parse_prompt_file("version: 7\n\n", "f.md")
+
+
+def test_persona_is_frozen():
+    with pytest.raises(ValidationError):
+        persona("R").prompt = "be nice"
