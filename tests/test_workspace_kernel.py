@@ -1,0 +1,250 @@
+"""The workspace with a real sandboxed kernel: state, errors, data, figures, output caps,
+snapshot, views, recovery and clean-up.  One workspace is shared where state does not matter."""
+
+import asyncio
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot
+from colabkit.workspace import isolation
+
+CSV = "year,capital,region\n2000,1.5,north\n2001,2.5,south\n2002,4.0,north\n"
+
+
+def kernel_pids(marker: str) -> list[int]:
+    """Host pids whose command line mentions `marker` (a workspace's private path)."""
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.fixture(scope="module")
+def task_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("task") / "capital.csv"
+    path.write_text(CSV)
+    return path
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with asyncio.Runner() as r:
+        yield r
+
+
+@pytest.fixture(scope="module")
+def ws(runner, task_file, tmp_path_factory):
+    limits = Limits(cell_timeout_s=30, output_chars=2000)
+    w = runner.run(Workspace.open([task_file], root=tmp_path_factory.mktemp("ws"), limits=limits))
+    yield w
+    runner.run(w.close())
+
+
+def run(runner, ws, code, author="ai", **kw):
+    return runner.run(ws.execute(textwrap.dedent(code), author=author, **kw))
+
+
+def test_bubblewrap_is_used_when_available(ws):
+    if not (sys.platform.startswith("linux") and shutil.which("bwrap")):
+        pytest.skip("bubblewrap not installed")
+    assert ws.isolation.level == "bubblewrap", ws.isolation.notes
+    assert ws.isolation.network_isolated and ws.isolation.host_files_hidden
+    assert ws.isolation.data_read_only and ws.isolation.env_allowlisted
+
+
+def test_state_persists_across_cells(runner, ws):
+    assert run(runner, ws, "x = 40").status == "ok"
+    run(runner, ws, "x += 2")
+    cell = run(runner, ws, "print(x)")
+    assert (cell.status, cell.output) == ("ok", "42\n")
+
+
+def test_raising_cell_is_an_error_with_traceback(runner, ws):
+    cell = run(runner, ws, """
+        print("before")
+        def inner():
+            return 1 / 0
+        inner()
+    """)
+    assert cell.status == "error" and cell.output == "before\n"
+    assert cell.error.startswith("ZeroDivisionError: division by zero")
+    assert "Traceback" in cell.error and "inner()" in cell.error and "\x1b[" not in cell.error
+    assert not cell.restarted
+
+
+def test_task_data_is_read_with_pandas_from_data_folder(runner, ws):
+    cell = run(runner, ws, """
+        import pandas as pd
+        df = pd.read_csv("data/capital.csv")
+        print(df.shape, df["capital"].sum())
+    """)
+    assert cell.output == "(3, 3) 8.0\n", cell.error
+
+
+def test_scientific_stack_is_importable(runner, ws):
+    cell = run(runner, ws, """
+        import numpy, scipy.stats, statsmodels.formula.api as smf, sklearn.linear_model, matplotlib
+        fit = smf.ols("capital ~ year", data=df).fit()
+        print(round(fit.params["year"], 2))
+    """)
+    assert (cell.status, cell.output) == ("ok", "1.25\n"), cell.error
+
+
+def test_last_expression_is_shown(runner, ws):
+    assert run(runner, ws, "6 * 7").output == "42\n"
+
+
+def test_figures_are_saved_as_png_and_reported_by_path(runner, ws):
+    cell = run(runner, ws, """
+        import matplotlib.pyplot as plt
+        plt.plot(df["year"], df["capital"])
+        plt.show()
+    """)
+    assert cell.status == "ok", cell.error
+    assert len(cell.images) == 1 and cell.images[0].endswith(".png")
+    assert (ws.workdir / cell.images[0]).read_bytes()[:4] == b"\x89PNG"
+    assert cell.images[0] in cell.output
+
+
+def test_long_output_is_truncated_with_an_exact_note(runner, ws):
+    cell = run(runner, ws, "for i in range(1000): print('%09d' % i)")  # 10,000 characters
+    assert cell.truncated and cell.status == "ok"
+    assert cell.output.startswith("000000000\n000000001\n")
+    assert "8,000 more characters were dropped" in cell.output
+    assert len(cell.output) < 2000 + 200
+
+
+def test_timeout_can_be_set_per_cell(runner, ws):
+    cell = run(runner, ws, "import time; time.sleep(30)", timeout=1)
+    assert cell.status == "timeout" and not cell.restarted
+    assert cell.error.startswith("CellTimeout: the cell ran longer than 1 s and was interrupted")
+    assert run(runner, ws, "print(x)").output == "42\n"
+
+
+def test_views_show_only_own_cells_unless_sees_all(runner, ws):
+    mine = run(runner, ws, "y = 1", author="D")
+    own = ws.cells_visible_to("D", sees_all=False)
+    assert own == [mine]
+    assert len(ws.cells_visible_to("D", sees_all=True)) == len(ws.cells)
+    ws.chat.post("ai", "for R only", to=["R"])
+    view = ws.view_for("D", sees_all=False)
+    assert view.cells == (mine,) and all(m.visible_to("D") for m in view.messages)
+
+
+def test_snapshot_records_cells_chat_editor_and_created_files(runner, ws, tmp_path):
+    run(runner, ws, """
+        import os
+        os.makedirs("out", exist_ok=True)
+        df.to_csv("out/summary.csv", index=False)
+    """)
+    ws.chat.post("ai", "saved a summary")
+    ws.editor.write("ai", "Capital grows with year.")
+    snap = ws.snapshot()
+    paths = {f.path: f for f in snap.files}
+    assert "out/summary.csv" in paths and not any(p.startswith("data/") for p in paths)
+    digest = hashlib.sha256((ws.workdir / "out" / "summary.csv").read_bytes()).hexdigest()
+    assert paths["out/summary.csv"].sha256 == digest
+    assert any(p.startswith("figures/") for p in paths)
+    assert snap.editor_versions[-1].text == "Capital grows with year."
+    assert snap.messages[-1].text == "saved a summary" and snap.data_files == ("capital.csv",)
+    assert [c.index for c in snap.cells] == list(range(len(ws.cells)))
+    assert snap.events[0].kind == "kernel_started"
+    loaded = WorkspaceSnapshot.model_validate_json(snap.save(tmp_path / "s.json").read_text())
+    assert loaded == snap
+
+
+@pytest.mark.slow
+def test_kernel_killed_between_cells_is_restarted_and_replayed(runner, ws):
+    pids = kernel_pids(str(ws.workdir))
+    assert pids, "the kernel's sandbox should be visible on the host"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.3)
+    cell = run(runner, ws, "print(x, df.shape)")
+    assert cell.restarted and cell.output == "42 (3, 3)\n", cell.error
+    kinds = [e.kind for e in ws.events]
+    assert "restarted" in kinds and "replayed" in kinds
+
+
+def test_close_leaves_no_kernel_process(task_file):
+    async def scenario():
+        ws = await Workspace.open([task_file])
+        await ws.execute("import os; kid = os.fork() or __import__('time').sleep(60)", author="ai")
+        marker, uid = str(ws.workdir), ws.isolation.kernel_uid
+        assert kernel_pids(marker)
+        await ws.close()
+        return ws, marker, uid
+
+    ws, marker, uid = asyncio.run(scenario())
+    assert kernel_pids(marker) == []
+    if uid is not None:
+        assert not [e for e in Path("/proc").glob("[0-9]*") if _owner(e) == uid and _alive(e)]
+    assert not ws.workdir.exists()  # no root given: the private folder is deleted
+    assert ws.snapshot().cells[0].status == "ok"
+
+
+def _alive(entry):
+    try:
+        return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _owner(entry):
+    try:
+        return entry.stat().st_uid
+    except OSError:
+        return None
+
+
+def test_kernel_dies_with_its_owner_process(task_file, tmp_path):
+    script = textwrap.dedent(f"""
+        import asyncio, os
+        from colabkit.workspace import Workspace
+        async def main():
+            ws = await Workspace.open([{str(task_file)!r}], root={str(tmp_path)!r})
+            print(ws.workdir, ws._layout.ipcdir, flush=True)  # the socket folder, to clean up
+            os.kill(os.getpid(), 9)
+        asyncio.run(main())
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    marker, ipcdir = proc.stdout.split()
+    deadline = time.monotonic() + 10
+    while kernel_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    shutil.rmtree(ipcdir)  # a SIGKILLed owner cannot clean up after itself
+    assert kernel_pids(marker) == []
+
+
+def test_rlimits_only_fallback_still_allowlists_and_limits(task_file, capfd, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-fallback")
+
+    async def scenario():
+        async with await Workspace.open([task_file], isolation="rlimits-only",
+                                        limits=Limits(memory_mb=1500)) as ws:
+            cell = await ws.execute(
+                "import os, resource\n"
+                "print(os.environ.get('OPENAI_API_KEY'), resource.getrlimit(resource.RLIMIT_AS)[0])\n"
+                "import pandas as pd; print(pd.read_csv('data/capital.csv').shape)", author="ai")
+            return ws.isolation, cell
+
+    isolation._announce.cache_clear()  # the warning is printed once per process
+    report, cell = asyncio.run(scenario())
+    assert report.level == "rlimits-only" and not report.network_isolated
+    assert not report.host_files_hidden and any("WEAK" in n for n in report.notes)
+    assert cell.output == f"None {1500 * 2**20}\n(3, 3)\n", cell.error
+    assert "WEAK kernel isolation" in capfd.readouterr().err

@@ -1,0 +1,190 @@
+"""Workspace building blocks that need no kernel: chat, editor, views, output capping,
+the environment allow-list, the bubblewrap command line and the snapshot."""
+
+import base64
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from colabkit.errors import ColabkitError
+from colabkit.workspace import (CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot,
+                                visible_cells)
+from colabkit.workspace.boot import DROPPED_MIME
+from colabkit.workspace.isolation import (SANDBOX_WORKDIR, IsolationReport, Layout, Sandbox,
+                                          kernel_env, rlimits)
+from colabkit.workspace.output import OutputCollector, clip_middle, strip_ansi, write_no_follow
+from colabkit.workspace.workspace import list_files
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        self.now += 1
+        return self.now
+
+
+def test_chat_numbers_messages_and_limits_visibility():
+    chat = Chat(Clock())
+    everyone = chat.post("ai", "hello team")
+    private = chat.post("D", "just for R", to=["R"])
+    assert (everyone.index, private.index) == (0, 1)
+    assert everyone.to is None and private.to == ("R",)
+    assert private.time > everyone.time
+    assert [m.index for m in chat.visible_to("R")] == [0, 1]
+    assert [m.index for m in chat.visible_to("D")] == [0, 1]  # the sender sees their own
+    assert [m.index for m in chat.visible_to("ai")] == [0]
+    assert not private.visible_to("ai")
+
+
+@pytest.mark.parametrize("sender,to", [("", None), ("ai", []), ("ai", ["R", ""])])
+def test_chat_rejects_bad_sender_or_recipients(sender, to):
+    with pytest.raises(ColabkitError):
+        Chat().post(sender, "x", to=to)
+
+
+def test_editor_keeps_every_version_and_latest_text():
+    editor = Editor(Clock())
+    assert editor.text == ""
+    editor.write("ai", "draft")
+    editor.write("R", "final hypothesis")
+    assert editor.text == "final hypothesis"
+    assert [(v.index, v.author, v.text) for v in editor.versions] == [
+        (0, "ai", "draft"), (1, "R", "final hypothesis")]
+    assert editor.versions[1].time > editor.versions[0].time
+    with pytest.raises(ColabkitError):
+        editor.write("", "x")
+
+
+def _cell(index, author):
+    return CellResult(index=index, author=author, code="1", status="ok", output="", error=None,
+                      images=(), truncated=False, restarted=False, duration_s=0.0)
+
+
+def test_cells_visible_only_to_their_author_unless_sees_all():
+    cells = [_cell(0, "ai"), _cell(1, "D"), _cell(2, "ai")]
+    assert [c.index for c in visible_cells(cells, "D", sees_all=False)] == [1]
+    assert [c.index for c in visible_cells(cells, "D", sees_all=True)] == [0, 1, 2]
+    assert visible_cells(cells, "R", sees_all=False) == []
+
+
+def test_output_truncation_note_counts_every_dropped_character(tmp_path):
+    sink = OutputCollector(10, workdir=tmp_path)
+    sink.handle({"msg_type": "stream", "content": {"name": "stdout", "text": "0123456789abc"}})
+    sink.handle({"msg_type": "stream", "content": {"name": "stderr", "text": "def"}})
+    sink.handle({"msg_type": "display_data", "content": {"data": {DROPPED_MIME: {"chars": 1000}}}})
+    assert sink.truncated
+    assert sink.text.startswith("0123456789\n")
+    assert "1,006 more characters were dropped" in sink.text
+
+
+def test_output_keeps_results_and_errors_plain(tmp_path):
+    sink = OutputCollector(1000, workdir=tmp_path)
+    sink.handle({"msg_type": "execute_result", "content": {"data": {"text/plain": "42"}}})
+    sink.handle({"msg_type": "error", "content": {
+        "ename": "ValueError", "evalue": "bad", "traceback": ["\x1b[0;31mValueError\x1b[0m: bad"]}})
+    assert sink.text == "42\n" and not sink.truncated
+    assert sink.error == "ValueError: bad\nValueError: bad"
+
+
+def test_strip_ansi_and_clip_middle_keep_the_ends():
+    assert strip_ansi("\x1b[1;32mok\x1b[0m") == "ok"
+    text, clipped = clip_middle("HEAD" + "x" * 100 + "TAIL", 20)
+    assert clipped and text.startswith("HEAD") and text.endswith("TAIL") and "omitted" in text
+
+
+def test_figures_are_saved_by_path_and_never_through_a_planted_symlink(tmp_path):
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
+    sink = OutputCollector(1000, workdir=tmp_path, image_stem="cell3")
+    sink.handle({"msg_type": "display_data", "content": {"data": {"image/png": png, "text/plain": "<Figure>"}}})
+    assert sink.images == ["figures/cell3-1.png"]
+    assert (tmp_path / "figures" / "cell3-1.png").read_bytes().startswith(b"\x89PNG")
+    assert "[figure saved: figures/cell3-1.png]" in sink.text and "<Figure>" not in sink.text
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "figures").symlink_to(elsewhere)
+    assert not write_no_follow(work, "figures", "x.png", b"data")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_kernel_env_is_an_allow_list():
+    parent = {"OPENAI_API_KEY": "sk-fake", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
+              "LANG": "en_US.UTF-8", "HOME": "/root", "PYTHONPATH": "/work/main", "RANDOM_VAR": "1"}
+    env = kernel_env(home="/workspace", tmp="/tmp", path="/usr/bin", parent=parent)
+    assert env["HOME"] == "/workspace" and env["LANG"] == "en_US.UTF-8"
+    assert not {"OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "PYTHONPATH",
+                "RANDOM_VAR"} & set(env)
+    assert "sk-fake" not in repr(env)
+    assert env["OPENBLAS_NUM_THREADS"] == "1" and env["PYTHONHASHSEED"] == "0"
+
+
+def test_rlimits_follow_limits():
+    got = rlimits(Limits(memory_mb=100, cpu_s=7, max_processes=9, file_size_mb=3))
+    assert got["RLIMIT_AS"] == [100 * 2**20] * 2
+    assert got["RLIMIT_CPU"][0] == 7 and got["RLIMIT_CPU"][1] > 7
+    assert got["RLIMIT_NPROC"] == [9, 9] and got["RLIMIT_CORE"] == [0, 0]
+    assert got["RLIMIT_FSIZE"] == [3 * 2**20] * 2
+
+
+def test_bubblewrap_command_mounts_no_repository_or_home(tmp_path):
+    layout = Layout(tmp_path / "w", tmp_path / "w" / "data", tmp_path / "ipc", tmp_path / "t")
+    cmd = Sandbox("bubblewrap", 654321).command(layout, Limits(), ["{}"])
+    for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in cmd
+    dests = {cmd[i + 2] for i, a in enumerate(cmd) if a in ("--bind", "--ro-bind", "--ro-bind-try")}
+    assert (tmp_path / "w" / "data").as_posix() in cmd
+    assert cmd[cmd.index(f"{SANDBOX_WORKDIR}/data") - 2] == "--ro-bind"
+    writable = {cmd[i + 2] for i, a in enumerate(cmd) if a == "--bind"}
+    assert writable == {SANDBOX_WORKDIR, "/run/colabkit"}
+    for dest in dests:
+        assert not Path(dest).is_relative_to(REPO), dest
+        assert Path(dest) != Path.home(), dest
+    if sys.prefix != sys.base_prefix:
+        assert cmd[cmd.index("-c") - 1] == "/opt/venv/" + Path(sys.executable).relative_to(sys.prefix).as_posix()
+
+
+def test_open_rejects_missing_and_clashing_files(tmp_path):
+    import asyncio
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x.csv").write_text("1")
+    (tmp_path / "b" / "x.csv").write_text("2")
+    with pytest.raises(ColabkitError, match="not found: .*missing.csv"):
+        asyncio.run(Workspace.open([tmp_path / "missing.csv"]))
+    with pytest.raises(ColabkitError, match="share a name"):
+        asyncio.run(Workspace.open([tmp_path / "a" / "x.csv", tmp_path / "b" / "x.csv"]))
+
+
+def test_file_listing_skips_data_and_does_not_follow_links(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "task.csv").write_text("a")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "result.txt").write_text("hello")
+    (tmp_path / "link").symlink_to("/etc")
+    os.mkfifo(tmp_path / "pipe")
+    files, omitted = list_files(tmp_path)
+    by_path = {f.path: f for f in files}
+    assert set(by_path) == {"out/result.txt", "link", "pipe"} and omitted == 0
+    assert by_path["out/result.txt"].size == 5 and by_path["out/result.txt"].sha256
+    assert by_path["link"].kind == "symlink" and by_path["pipe"].kind == "other"
+
+
+def test_snapshot_round_trips_through_json(tmp_path):
+    report = IsolationReport(level="bubblewrap", network_isolated=True, data_read_only=True,
+                             env_allowlisted=True)
+    chat = Chat(Clock())
+    chat.post("ai", "hi", to=["D"])
+    snap = WorkspaceSnapshot(isolation=report, limits=Limits(), data_files=("x.csv",),
+                             cells=(_cell(0, "ai"),), messages=tuple(chat.messages),
+                             editor_versions=(), events=(), files=())
+    path = snap.save(tmp_path / "snap.json")
+    assert WorkspaceSnapshot.model_validate_json(path.read_text()) == snap
