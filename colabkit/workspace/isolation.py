@@ -124,7 +124,9 @@ class Sandbox:
     def python(self) -> str:
         """The suite's own interpreter, as the kernel sees it (a venv is mounted at /opt/venv)."""
         if self.level == "bubblewrap" and sys.prefix != sys.base_prefix:
-            return str(Path(SANDBOX_VENV) / Path(sys.executable).relative_to(sys.prefix))
+            # abspath, not resolve: normalise `tests/../.venv/bin/python` without leaving the venv
+            exe = Path(os.path.abspath(sys.executable)).relative_to(os.path.abspath(sys.prefix))
+            return str(Path(SANDBOX_VENV) / exe)
         return sys.executable
 
     def env(self, layout: Layout) -> dict[str, str]:

@@ -1,0 +1,178 @@
+"""The step a participant returns, as the model writes it and as the engine applies it.
+
+`StepSchema` is what the LLM fills in under grammar-constrained decoding. It is kept flat and
+small on purpose: a 135M model reliably fills four short fields, not a union of nested
+per-action objects. One `content` field carries the action's payload and `to` its target:
+
+    action          content                     to
+    send_message    the message text            "all" (or empty) or recipients "D" / "D,R"
+    execute_code    Python code                 -
+    edit_result     the full new editor text    -
+    approve/reject  the reason                  the request id, e.g. "req-3"
+    finish          the reason                  -
+    wait            -                           -
+
+`to_action` turns a step into a typed `Action` or raises `InvalidAction` with a reason the
+engine logs as a failed step (and shows the participant next time). Checks that need
+session state (is that request pending and addressed to me?) live in `gating`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ActionType = Literal["send_message", "execute_code", "edit_result", "approve", "reject", "finish", "wait"]
+REQUEST_ID = re.compile(r"\breq-\d+\b", re.IGNORECASE)
+_EVERYONE = {"", "all", "everyone", "team", "*"}
+
+ACTION_HELP = {
+    "send_message": 'send_message: content = the message; to = "all" or teammate ids ({others})',
+    "execute_code": "execute_code: content = Python code for the shared kernel, e.g. "
+                    "import pandas as pd; df = pd.read_csv('data/<file>'); print(df.head())",
+    "edit_result": "edit_result: content = the full new hypothesis text (replaces the editor)",
+    "approve": "approve: to = the request id (e.g. req-1); content = your reason",
+    "reject": "reject: to = the request id (e.g. req-1); content = your reason",
+    "finish": "finish: content = why the result is ready (ends the session; the editor text is submitted)",
+    "wait": "wait: do nothing now",
+}
+
+
+def _all_required(schema: dict[str, Any]) -> None:
+    """Require every field in the model-facing schema and drop the class docstring from it."""
+    schema["required"] = list(schema["properties"])
+    schema.pop("description", None)
+
+
+class StepSchema(BaseModel):
+    """One ReAct step as the model writes it: a private thought and one action.
+
+    The JSON schema (hence the decoding grammar) requires all four fields, so a small model
+    cannot stop after `"action"` and leave the payload out; validation still accepts a
+    missing `content`/`to` (e.g. a bare wait) from providers without a grammar.
+    """
+
+    model_config = ConfigDict(json_schema_extra=_all_required)
+
+    thought: str = Field(max_length=200, description="private reasoning, never shown to others")
+    action: ActionType
+    content: str = Field(default="", max_length=500, description="message, code, hypothesis text or reason")
+    to: str = Field(default="", max_length=20, description="recipients for send_message, request id for approve/reject")
+
+
+class Action(BaseModel):
+    """A validated action, with each payload in its own field (what the event log records)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: ActionType
+    text: str = ""
+    code: str = ""
+    to: tuple[str, ...] | None = None
+    request_id: str | None = None
+    reason: str = ""
+
+    def args(self) -> dict[str, Any]:
+        """The event's `args`: only the fields this action type uses."""
+        keys = {
+            "send_message": ("text", "to"),
+            "execute_code": ("code",),
+            "edit_result": ("text",),
+            "approve": ("request_id", "reason"),
+            "reject": ("request_id", "reason"),
+            "finish": ("reason",),
+            "wait": (),
+        }[self.type]
+        return {key: list(value) if isinstance(value := getattr(self, key), tuple) else value for key in keys}
+
+    @property
+    def payload(self) -> str:
+        """The action's main content: the text, the code, or the reason."""
+        return {"send_message": self.text, "execute_code": self.code, "edit_result": self.text}.get(
+            self.type, self.reason
+        )
+
+    def describe(self, limit: int = 160) -> str:
+        """A one-line description for request views and activity lists."""
+        payload = " ".join(self.payload.split())
+        if len(payload) > limit:
+            payload = payload[: limit - 3] + "..."
+        target = f" to {','.join(self.to)}" if self.to else ""
+        return f"{self.type}{target}: {payload}" if payload else self.type
+
+
+class InvalidAction(ValueError):
+    """A step that names a real action but cannot be applied as written."""
+
+
+def recipients(raw: str, actor: str, team: Sequence[str]) -> tuple[str, ...] | None:
+    """Parse `to` for a message: None means everyone; ids are matched case-insensitively."""
+    others = [p for p in team if p != actor]
+    if not others:
+        raise InvalidAction("there is no teammate to message")
+    if raw.strip().lower() in _EVERYONE:
+        return None
+    by_lower = {p.lower(): p for p in others}
+    chosen: list[str] = []
+    for token in re.split(r"[\s,;&]+", raw.strip()):
+        if not token or token.lower() in _EVERYONE:
+            continue
+        if token.lower() not in by_lower:
+            raise InvalidAction(f"unknown recipient {token!r}; use all or one of {', '.join(others)}")
+        if by_lower[token.lower()] not in chosen:
+            chosen.append(by_lower[token.lower()])
+    return tuple(chosen) if chosen else None
+
+
+def request_id_of(step: StepSchema) -> str | None:
+    """The request id from `to`, or failing that the first one mentioned in `content`."""
+    for field in (step.to, step.content):
+        match = REQUEST_ID.search(field)
+        if match:
+            return match.group(0).lower()
+    return None
+
+
+def to_action(step: StepSchema, actor: str, team: Sequence[str]) -> Action:
+    """Map the flat step onto a typed action (see the table in the module docstring)."""
+    content = step.content.strip()
+    kind = step.action
+    if kind == "send_message":
+        if not content:
+            raise InvalidAction("send_message needs the message text in content")
+        return Action(type=kind, text=content, to=recipients(step.to, actor, team))
+    if kind in ("execute_code", "edit_result") and not content:
+        raise InvalidAction(f"{kind} needs {'code' if kind == 'execute_code' else 'the hypothesis text'} in content")
+    if kind == "execute_code":
+        return Action(type=kind, code=step.content)
+    if kind == "edit_result":
+        return Action(type=kind, text=content)
+    if kind in ("approve", "reject"):
+        request_id = request_id_of(step)
+        if request_id is None:
+            raise InvalidAction(f"{kind} needs the request id in to, e.g. req-1")
+        return Action(type=kind, request_id=request_id, reason=content)
+    if kind == "finish":
+        return Action(type=kind, reason=content)
+    return Action(type="wait")
+
+
+def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool) -> tuple[str, ...]:
+    """What this participant may do now: no messaging alone, no decisions without a request."""
+    allowed = []
+    for kind in ACTION_HELP:
+        if kind == "send_message" and len(team) < 2:
+            continue
+        if kind in ("approve", "reject") and not has_requests:
+            continue
+        allowed.append(kind)
+    return tuple(allowed)
+
+
+def action_help(kinds: Sequence[str], actor: str, team: Sequence[str]) -> list[str]:
+    """One instruction line per allowed action, naming the fields it uses."""
+    others = ", ".join(p for p in team if p != actor)
+    return [ACTION_HELP[kind].format(others=others) for kind in kinds]

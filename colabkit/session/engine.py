@@ -1,0 +1,248 @@
+"""`run_session`: one task x one team variant x one seed, played to the end and logged.
+
+The engine owns the loop and the effects; the pieces it composes each answer one question:
+`observation` (what may this participant see), `react` (what does its model answer),
+`actions` (what does the answer mean), `gating` (may it take effect now), `scheduler` (who
+acts next, is it over), `build_phase` (the memory). It does no file I/O: events go to the
+caller's sink as they happen, the workspace lives in the caller's (or a temporary) folder.
+
+Failure policy (fail closed, always recorded): a malformed model answer or an impossible
+action is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by
+"llm_budget"; any other exception is a bug, and still ends it with ended_by "error" and a
+`session_end` event carrying the exception, so a batch never loses a session silently.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import deque
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from colabkit.errors import ColabkitError
+from colabkit.llm import BudgetExceeded, Gateway
+from colabkit.session.actions import Action, InvalidAction, StepSchema, to_action, valid_actions
+from colabkit.session.build_phase import build_memory
+from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EventLog, EventSink
+from colabkit.session.gating import Gatekeeper, gate_table
+from colabkit.session.observation import Observation, build_observation, cell_output, clip
+from colabkit.session.react import ask, step_messages
+from colabkit.session.scheduler import Scheduler, round_order
+from colabkit.session.settings import SessionSpec
+from colabkit.session.totals import session_totals
+from colabkit.tasks import Task
+from colabkit.team import MemoryRecord, private_briefing
+from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
+
+EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "error"]
+SCRATCHPAD = 8
+RESULT_CHARS = 500
+
+
+class SessionResult(BaseModel):
+    """How a session ended and what it produced (the events went to the sink)."""
+
+    session_id: str
+    spec: SessionSpec
+    final_hypothesis: str
+    ended_by: EndedBy
+    memory: MemoryRecord | None
+    isolation: IsolationReport
+    snapshot: WorkspaceSnapshot
+    n_events: int
+    totals: dict[str, float]
+
+
+class _Session:
+    """The mutable state of one running session."""
+
+    def __init__(self, spec: SessionSpec, task: Task, ws: Workspace, gateway: Gateway, log: EventLog) -> None:
+        self.spec, self.task, self.ws, self.gateway, self.log = spec, task, ws, gateway, log
+        self.variant = spec.variant
+        self.team = self.variant.team
+        self.briefings: dict[str, str] = {}
+        self.scratch: dict[str, deque[str]] = {pid: deque(maxlen=SCRATCHPAD) for pid in self.team}
+        self.sched = Scheduler(spec.settings, self.team)
+        self.memory: MemoryRecord | None = None
+        self.gates = Gatekeeper(None, self.team)
+        self.round = 0
+
+    async def play(self) -> EndedBy:
+        """Build the memory if the variant has one, then run task rounds until an end."""
+        # Logged in the phase the session starts with, so phases never go task -> build -> task.
+        self.log.emit(phase="build" if self.variant.memory else "task", round=0, participant=SYSTEM,
+                      action="session_start", status="info", result=f"team {', '.join(self.team)}",
+                      args={"task_id": self.task.id, "variant": self.variant.name, "seed": self.spec.seed,
+                            "team": list(self.team), "isolation": self.ws.isolation.level,
+                            "personas": {p: self.variant.persona(p).version for p in self.team}})
+        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task) for pid in self.team}
+        if self.variant.memory:
+            self.memory = await build_memory(self.spec, self.task.query, self.briefings,
+                                             gateway=self.gateway, log=self.log, sample=self.spec.seed)
+        self.gates = Gatekeeper(gate_table(self.variant, self.memory), self.team)
+        for self.round in range(1, self.spec.settings.max_rounds + 1):
+            for pid in round_order(self.team, self.spec.seed, self.round):
+                ended = await self.turn(pid)
+                if ended is not None:
+                    return ended
+            if self.sched.end_round():
+                return "idle"
+        return "max_rounds"
+
+    def observe(self, pid: str) -> Observation:
+        return build_observation(
+            participant=pid,
+            team=self.team,
+            names=[self.variant.persona(p).name for p in self.team],
+            sees_all=self.variant.persona(pid).role == "ai",
+            round=self.round,
+            actions_left=self.sched.actions_left,
+            query=self.task.query,
+            briefing=self.briefings[pid],
+            memory=self.memory.render() if self.memory is not None else None,
+            workspace=self.ws,
+            gatekeeper=self.gates,
+            events=self.log.events,
+            scratchpad=list(self.scratch[pid]),
+            valid_actions=valid_actions(pid, self.team, has_requests=bool(self.gates.addressed_to(pid))),
+        )
+
+    def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
+        self.log.emit(phase="task", round=self.round, participant=participant, action=action, status=status, **fields)
+
+    async def turn(self, pid: str) -> EndedBy | None:
+        """One participant's step, if it has anything new in view; the end it caused, if any."""
+        observation = self.observe(pid)
+        key = observation.view_key()
+        if not self.sched.eligible(pid, key):
+            return None
+        messages = step_messages(self.variant.persona(pid).prompt, observation.render())
+        answer = await ask(self.gateway, self.spec.model_for(pid), messages, StepSchema,
+                           caller=pid, sample=self.spec.seed)
+        step = answer.value
+        self.sched.record_step(pid, key, waited=step is not None and step.action == "wait")
+        if step is None:
+            self.emit(pid, INVALID_OUTPUT, "failed_step", result=answer.error or "", llm_calls=answer.records)
+        else:
+            self.scratch[pid].append(f"r{self.round} {step.action}: {step.thought}")
+            if await self.act(pid, step, thought=step.thought, llm_calls=answer.records):
+                return "finish"
+        return "budget" if self.sched.budget_spent else None
+
+    async def act(self, pid: str, step: StepSchema, **fields: Any) -> bool:
+        """Validate and carry out (or hold, or decide) a step; True when a finish took effect."""
+        try:
+            action = to_action(step, pid, self.team)
+        except InvalidAction as exc:
+            self.emit(pid, step.action, "failed_step", args=step.model_dump(exclude={"thought"}),
+                      result=str(exc), **fields)
+            return False
+        if action.type == "wait":
+            self.emit(pid, "wait", "ok", **fields)
+            return False
+        if action.type in ("approve", "reject"):
+            return await self.decide(pid, action, **fields)
+        rule = self.gates.rule_for(action, pid)
+        if rule is not None:
+            request = self.gates.open(action, pid, rule, self.round)
+            held = f"held as {request.request_id} until {request.signatory} approves"
+            self.emit(pid, action.type, "pending", args=action.args(), request_id=request.request_id,
+                      signatory=request.signatory, result=held, **fields)
+            return False
+        return await self.apply(action, pid, **fields)
+
+    async def decide(self, pid: str, action: Action, **fields: Any) -> bool:
+        """A signatory's approve/reject; an approved action then takes effect as the proposer's."""
+        decision: Literal["approved", "rejected"] = "approved" if action.type == "approve" else "rejected"
+        try:
+            request = self.gates.decide(action.request_id or "", pid, decision, action.reason)
+        except InvalidAction as exc:
+            self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
+            return False
+        gate = {"request_id": request.request_id, "signatory": pid, "decision": decision,
+                "decision_reason": action.reason, "proposer": request.proposer}
+        self.emit(pid, action.type, decision, args=action.args(),
+                  result=f"{request.request_id} ({request.action.type} by {request.proposer}) {decision}",
+                  **gate, **fields)
+        if decision == "rejected":
+            return False
+        return await self.apply(request.action, request.proposer, **gate)
+
+    async def apply(self, action: Action, actor: str, **fields: Any) -> bool:
+        """Make `action` take effect as `actor`'s and log it; True for a finish."""
+        args = action.args()
+        if action.type == "send_message":
+            message = self.ws.chat.post(actor, action.text, to=action.to)
+            to = ",".join(message.to) if message.to else "all"
+            self.emit(actor, action.type, "ok", args=args, result=f"message #{message.index} sent to {to}", **fields)
+        elif action.type == "execute_code":
+            cell = await self.ws.execute(action.code, author=actor)
+            self.emit(actor, action.type, "ok" if cell.status == "ok" else "error", args=args,
+                      result=clip(f"cell {cell.index} {cell.status}: {cell_output(cell)}", RESULT_CHARS), **fields)
+            if cell.restarted:
+                self.emit(SYSTEM, "kernel_restart", "info", args={"cell": cell.index, "cell_status": cell.status},
+                          result=f"kernel restarted while running cell {cell.index} ({cell.status}); "
+                                 "earlier successful cells were replayed")
+        elif action.type == "edit_result":
+            version = self.ws.editor.write(actor, action.text)
+            self.emit(actor, action.type, "ok", args=args, result=f"editor version {version.index}", **fields)
+        elif action.type == "finish":
+            self.emit(actor, action.type, "ok", args=args, result="finished: the editor text is submitted", **fields)
+            return True
+        return False
+
+    def close(self, ended_by: EndedBy, detail: dict[str, Any]) -> None:
+        """Expire open requests and log the end (with the error, if there was one)."""
+        for request in self.gates.expire_pending():
+            self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
+                      signatory=request.signatory, proposer=request.proposer, args={"action": request.action.type},
+                      result=f"{request.request_id} ({request.action.type} by {request.proposer}) never decided")
+        self.emit(SYSTEM, "session_end", "error" if ended_by == "error" else "info",
+                  args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round, **detail},
+                  result=detail.get("error", f"ended by {ended_by}"))
+
+
+async def run_session(
+    spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None
+) -> SessionResult:
+    """Run `spec` on `task`, emitting every event to `sink`; return how it ended.
+
+    Raises only for problems before anything can run (a task that does not match the spec,
+    a workspace that cannot open: logged as a `session_end` error event first); everything
+    after that ends in a `SessionResult`.
+    """
+    if spec.task_id != task.id:
+        raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
+    log = EventLog(spec.session_id, sink)
+    try:
+        ws = await Workspace.open([d.path for d in task.datasets], root=workdir_root, limits=spec.settings.limits)
+    except Exception as exc:
+        log.emit(phase="task", round=0, participant=SYSTEM, action="session_end", status="error",
+                 args={"ended_by": "error"}, result=f"workspace failed to open: {type(exc).__name__}: {exc}")
+        raise
+    try:
+        session = _Session(spec, task, ws, gateway, log)
+        detail: dict[str, Any] = {}
+        try:
+            ended_by = await session.play()
+        except BudgetExceeded as exc:
+            ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
+        except Exception as exc:  # a bug: end the session closed and recorded, never silently
+            ended_by = "error"
+            detail = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
+        session.close(ended_by, detail)
+        return SessionResult(
+            session_id=spec.session_id,
+            spec=spec,
+            final_hypothesis=ws.editor.text,
+            ended_by=ended_by,
+            memory=session.memory,
+            isolation=ws.isolation,
+            snapshot=ws.snapshot(),
+            n_events=len(log.events),
+            totals=session_totals(log.events, session.sched, rounds=session.round),
+        )
+    finally:
+        await ws.close()

@@ -1,0 +1,118 @@
+"""The session's trajectory as typed events, and where they go.
+
+Every step (including `wait`, failed steps and thoughts, which Co-Gym drops) becomes one
+`Event`, emitted to the sink the moment it happens so a crashed run keeps what it did.
+Events are never amended: a gated action is one `pending` event, later a decision event,
+and (if approved) an application event carrying the original `proposer`.
+
+Determinism: given the seed and the model answers, the log is identical across runs except
+for wall-clock fields (`time`, and each LLM call's `latency_s`); `comparable` strips them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from colabkit.llm import CallRecord
+from colabkit.team import ACTION_TYPES
+
+Phase = Literal["build", "task"]
+Status = Literal["ok", "error", "failed_step", "pending", "approved", "rejected", "blocked", "info"]
+SYSTEM = "system"
+# The log's vocabulary. Participants use colabkit.team.ACTION_TYPES in the task phase, the
+# two memory-build steps in the build phase, and "invalid_output" for a step whose model
+# answer could not be parsed into any action; "system" has its own actions.
+INVALID_OUTPUT = "invalid_output"
+BUILD_ACTIONS = ("propose_memory", "consolidate_memory")
+SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", "request_expired", "session_end")
+PARTICIPANT_ACTIONS = (*ACTION_TYPES, *BUILD_ACTIONS, INVALID_OUTPUT)
+
+
+class Event(BaseModel):
+    """One thing that happened in a session: who did what, what came back, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str
+    seq: int
+    phase: Phase
+    round: int
+    participant: str
+    action: str
+    args: dict[str, Any] = {}
+    status: Status
+    result: str = ""
+    thought: str | None = None
+    request_id: str | None = None
+    signatory: str | None = None
+    decision: Literal["approved", "rejected"] | None = None
+    decision_reason: str | None = None
+    proposer: str | None = None
+    llm_calls: tuple[CallRecord, ...] = ()
+    time: float
+
+    @property
+    def event_id(self) -> str:
+        return f"{self.session_id}-{self.seq:05d}"
+
+
+class EventSink(Protocol):
+    """Anything that accepts events in order (the store's JSONL sink, a test's list)."""
+
+    def emit(self, event: Event) -> None: ...
+
+
+class ListSink:
+    """Keeps events in memory: for tests and notebooks that do not need a file."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def comparable(events: list[Event]) -> list[dict[str, Any]]:
+    """The events as dicts without their wall-clock fields, for run-to-run comparison."""
+    rows = []
+    for event in events:
+        row = event.model_dump(mode="json", exclude={"time"})
+        for call in row["llm_calls"]:
+            call.pop("latency_s")
+        rows.append(row)
+    return rows
+
+
+class EventLog:
+    """Numbers events, stamps their time, forwards them to the sink and keeps a copy.
+
+    The copy is what observations (the AI's view of team activity) and the session totals
+    are computed from, so the sink can be write-only.
+    """
+
+    def __init__(self, session_id: str, sink: EventSink) -> None:
+        self.session_id = session_id
+        self.sink = sink
+        self.events: list[Event] = []
+
+    def emit(self, *, phase: Phase, round: int, participant: str, action: str, status: Status, **fields: Any) -> Event:
+        allowed = SYSTEM_ACTIONS if participant == SYSTEM else PARTICIPANT_ACTIONS
+        if action not in allowed:  # a bug in the engine; analysis relies on this vocabulary
+            raise ValueError(f"event action {action!r} is not one of {allowed} for {participant!r}")
+        event = Event(
+            session_id=self.session_id,
+            seq=len(self.events),
+            phase=phase,
+            round=round,
+            participant=participant,
+            action=action,
+            status=status,
+            time=time.time(),
+            **fields,
+        )
+        self.events.append(event)
+        self.sink.emit(event)
+        return event

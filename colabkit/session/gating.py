@@ -1,0 +1,109 @@
+"""Approval gating: held actions, who must sign them, and what became of them.
+
+A gated action does not take effect when proposed. It becomes a `Request` with a unique id
+("req-1", "req-2", ... in proposal order), shown to its signatory, who approves (the action
+then takes effect as the proposer's) or rejects it (it never does). The proposer sees the
+decision and its reason. Requests still pending when the session ends are expired.
+
+Where the gate table comes from is the variant's `gate_source`: "self" reads the frozen
+memory's table (Scaffolded), "preassigned" the variant's fixed table, "none" gates nothing.
+Which rule applies, its condition and the fallback signatory when the named one cannot sign
+are the team layer's (`GateTable.rule_for`); the condition is shown with the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from colabkit.session.actions import Action, InvalidAction
+from colabkit.team import GateRule, GateTable, MemoryRecord, VariantConfig
+
+RequestStatus = Literal["pending", "approved", "rejected", "expired"]
+
+
+def gate_table(variant: VariantConfig, memory: MemoryRecord | None) -> GateTable | None:
+    """The gate table in force for this variant, read from the right place."""
+    if variant.gate_source == "self":
+        return memory.gates if memory is not None else None
+    if variant.gate_source == "preassigned":
+        return variant.preassigned
+    return None
+
+
+@dataclass
+class Request:
+    """A held action and its fate (mutable: its status changes once, when decided)."""
+
+    request_id: str
+    proposer: str
+    signatory: str
+    action: Action
+    condition: str
+    round: int
+    status: RequestStatus = "pending"
+    reason: str = ""
+
+
+class Gatekeeper:
+    """Opens, routes and decides requests for one session."""
+
+    def __init__(self, table: GateTable | None, team: Sequence[str]) -> None:
+        self.table = table
+        self.team = tuple(team)
+        self.requests: dict[str, Request] = {}
+
+    def rule_for(self, action: Action, proposer: str) -> GateRule | None:
+        """The rule holding this action, or None when it takes effect at once."""
+        # Decisions and waits are never gated (GateRule refuses them), so no regress.
+        if self.table is None or len(self.team) < 2:
+            return None
+        return self.table.rule_for(action.type, proposer, self.team, content=action.payload)
+
+    def open(self, action: Action, proposer: str, rule: GateRule, round: int) -> Request:
+        """Hold `action` as a new pending request routed to the rule's signatory."""
+        if rule.signatory == proposer or rule.signatory not in self.team:
+            # GateTable.rule_for promises neither; a violation is a bug, not a model error.
+            raise RuntimeError(f"gate rule {rule!r} is not signable for proposer {proposer!r} on team {self.team}")
+        request = Request(
+            request_id=f"req-{len(self.requests) + 1}",
+            proposer=proposer,
+            signatory=rule.signatory,
+            action=action,
+            condition=rule.condition,
+            round=round,
+        )
+        self.requests[request.request_id] = request
+        return request
+
+    def decide(self, request_id: str, signatory: str, decision: Literal["approved", "rejected"], reason: str) -> Request:
+        """Record a decision; raise `InvalidAction` when `signatory` may not make it."""
+        request = self.requests.get(request_id)
+        if request is None:
+            mine = [r.request_id for r in self.addressed_to(signatory)]
+            raise InvalidAction(
+                f"unknown request {request_id}; pending for you: {', '.join(mine) if mine else 'none'}"
+            )
+        if request.proposer == signatory:
+            raise InvalidAction(f"{request_id} is your own request; nobody signs their own request")
+        if request.signatory != signatory:
+            raise InvalidAction(f"{request_id} is addressed to {request.signatory}, not to you")
+        if request.status != "pending":
+            raise InvalidAction(f"{request_id} was already {request.status}")
+        request.status = decision
+        request.reason = reason
+        return request
+
+    def addressed_to(self, participant: str) -> list[Request]:
+        return [r for r in self.requests.values() if r.status == "pending" and r.signatory == participant]
+
+    def proposed_by(self, participant: str) -> list[Request]:
+        return [r for r in self.requests.values() if r.proposer == participant]
+
+    def expire_pending(self) -> list[Request]:
+        """Mark every still-pending request expired (session end); return them."""
+        expired = [r for r in self.requests.values() if r.status == "pending"]
+        for request in expired:
+            request.status = "expired"
+        return expired

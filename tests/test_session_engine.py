@@ -1,0 +1,301 @@
+"""Whole sessions with scripted participants and a real kernel: visibility, gating, memory,
+end conditions, determinism and failure handling.
+
+Each participant gets its own script (`scripted/<pid>`); a participant past its script waits.
+Scenarios that depend on who moves first in a round pick a seed whose drawn order puts the
+AI agent first (found with the engine's own `round_order`), so they stay deterministic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from helpers.scripted import use_scripted
+from pydantic import ValidationError
+
+from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
+from colabkit.session import ListSink, SessionSettings, SessionSpec, comparable, run_session
+from colabkit.session import engine
+from colabkit.session.scheduler import round_order
+from colabkit.tasks import load_tasks
+from colabkit.team import VariantConfig, variant
+
+TASK = load_tasks().get("demo_archaeology/0/0")
+WAIT = json.dumps({"thought": "nothing for me now", "action": "wait"})
+
+
+def say(action: str, content: str = "", to: str = "", thought: str = "next step") -> dict:
+    return {"thought": thought, "action": action, "content": content, "to": to}
+
+
+def ai_first_seed(team: tuple[str, ...], rounds: int) -> int:
+    return next(s for s in range(1000) if all(round_order(team, s, r)[0] == "ai" for r in range(1, rounds + 1)))
+
+
+def run(tmp: Path, var: VariantConfig, scripts: dict, *, seed: int = 0, gateway=None, **settings):
+    """Run one session; return (result, events, scripted model, observations by participant)."""
+    model = use_scripted(scripts, default=WAIT)
+    spec = SessionSpec(
+        task_id=TASK.id, variant=var, seed=seed,
+        models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team},
+        settings=SessionSettings(**settings),
+    )
+    observations: dict[str, list] = {pid: [] for pid in var.team}
+    real = engine.build_observation
+
+    def capture(**kwargs):
+        obs = real(**kwargs)
+        observations[obs.participant].append(obs)
+        return obs
+
+    sink = ListSink()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "build_observation", capture)
+        result = asyncio.run(run_session(spec, TASK, gateway=gateway or Gateway(), sink=sink, workdir_root=tmp))
+    assert [e.seq for e in sink.events] == list(range(len(sink.events)))
+    assert result.n_events == len(sink.events)
+    return result, sink.events, model, observations
+
+
+def prompts(model, pid: str) -> list[str]:
+    """The user messages (rendered observations) participant `pid`'s model received."""
+    return [call["messages"][-1]["content"] for call in model.calls if call["name"] == pid]
+
+
+# --- visibility and determinism -----------------------------------------------------------
+
+VISIBILITY_SCRIPTS = {
+    "ai": [say("execute_code", 'print("AI" + "-OUT-1")', thought="AI-THOUGHT-X")],
+    "D": [say("execute_code", 'print("D" + "-OUT-7")', thought="D-SECRET-THOUGHT"),
+          say("send_message", "D-MSG-TO-AI", "ai")],
+    "R": [say("send_message", "R-NOTE-ALL", "all", thought="R-THOUGHT")],
+}
+
+
+@pytest.fixture(scope="module")
+def visibility(tmp_path_factory):
+    first = run(tmp_path_factory.mktemp("vis1"), variant("default-dr"), VISIBILITY_SCRIPTS, seed=5)
+    second = run(tmp_path_factory.mktemp("vis2"), variant("default-dr"), VISIBILITY_SCRIPTS, seed=5)
+    return first, second
+
+
+def test_a_simulated_human_never_sees_anothers_code_output_or_thought(visibility):
+    (result, events, model, observations), _ = visibility
+    r_text, d_text = "\n".join(prompts(model, "R")), "\n".join(prompts(model, "D"))
+    for secret in ("D-OUT-7", 'print("D"', "D-SECRET-THOUGHT", "D-MSG-TO-AI", "AI-OUT-1", 'print("AI"', "AI-THOUGHT-X"):
+        assert secret not in r_text
+    for secret in ("AI-OUT-1", 'print("AI"', "AI-THOUGHT-X", "R-THOUGHT"):
+        assert secret not in d_text
+    assert "R-NOTE-ALL" in d_text  # a message to all reaches everyone
+    assert "D-SECRET-THOUGHT" in prompts(model, "D")[-1]  # a thought stays in its owner's scratchpad
+    for obs in observations["R"]:
+        assert all(cell.author == "R" for cell in obs.cells)
+        assert all(m.to is None or "R" in m.to for m in obs.messages)
+        assert all(line.split()[1] == "R" for line in obs.activity)
+    assert not any(cell.author != "D" for obs in observations["D"] for cell in obs.cells)
+
+
+def test_the_ai_agent_sees_all_code_outputs_and_messages_but_no_thoughts(visibility):
+    (result, events, model, observations), _ = visibility
+    ai_text = "\n".join(prompts(model, "ai"))
+    assert "D-OUT-7" in ai_text and 'print("D"' in ai_text and "D-MSG-TO-AI" in ai_text and "R-NOTE-ALL" in ai_text
+    assert "D-SECRET-THOUGHT" not in ai_text and "R-THOUGHT" not in ai_text
+    assert {cell.author for cell in observations["ai"][-1].cells} == {"ai", "D"}
+    thoughts = {e.participant: e.thought for e in events if e.action == "execute_code"}
+    assert thoughts == {"ai": "AI-THOUGHT-X", "D": "D-SECRET-THOUGHT"}  # logged, though private
+    assert result.ended_by == "idle"
+
+
+def test_the_same_seed_gives_an_identical_event_log(visibility):
+    (first, first_events, _, _), (second, second_events, _, _) = visibility
+    assert comparable(first_events) == comparable(second_events)
+    assert first.session_id == second.session_id and first.totals == second.totals
+
+
+# --- approval gating -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory):
+    scripts = {
+        "ai": [say("edit_result", "H1: axes peak in the 16th century BCE"),
+               say("edit_result", "H2: unsupported claim"), say("finish", "ready")],
+        "D": [say("approve", "ok", "req-1")],  # req-1 is addressed to R, not D
+        "R": [say("approve", "fits the data", "req-1"), say("reject", "no evidence for H2", "req-2"),
+              say("approve", "ready to submit", "req-3")],
+    }
+    seed = ai_first_seed(("ai", "D", "R"), 3)
+    return run(tmp_path_factory.mktemp("gated"), variant("preassigned-dr"), scripts, seed=seed)
+
+
+def test_a_gated_edit_is_held_until_approved_then_applied_as_the_proposers(gated):
+    result, events, model, observations = gated
+    pending = next(e for e in events if e.action == "edit_result" and e.status == "pending")
+    assert (pending.participant, pending.request_id, pending.signatory) == ("ai", "req-1", "R")
+    approve = next(e for e in events if e.action == "approve" and e.status == "approved")
+    assert (approve.participant, approve.request_id, approve.decision, approve.decision_reason) == (
+        "R", "req-1", "approved", "fits the data")
+    applied = events[approve.seq + 1]
+    assert (applied.participant, applied.action, applied.status, applied.proposer, applied.request_id,
+            applied.signatory) == ("ai", "edit_result", "ok", "ai", "req-1", "R")
+    # while pending, the editor was untouched: R decided on an empty editor
+    decision_prompt = next(p for p in prompts(model, "R") if "req-1 from ai to R [pending]" in p)
+    assert "# Result editor (the submitted hypothesis)\n(empty)" in decision_prompt
+    assert [(v.author, v.text) for v in result.snapshot.editor_versions][0] == (
+        "ai", "H1: axes peak in the 16th century BCE")
+
+
+def test_a_signatory_cannot_decide_a_request_addressed_to_someone_else(gated):
+    _, events, _, _ = gated
+    failed = next(e for e in events if e.participant == "D" and e.action == "approve")
+    assert failed.status == "failed_step" and "addressed to R" in failed.result
+
+
+def test_a_rejected_edit_leaves_the_editor_as_it_was_and_the_proposer_sees_why(gated):
+    result, events, model, _ = gated
+    reject = next(e for e in events if e.action == "reject")
+    assert (reject.status, reject.request_id, reject.decision) == ("rejected", "req-2", "rejected")
+    assert not any(e.status == "ok" and e.request_id == "req-2" for e in events)
+    assert [v.text for v in result.snapshot.editor_versions] == ["H1: axes peak in the 16th century BCE"]
+    assert result.final_hypothesis == "H1: axes peak in the 16th century BCE"
+    assert any("req-2" in p and "[rejected]" in p and "no evidence for H2" in p for p in prompts(model, "ai"))
+
+
+def test_an_approved_finish_ends_the_session(gated):
+    result, events, _, _ = gated
+    assert result.ended_by == "finish"
+    assert events[-2].action == "finish" and events[-2].proposer == "ai" and events[-2].request_id == "req-3"
+    assert events[-1].action == "session_end" and events[-1].args["ended_by"] == "finish"
+    assert result.totals["approved"] == 2 and result.totals["rejected"] == 1 and result.totals["requests"] == 3
+
+
+# --- memory build phase and self-selected gates ---------------------------------------------
+
+SLOTS = {"expertise": "D knows the columns, R the periods", "responsibility": "R checks the result",
+         "plan": "AI analyses, asks D and R", "evidence_standards": "cite a computed table"}
+
+
+@pytest.fixture(scope="module")
+def scaffolded(tmp_path_factory):
+    scripts = {
+        "ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D", "condition": ""}]},
+               say("edit_result", "H-self")],
+        "D": [{**SLOTS, "gates": []}],
+        "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}],
+    }
+    return run(tmp_path_factory.mktemp("scaf"), variant("scaffolded-dr"), scripts, seed=3, idle_rounds=2)
+
+
+def test_the_build_phase_freezes_the_memory_and_logs_its_digest(scaffolded):
+    result, events, _, _ = scaffolded
+    build = [e for e in events if e.phase == "build"]
+    assert [e.action for e in build].count("propose_memory") == 3
+    assert build[-2].action == "consolidate_memory" and build[-2].participant == "ai"
+    frozen = build[-1]
+    assert frozen.action == "memory_frozen" and frozen.args["digest"] == result.memory.digest()
+    assert all(e.phase == "build" for e in events[: events.index(frozen) + 1])  # session_start included
+    assert all(e.phase == "task" for e in events[events.index(frozen) + 1 :])
+    with pytest.raises(ValidationError):
+        result.memory.plan = "changed"
+    assert result.memory.digest() == frozen.result
+
+
+def test_the_memory_is_in_every_task_phase_observation(scaffolded):
+    result, _, model, _ = scaffolded
+    task_calls = model.calls[4:]  # three proposals and one consolidation come first
+    assert task_calls and all(
+        f"frozen {result.memory.digest()[:8]}" in call["messages"][-1]["content"] for call in task_calls)
+    assert all("Shared Group Memory" not in call["messages"][-1]["content"] for call in model.calls[:4])
+
+
+def test_self_selected_gates_come_from_the_memory(scaffolded):
+    result, events, _, _ = scaffolded
+    pending = next(e for e in events if e.action == "edit_result")
+    assert pending.status == "pending" and pending.signatory == "D"  # preassigned would say R
+    expired = [e for e in events if e.action == "request_expired"]
+    assert [(e.request_id, e.signatory) for e in expired] == [("req-1", "D")]
+    assert result.final_hypothesis == "" and result.ended_by == "idle"
+
+
+def test_memory_only_ignores_gates_the_team_wrote(tmp_path):
+    scripts = {"ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D"}]},
+                      say("edit_result", "H-direct"), say("finish", "done")],
+               "D": [SLOTS]}
+    result, events, _, _ = run(tmp_path, variant("memory-d"), scripts, seed=1)
+    assert result.memory is not None and result.memory.gates is None
+    edit = next(e for e in events if e.action == "edit_result")
+    assert edit.status == "ok" and edit.request_id is None
+    assert result.ended_by == "finish" and result.final_hypothesis == "H-direct"
+
+
+# --- end conditions and failures ------------------------------------------------------------
+
+
+def test_a_malformed_answer_is_a_failed_step_and_the_session_goes_on_to_finish(tmp_path):
+    # the gateway asks once more to repair an invalid answer, so it takes two bad replies
+    scripts = {"ai": ["I think we should look at axes", "still not json",
+                      say("edit_result", "X"), say("finish", "done")]}
+    result, events, _, _ = run(tmp_path, variant("single"), scripts)
+    failed = events[1]
+    assert (failed.action, failed.status, len(failed.llm_calls)) == ("invalid_output", "failed_step", 2)
+    assert failed.llm_calls[0].error is not None
+    assert result.ended_by == "finish" and result.final_hypothesis == "X"
+    assert result.totals["failed_steps"] == 1 and result.totals["actions"] == 3
+
+
+def test_the_action_budget_ends_the_session(tmp_path):
+    scripts = {"ai": [say("execute_code", "a = 1"), say("execute_code", "a + 1"), say("execute_code", "a + 2")]}
+    result, events, _, _ = run(tmp_path, variant("single"), scripts, action_budget=2)
+    assert result.ended_by == "budget"
+    assert [e.status for e in events if e.action == "execute_code"] == ["ok", "ok"]
+    assert result.totals["actions"] == 2 and result.totals["cells"] == 2
+
+
+def test_idleness_ends_the_session_without_further_model_calls(tmp_path):
+    result, events, model, _ = run(tmp_path, variant("default-d"), {"ai": [], "D": []}, idle_rounds=2)
+    assert result.ended_by == "idle"
+    assert len(model.calls) == 2  # both waited in round 1; nothing new after, nobody was asked again
+    assert events[-1].args["rounds"] == 2
+
+
+def test_max_rounds_ends_a_session_that_keeps_going(tmp_path):
+    result, _, _, _ = run(tmp_path, variant("single"), {"ai": [say("execute_code", f"{i}") for i in range(5)]},
+                          max_rounds=2)
+    assert result.ended_by == "max_rounds" and result.totals["rounds"] == 2
+
+
+class _Broken:
+    """A gateway that fails the way only a bug or an exhausted budget can."""
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+    async def structured(self, *args, **kwargs):
+        raise self.exc
+
+
+@pytest.mark.parametrize(("exc", "ended_by", "status"), [
+    (RuntimeError("boom"), "error", "error"),
+    (BudgetExceeded("token budget reached"), "llm_budget", "info"),
+])
+def test_a_crash_or_spent_llm_budget_ends_the_session_recorded(tmp_path, exc, ended_by, status):
+    result, events, _, _ = run(tmp_path, variant("single"), {}, gateway=_Broken(exc))
+    assert result.ended_by == ended_by
+    end = events[-1]
+    assert end.action == "session_end" and end.status == status and str(exc) in end.result
+    assert [e.action for e in events] == ["session_start", "session_end"]
+
+
+def test_a_kernel_death_is_a_failed_cell_plus_a_system_restart_event_and_work_goes_on(tmp_path):
+    scripts = {"ai": [say("execute_code", "x = 41"), say("execute_code", "import os; os._exit(1)"),
+                      say("execute_code", "print(x + 1)")]}
+    result, events, _, _ = run(tmp_path, variant("single"), scripts, action_budget=3)
+    cells = [e for e in events if e.action == "execute_code"]
+    assert [e.status for e in cells] == ["ok", "error", "ok"]  # Co-Gym would log the death as success
+    restart = events[events.index(cells[1]) + 1]
+    assert (restart.participant, restart.action) == ("system", "kernel_restart")
+    assert "42" in cells[2].result  # replayed state survives the restart
+    assert result.totals["kernel_restarts"] == 1
