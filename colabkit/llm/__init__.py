@@ -1,0 +1,37 @@
+"""Every model call in colabkit: one gateway over litellm, offline by default.
+
+The default model `local/smollm2-135m` runs in this process (llama.cpp), needs no network
+and no key; any litellm model string (`deepseek/deepseek-chat`, `openai/gpt-4o`, ...)
+switches provider, with keys from the provider's usual environment variables.
+
+Importing this package sets `LITELLM_LOCAL_MODEL_COST_MAP=True` (unless already set) so
+litellm, imported lazily on the first call, never fetches its price table from the network.
+"""
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from colabkit.llm.config import DEFAULT_MODEL, ModelConfig  # noqa: E402
+from colabkit.llm.gateway import Gateway, RetryPolicy  # noqa: E402
+from colabkit.llm.providers import register_provider  # noqa: E402
+from colabkit.llm.records import (  # noqa: E402
+    Budget,
+    BudgetExceeded,
+    CallRecord,
+    LLMCallError,
+    StructuredOutputError,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Budget",
+    "BudgetExceeded",
+    "CallRecord",
+    "Gateway",
+    "LLMCallError",
+    "ModelConfig",
+    "RetryPolicy",
+    "StructuredOutputError",
+    "register_provider",
+]

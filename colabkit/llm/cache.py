@@ -1,0 +1,76 @@
+"""Persistent response cache: a rerun replays exactly and a resumed batch never pays twice.
+
+litellm 1.110 dropped its disk cache, and its in-memory cache's hit path needs extra
+packages, so this is a thin layer of our own in front of `litellm.acompletion`: the key is
+the sha256 of the model config (minus timeout), the exact messages, the response format
+and the sample index; the value is the raw answer text with its usage and cost. Raw text
+(not the validated object) is stored so a replay goes through the same parsing and the
+same repair calls as the original run.
+
+With a directory the cache is a `diskcache` store there (SQLite, safe across processes;
+the experiment passes its results folder). Without one it is a per-gateway dict, so
+repeated identical requests in one process are still answered once.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from colabkit.llm.config import ModelConfig, sha256_hex
+
+_KEY_VERSION = 1
+_log = logging.getLogger(__name__)
+
+
+class CachedAnswer(BaseModel, frozen=True):
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    finish_reason: str | None = None
+
+
+def cache_key(config: ModelConfig, messages: list[dict[str, Any]],
+              response_format: dict[str, Any] | None, sample: int) -> str:
+    return sha256_hex({"v": _KEY_VERSION, "config": config.output_identity(),
+                       "messages": messages, "format": response_format, "sample": sample})
+
+
+class ResponseCache:
+    """Answers by key, on disk when `directory` is given, else in memory."""
+
+    def __init__(self, directory: Path | str | None = None):
+        self.directory = Path(directory) if directory is not None else None
+        if self.directory is None:
+            self._store: Any = {}
+        else:
+            import diskcache  # imported here: only persistent caches need it
+
+            self._store = diskcache.Cache(str(self.directory))
+
+    def get(self, key: str) -> CachedAnswer | None:
+        """The stored answer, or None; an unreadable entry counts as a miss, not a crash."""
+        try:
+            raw = self._store.get(key)
+            return CachedAnswer.model_validate_json(raw) if raw is not None else None
+        except Exception as exc:  # a damaged cache must not stop a batch
+            _log.warning("response cache %s: unreadable entry %s (%s)", self.directory, key, exc)
+            return None
+
+    def put(self, key: str, answer: CachedAnswer) -> None:
+        """Store an answer; failing to store (disk full, locked) only loses the replay."""
+        try:
+            self._store[key] = answer.model_dump_json()
+        except Exception as exc:
+            _log.warning("response cache %s: could not store %s (%s)", self.directory, key, exc)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def close(self) -> None:
+        if self.directory is not None:
+            self._store.close()

@@ -1,0 +1,69 @@
+"""Which model a role talks to, as a value that can be stored, compared and hashed.
+
+Every participant and judge carries its own `ModelConfig`; the study's reproducibility rests
+on knowing exactly which model string and sampling settings produced each answer, so the
+config is frozen, serialisable (`model_dump`) and has a stable identity (sha256 of its
+canonical JSON) that the response cache and the result store key on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_MODEL = "local/smollm2-135m"
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace, so equal values always hash equally."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def sha256_hex(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+class ModelConfig(BaseModel):
+    """A litellm model string plus the sampling settings sent with every call.
+
+    `model` is any litellm model string: `local/smollm2-135m` (embedded, offline, free),
+    `local/<path to a .gguf>`, `deepseek/deepseek-chat`, `openai/gpt-4o`, ... Keys come from
+    the provider's usual environment variables; `api_base` points at a local server.
+    `max_tokens=None` lets the gateway size the budget from the schema's string bounds for
+    structured calls (and a provider default for free text). `extra` holds further litellm
+    keyword arguments (e.g. `{"top_p": 0.9}`) and is part of the identity.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    temperature: float = 0.7
+    max_tokens: int | None = Field(default=None, gt=0)
+    seed: int | None = 0
+    api_base: str | None = None
+    timeout: float = Field(default=120.0, gt=0)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def identity(self) -> str:
+        """Stable sha256 hex of the canonical JSON of every field."""
+        return sha256_hex(self.model_dump(mode="json"))
+
+    def output_identity(self) -> str:
+        """Identity of what determines the answer: every field but the timeout.
+
+        The response cache keys on this, so raising a timeout for a resumed batch does not
+        throw away answers already paid for.
+        """
+        return sha256_hex(self.model_dump(mode="json", exclude={"timeout"}))
+
+    def __hash__(self) -> int:
+        return hash(self.identity())
+
+    @property
+    def provider(self) -> str:
+        """The part of the model string before the first '/', or '' when there is none."""
+        head, sep, _ = self.model.partition("/")
+        return head if sep else ""

