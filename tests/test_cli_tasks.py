@@ -109,7 +109,7 @@ def test_missing_subcommand_is_a_usage_error(capsys):
 
 
 def test_demo_validates_and_lists(capsys):
-    code, out, _ = run(capsys, "demo")
+    code, out, _ = run(capsys, "demo", "--dry-run")
     assert code == 0
     assert f"validated 4 tasks in {demo_root()}: 0 errors, 0 warnings" in out
     assert "demo_archaeology/3/0  [variables]" in out

@@ -1,0 +1,86 @@
+"""The finished-session record (`session.json`): what a session was and how it ended.
+
+It holds everything of `SessionResult` except the workspace snapshot (large, and only needed
+when reading one session closely; it lives beside it in `snapshot.json`), plus what analysis
+joins on without re-deriving it: the task id, the variant's hash, the model each participant
+actually used, the package version and wall-clock start and end. Its presence on disk is the
+store's definition of "finished", so it is always written last and atomically.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+import colabkit
+from colabkit.llm import ModelConfig
+from colabkit.session import SessionResult, SessionSpec
+from colabkit.team import MemoryRecord
+from colabkit.workspace import IsolationReport
+
+EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "error"]
+
+
+def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
+    """The model configuration each participant ran with, after the spec's defaulting rule.
+
+    A spec may name a model per role or only a "default"; the record stores the outcome so
+    a reader never has to re-apply the rule (which could change between versions).
+    """
+    return {role: spec.model_for(role) for role in spec.participants}
+
+
+class SessionRecord(BaseModel):
+    """One finished session, as stored in `<out>/<session id>/session.json`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    """First 16 hex digits of `spec.identity()`: also the session's folder name."""
+    spec_identity: str
+    """The full sha256 of the spec, so a folder can be checked against what produced it."""
+    task_id: str
+    seed: int
+    variant_hash: str
+    """`spec.variant.identity()`: the variant config's stable hash (names can be reused)."""
+    spec: SessionSpec
+    models: dict[str, ModelConfig]
+    """Per participant ("ai", "D", "R"), the model configuration actually used."""
+    memory: MemoryRecord | None
+    memory_digest: str | None
+    final_hypothesis: str
+    ended_by: EndedBy
+    n_events: int
+    totals: dict[str, float]
+    isolation: IsolationReport
+    isolation_level: str
+    package_version: str
+    started: datetime
+    finished: datetime
+
+    @classmethod
+    def from_result(cls, result: SessionResult, *, started: datetime, finished: datetime) -> SessionRecord:
+        """Build the record of a session that has just finished."""
+        spec = result.spec
+        return cls(
+            session_id=result.session_id,
+            spec_identity=spec.identity(),
+            task_id=spec.task_id,
+            seed=spec.seed,
+            variant_hash=spec.variant.identity(),
+            spec=spec,
+            models=resolved_models(spec),
+            memory=result.memory,
+            memory_digest=result.memory.digest() if result.memory is not None else None,
+            final_hypothesis=result.final_hypothesis,
+            ended_by=result.ended_by,
+            n_events=result.n_events,
+            totals=dict(result.totals),
+            isolation=result.isolation,
+            isolation_level=result.isolation.level,
+            package_version=colabkit.__version__,
+            started=started,
+            finished=finished,
+        )

@@ -1,0 +1,88 @@
+"""End to end with the real embedded model (`local/smollm2-135m`): sessions of the three
+headline variants, and `colabkit run` on a real DiscoveryBench task, write valid trajectories.
+
+The tiny model rarely solves anything; these tests check the whole pipe holds against its
+actual answers: every line an Event, seq contiguous, a record that parses and agrees with the
+log, tables that load. Budgets are low so each session takes about a minute or two.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from colabkit.session import Event, SessionSettings
+from colabkit.store import SessionRecord, build_session, load_events, load_sessions, record_session
+from colabkit.tasks import load_tasks
+from colabkit.workspace import WorkspaceSnapshot
+
+REPO = Path(__file__).resolve().parents[1]
+DISCOVERYBENCH = REPO.parent / "shared" / "discoverybench"
+ARCHAEOLOGY_TASK = "archaeology/3/0"
+END_STATES = {"finish", "budget", "idle", "max_rounds"}
+
+pytestmark = pytest.mark.slow
+
+
+def check_trajectory(folder: Path) -> tuple[list[Event], SessionRecord, WorkspaceSnapshot]:
+    """Everything a stored session must satisfy, whatever the model said."""
+    assert sorted(p.name for p in folder.iterdir()) == ["events.jsonl", "session.json", "snapshot.json"]
+    events = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
+    snapshot = WorkspaceSnapshot.model_validate_json((folder / "snapshot.json").read_bytes())
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert {e.session_id for e in events} == {folder.name} == {record.session_id}
+    assert events[0].action == "session_start" and events[-1].action == "session_end"
+    assert record.ended_by in END_STATES, events[-1].result
+    assert record.n_events == len(events)
+    assert record.totals["llm_calls"] == sum(len(e.llm_calls) for e in events) > 0
+    assert all(c.model == "local/smollm2-135m" for e in events for c in e.llm_calls)
+    assert record.totals["actions"] <= record.spec.settings.action_budget
+    table = load_events(folder.parent, [folder.name])
+    assert table.seq.tolist() == [e.seq for e in events]
+    assert table.tokens.sum() == record.totals["tokens"]
+    return events, record, snapshot
+
+
+# Low budgets: the scaffolded build phase alone is four long model answers.
+@pytest.mark.parametrize(("name", "budget", "rounds"), [("single", 4, 4), ("default-dr", 3, 2),
+                                                        ("scaffolded-dr", 3, 1)])
+def test_a_session_with_the_embedded_model_writes_a_valid_trajectory(tmp_path, name, budget, rounds):
+    spec, task = build_session("demo_archaeology/0/0", name, 0,
+                               settings=SessionSettings(action_budget=budget, max_rounds=rounds))
+    folder = record_session(spec, task, out=tmp_path)
+    events, record, _ = check_trajectory(folder)
+    assert events[0].args["team"] == list(spec.participants)
+    # The model may finish before everyone had a turn, so only "ai" is sure to have acted.
+    acted = {e.participant for e in events}
+    assert "ai" in acted and acted <= {"system", *spec.participants}
+    if name == "scaffolded-dr":
+        assert record.memory is not None and record.memory_digest == record.memory.digest()
+        assert any(e.phase == "build" for e in events)
+        assert [e.action for e in events if e.action == "memory_frozen"] == ["memory_frozen"]
+    else:
+        assert record.memory is None and not any(e.phase == "build" for e in events)
+    assert load_sessions(tmp_path).session_id.tolist() == [record.session_id]
+
+
+def test_colabkit_run_on_a_real_archaeology_task(tmp_path):
+    if not DISCOVERYBENCH.is_dir():
+        pytest.skip(f"DiscoveryBench not found at {DISCOVERYBENCH}")
+    cmd = [sys.executable, "-m", "colabkit", "run", "--task", ARCHAEOLOGY_TASK, "--variant", "single",
+           "--seed", "0", "--data-root", str(DISCOVERYBENCH), "--out", str(tmp_path), "--action-budget", "3",
+           "--max-rounds", "4"]
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("session: ")
+    assert lines[1].startswith("ended by: ") and lines[2].startswith("final hypothesis: ")
+    folder = Path(lines[0].removeprefix("session: "))
+    _, record, snapshot = check_trajectory(folder)
+    assert record.task_id == ARCHAEOLOGY_TASK and record.spec.settings.action_budget == 3
+    task = load_tasks(DISCOVERYBENCH).get(ARCHAEOLOGY_TASK)
+    assert sorted(Path(f).name for f in snapshot.data_files) == sorted(d.path.name for d in task.datasets)
