@@ -10,6 +10,10 @@ agent's next step only prefills what was appended since its last one. The altern
 one context plus `LlamaRAMCache`, copies the whole KV state out and back on every call
 (~2 s each on 2 cores); separate contexts cost ~300 MB of RAM each and nothing per call.
 The caller comes from litellm's request `metadata={"caller": ...}`, which the gateway sets.
+Reuse has one price: a reused prefix was computed in other batch splits than a fresh
+prompt would be, so low-order float bits, and with temperature > 0 the sampled text, can
+differ from a from-scratch run. Exact replay of a session is therefore the response cache's
+guarantee (`colabkit.llm.cache`), not the model's.
 
 Contexts are not thread-safe and two decodes on 2 cores only slow each other, so all
 contexts of one GGUF share one lock; `acompletion` runs the call in a worker thread.
