@@ -105,13 +105,8 @@ def parse_as(schema: type[T], text: str) -> T:
     which strict JSON forbids; the reply is read leniently and re-encoded before pydantic
     validates it in JSON mode.
     """
-    candidate = extract_json(text)
     try:
-        candidate = json.dumps(json.loads(candidate, strict=False))
-    except ValueError:
-        pass  # not JSON at all: let pydantic word the error
-    try:
-        return schema.model_validate_json(candidate)
+        return schema.model_validate_json(_reencoded(extract_json(text)))
     except ValidationError as exc:
         raise ValueError(_describe(exc)) from None
 
@@ -122,3 +117,11 @@ def _describe(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "<root>"
         parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
+
+
+def _reencoded(text: str) -> str:
+    """`text` as strict JSON when it parses leniently; as it is otherwise, for pydantic to word the error."""
+    try:
+        return json.dumps(json.loads(text, strict=False))
+    except ValueError:
+        return text

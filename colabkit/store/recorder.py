@@ -73,14 +73,19 @@ async def arecord_session(
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+    own_gateway = gateway is None
     if gateway is None:
         gateway = Gateway(cache_dir=out / CACHE_DIR)
 
     started = datetime.now(timezone.utc)
-    with JsonlEventSink(folder / EVENTS_FILE) as sink:
-        target = sink if progress is None else _Tee(sink, progress)
-        result = await run_session(spec, task, gateway=gateway, sink=target)
-        sink.finalise()
+    try:
+        with JsonlEventSink(folder / EVENTS_FILE) as sink:
+            target = sink if progress is None else _Tee(sink, progress)
+            result = await run_session(spec, task, gateway=gateway, sink=target)
+            sink.finalise()
+    finally:
+        if own_gateway:
+            gateway.close()  # releases the on-disk cache; a batch opens many gateways
     finished = datetime.now(timezone.utc)
 
     record = SessionRecord.from_result(result, started=started, finished=finished)
