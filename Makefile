@@ -24,7 +24,7 @@ DEMO_ARGS ?=
 setup: $(STAMP)
 
 $(STAMP):
-	@echo "== colabkit setup: $(VENV) (first run ~10 min: llama.cpp is compiled from source)"
+	@echo "== colabkit setup: $(VENV) (first run ~5 min: llama.cpp is compiled from source)"
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null); } || \
 	  echo "warning: bubblewrap is not installed; kernels will run with weaker isolation (recorded per session)"
