@@ -97,6 +97,14 @@ def test_malformed_json_twice_raises_with_attempts():
     assert len(model.calls) == 2
 
 
+def test_deeply_nested_garbage_is_invalid_output_not_a_crash():
+    nested = '{"thought": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    use_scripted({"ai": [nested, nested]})
+    with pytest.raises(StructuredOutputError) as info:
+        run(Gateway(retry=FAST).structured(scripted(), MESSAGES, Step, caller="ai"))
+    assert info.value.attempts == 2
+
+
 @pytest.mark.parametrize("fault", [timed_out, rate_limited, server_error,
                                    lambda: ConnectionError("reset by peer")])
 def test_transient_faults_are_retried_then_typed(fault):

@@ -249,6 +249,23 @@ def test_error_malformed_metadata_names_file_and_field(demo_copy):
     assert load_tasks(demo_copy, ids=["demo_archaeology/0"]).ids == ("demo_archaeology/0/0",)
 
 
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d["queries"][0][0].update(qid="\u00b2"), "queries[0][0].qid"),
+    (lambda d: d["queries"][0][0].update(qid="9" * 5000), "queries[0][0].qid"),
+    (lambda d: d["datasets"][0].update(name="a\u0000b.csv"), "datasets[0].name"),
+])
+def test_error_odd_values_are_one_line_metadata_errors(demo_copy, change, field):
+    path = _meta(demo_copy, 0)
+    _edit(path, change)
+    assert _error(root=demo_copy).startswith(f"malformed metadata {path}: field {field} ")
+
+
+def test_error_deeply_nested_metadata_is_a_metadata_error(demo_copy):
+    path = _meta(demo_copy, 0)
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    assert _error(root=demo_copy) == f"malformed metadata {path}: JSON nested too deeply"
+
+
 def test_error_dataset_name_outside_the_task_folder(demo_copy):
     _edit(_meta(demo_copy, 0), lambda d: d["datasets"][0].update(name="../../../eval/answer_key_real.csv"))
     assert "field datasets[0].name must name a file inside" in _error(root=demo_copy)

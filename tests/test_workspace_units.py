@@ -164,6 +164,48 @@ def test_open_rejects_missing_and_clashing_files(tmp_path):
         asyncio.run(Workspace.open([tmp_path / "a" / "x.csv", tmp_path / "b" / "x.csv"]))
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the kernel uid switch happens only as root")
+def test_kernel_uid_cannot_swap_the_data_copy(tmp_path):
+    import subprocess
+
+    from colabkit.workspace.isolation import fresh_uid
+    from colabkit.workspace.workspace import _prepare
+
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    layout = Layout(tmp_path / "work", tmp_path / "work" / "data", tmp_path / "ipc", tmp_path / "tmp")
+    layout.ipcdir.mkdir()
+    uid = fresh_uid()
+    _prepare(layout, [tmp_path / "x.csv"], uid)
+    attack = ("import os\n"
+              f"os.chdir({str(layout.workdir)!r}); os.setgroups([]); os.setgid({uid}); os.setuid({uid})\n"
+              "open('mine.txt', 'w').write('ok'); os.remove('mine.txt')\n"
+              "open('figures/f.png', 'w').write('ok')\n"
+              "try:\n    os.rename('data', 'old')\nexcept PermissionError:\n    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", attack], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "refused"
+    assert (layout.datadir / "x.csv").read_text() == "a\n1\n"
+
+
+def test_open_that_cannot_copy_the_data_leaves_no_folders(tmp_path, monkeypatch):
+    import asyncio
+    import shutil
+    import tempfile
+
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    root = tmp_path / "root"
+    ipc_before = set(Path(tempfile.gettempdir()).glob("ck-*"))
+
+    def unreadable(src, dst):
+        raise PermissionError(13, "Permission denied", str(src))
+
+    monkeypatch.setattr(shutil, "copyfile", unreadable)
+    with pytest.raises(ColabkitError, match="cannot prepare the workspace data: .*x.csv"):
+        asyncio.run(Workspace.open([tmp_path / "x.csv"], root=root))
+    assert list(root.iterdir()) == []
+    assert set(Path(tempfile.gettempdir()).glob("ck-*")) == ipc_before
+
+
 def test_file_listing_skips_data_and_does_not_follow_links(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "task.csv").write_text("a")

@@ -123,5 +123,5 @@ def _reencoded(text: str) -> str:
     """`text` as strict JSON when it parses leniently; as it is otherwise, for pydantic to word the error."""
     try:
         return json.dumps(json.loads(text, strict=False))
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting: pydantic reports it as invalid
         return text

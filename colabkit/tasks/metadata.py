@@ -56,6 +56,8 @@ def read_json(path: Path) -> Any:
         raise MetadataError(
             f"malformed metadata {path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise MetadataError(f"malformed metadata {path}: JSON nested too deeply") from None
 
 
 def parse_metadata(meta: MetadataFile) -> list[ParsedQuery]:
@@ -130,7 +132,10 @@ class _Fields:
 def _dataset(fields: _Fields, folder: Path, item: Any, where: str) -> DatasetInfo:
     item = fields.object(item, where)
     name = fields.required_text(item, "name", f"{where}.name")
-    path = (folder / name).resolve()
+    try:
+        path = (folder / name).resolve()
+    except (ValueError, OSError):  # a NUL byte, a symlink loop
+        raise fields.bad(f"{where}.name", f"is not a usable file name: {name!r}") from None
     if folder.resolve() not in path.parents:
         raise fields.bad(f"{where}.name", f"must name a file inside {folder}, not {name!r}")
     columns = item.get("columns")
@@ -186,6 +191,9 @@ def _queries(fields: _Fields, doc: dict) -> list[tuple[dict, str]]:
 def _qid(fields: _Fields, query: dict, where: str, position: int) -> int:
     """The query id the answer keys use; files without `qid` fall back to the query's position."""
     value = query.get("qid", position)
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
-        raise fields.bad(f"{where}.qid", f"must be a non-negative integer, not {value!r}")
-    return int(value)
+    if not isinstance(value, bool) and isinstance(value, (int, str)) and str(value).isdigit():
+        try:
+            return int(value)
+        except ValueError:  # digits int() refuses: "²", or too many of them
+            pass
+    raise fields.bad(f"{where}.qid", f"must be a non-negative integer, not {value!r}")

@@ -149,7 +149,14 @@ class Workspace:
             notes += (f"{base.parent} is not traversable by an unprivileged uid; the kernel runs as root",)
         layout = Layout(base / "work", base / "work" / "data",
                         Path(tempfile.mkdtemp(prefix="ck-")), base / "tmp")
-        _prepare(layout, sources, sandbox.uid)
+        try:
+            _prepare(layout, sources, sandbox.uid)
+        except BaseException as exc:  # nothing was started yet: only the folders to remove
+            shutil.rmtree(layout.ipcdir, ignore_errors=True)
+            shutil.rmtree(base, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise ColabkitError(f"cannot prepare the workspace data: {exc}") from exc
+            raise
         ws = cls(base=base, owns_base=root is None, layout=layout,
                  data_files=tuple(p.name for p in sources), limits=limits, sandbox=sandbox,
                  isolation=report(sandbox, limits, notes), clock=clock)
@@ -287,8 +294,12 @@ def _prepare(layout: Layout, sources: list[Path], uid: int | None) -> None:
     layout.datadir.chmod(0o555)
     layout.workdir.chmod(0o755)
     if uid is not None:
-        for d in (layout.workdir, layout.workdir / "figures", layout.tmpdir, layout.ipcdir):
+        for d in (layout.workdir / "figures", layout.tmpdir, layout.ipcdir):
             os.chown(d, uid, uid)
+        # Writable through the group, sticky and not owned by the kernel uid: its code can
+        # create and remove its own files but cannot rename `data/` away and plant another.
+        os.chown(layout.workdir, -1, uid)
+        layout.workdir.chmod(0o1770)
 
 
 def list_files(workdir: Path) -> tuple[tuple[FileRecord, ...], int]:
