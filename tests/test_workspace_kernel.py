@@ -168,6 +168,9 @@ def test_snapshot_records_cells_chat_editor_and_created_files(runner, ws, tmp_pa
 
 @pytest.mark.slow
 def test_kernel_killed_between_cells_is_restarted_and_replayed(runner, ws):
+    # Its own state, so the test does not depend on which tests ran before it.
+    setup = run(runner, ws, "import pandas as pd\nx = 42\ndf = pd.DataFrame([[1, 2, 3]] * 3)")
+    assert setup.status == "ok", setup.error
     pids = kernel_pids(str(ws.workdir))
     assert pids, "the kernel's sandbox should be visible on the host"
     for pid in pids:
