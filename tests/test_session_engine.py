@@ -70,7 +70,7 @@ def prompts(model, pid: str) -> list[str]:
 VISIBILITY_SCRIPTS = {
     "ai": [say("execute_code", 'print("AI" + "-OUT-1")', thought="AI-THOUGHT-X")],
     "D": [say("execute_code", 'print("D" + "-OUT-7")', thought="D-SECRET-THOUGHT"),
-          say("send_message", "D-MSG-TO-AI", "ai")],
+          say("send_message", "D-MSG-TO-AI", "ai"), say("send_message", "D-MSG-TO-R", "R")],
     "R": [say("send_message", "R-NOTE-ALL", "all", thought="R-THOUGHT")],
 }
 
@@ -102,6 +102,7 @@ def test_the_ai_agent_sees_all_code_outputs_and_messages_but_no_thoughts(visibil
     (result, events, model, observations), _ = visibility
     ai_text = "\n".join(prompts(model, "ai"))
     assert "D-OUT-7" in ai_text and 'print("D"' in ai_text and "D-MSG-TO-AI" in ai_text and "R-NOTE-ALL" in ai_text
+    assert "[#2 D -> R] D-MSG-TO-R" in ai_text  # messages between humans too
     assert "D-SECRET-THOUGHT" not in ai_text and "R-THOUGHT" not in ai_text
     assert {cell.author for cell in observations["ai"][-1].cells} == {"ai", "D"}
     thoughts = {e.participant: e.thought for e in events if e.action == "execute_code"}
@@ -218,6 +219,19 @@ def test_self_selected_gates_come_from_the_memory(scaffolded):
     expired = [e for e in events if e.action == "request_expired"]
     assert [(e.request_id, e.signatory) for e in expired] == [("req-1", "D")]
     assert result.final_hypothesis == "" and result.ended_by == "idle"
+
+
+def test_a_full_memory_keeps_its_enforced_gate_line_whole_and_the_query_is_said_once(tmp_path):
+    long = {slot: f"{slot} " + "w" * 260 for slot in SLOTS}
+    gates = [{"action": "edit_result", "signatory": "D", "condition": "when the claim changes " + "c" * 90},
+             {"action": "finish", "signatory": "D", "condition": "only after the table is cited " + "f" * 80}]
+    scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")], "D": [long]}
+    result, _, model, _ = run(tmp_path, variant("scaffolded-d"), scripts, seed=1, idle_rounds=1)
+    gate_line = f"- Gates: {result.memory.gates.render()}"
+    assert len(result.memory.render()) > 1400 and "finish (only after" in gate_line
+    task_calls = model.calls[3:]  # two proposals and one consolidation come first
+    assert task_calls and all(gate_line in call["messages"][-1]["content"] for call in task_calls)
+    assert all(call["messages"][-1]["content"].count(TASK.query) == 1 for call in model.calls)
 
 
 def test_memory_only_ignores_gates_the_team_wrote(tmp_path):

@@ -164,7 +164,7 @@ def fake_workspace(n_messages: int, n_cells: int) -> SimpleNamespace:
     cells = [SimpleNamespace(index=i, author="ai", status="ok", code="x" * 600, output="o" * 5000, error=None)
              for i in range(n_cells)]
     return SimpleNamespace(
-        chat=SimpleNamespace(visible_to=lambda p: messages),
+        chat=SimpleNamespace(messages=messages, visible_to=lambda p: messages),
         editor=SimpleNamespace(text="H " * 400),
         cells_visible_to=lambda p, sees_all: cells,
     )
@@ -190,6 +190,8 @@ def test_rendered_observation_stays_compact_and_says_what_was_elided():
     assert "(round 9, 3 team actions left)" in text and "- approve: to = the request id" in text
     assert len(text) < 9500  # ~2400 tokens worst case, plus a ~900-char persona
     assert text.count("Shared Group Memory") == 1
+    # the scratchpad is not titled like the briefing's private notes (what the persona knows)
+    assert text.count("private notes") == 0 and "# Your recent thoughts (private)" in text
 
 
 def test_view_key_ignores_private_notes_and_counters():

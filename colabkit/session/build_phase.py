@@ -42,7 +42,9 @@ def _render_proposal(pid: str, proposal: BaseModel) -> str:
 
 
 def _user_text(query: str, briefing: str, instructions: str, proposals: Mapping[str, BaseModel]) -> str:
-    parts = [f"# Task\n{query}", f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{instructions}"]
+    # The team layer's briefings open with the query; as in task-phase observations, say it once.
+    parts = [] if query.strip() in briefing else [f"# Task\n{query}"]
+    parts += [f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{instructions}"]
     if proposals:
         parts.append("# Proposals so far\n" + "\n".join(_render_proposal(p, v) for p, v in proposals.items()))
     return "\n\n".join(parts)

@@ -27,7 +27,7 @@ from colabkit.session.actions import Action, InvalidAction, StepSchema, to_actio
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EventLog, EventSink
 from colabkit.session.gating import Gatekeeper, gate_table
-from colabkit.session.observation import Observation, build_observation, cell_output, clip
+from colabkit.session.observation import MEMORY_CHARS, Observation, build_observation, cell_output, clip
 from colabkit.session.react import ask, step_messages
 from colabkit.session.scheduler import Scheduler, round_order
 from colabkit.session.settings import SessionSpec
@@ -101,7 +101,8 @@ class _Session:
             actions_left=self.sched.actions_left,
             query=self.task.query,
             briefing=self.briefings[pid],
-            memory=self.memory.render() if self.memory is not None else None,
+            # Fitted by the memory itself: slots trimmed evenly, the enforced gate line kept whole.
+            memory=self.memory.render(max_chars=MEMORY_CHARS) if self.memory is not None else None,
             workspace=self.ws,
             gatekeeper=self.gates,
             events=self.log.events,

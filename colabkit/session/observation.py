@@ -1,11 +1,12 @@
 """What one participant sees before a step: built as a typed object, then rendered as text.
 
 Visibility follows the study. The AI agent sees the whole team's history: every code cell
-with its output, every action in the activity list (edits, decisions, requests). A simulated
-human sees its own cells and actions, the messages addressed to it or to all, the current
-editor text and the approval requests addressed to it, never another member's code, outputs
-or thoughts. Thoughts appear only in their owner's scratchpad. The frozen memory, when
-there is one, is in every task-phase observation.
+with its output, every message (also those between humans), every action in the activity
+list (edits, decisions, requests). A simulated human sees its own cells and actions, the
+messages addressed to it or to all, the current editor text and the approval requests
+addressed to it, never another member's code, outputs or thoughts. Thoughts appear only in
+their owner's scratchpad. The frozen memory, when there is one, is in every task-phase
+observation.
 
 The rendered prompt must fit a tiny local model (~2000 tokens with the persona), so every
 section shows only its most recent items, each clipped, and says how many older ones were
@@ -125,7 +126,9 @@ class Observation(BaseModel):
         if self.my_requests:
             parts.append("# Your requests\n" + "\n".join(_request_line(r) for r in self.my_requests))
         if self.scratchpad:
-            parts.append("# Your private notes (your recent thoughts)\n"
+            # Not "private notes": the briefing calls what the persona knows that, and a model
+            # told to answer from its notes must not mistake its own guesses for them.
+            parts.append("# Your recent thoughts (private)\n"
                          + "\n".join(f"- {note}" for note in self.scratchpad))
         if self.feedback:
             parts.append(f"# Your last step\n{self.feedback}")
@@ -208,7 +211,8 @@ def build_observation(
     valid_actions: Sequence[str],
 ) -> Observation:
     """Assemble `participant`'s view from the workspace, the gates and the event log."""
-    messages, older_messages = _recent(workspace.chat.visible_to(participant), MESSAGES)
+    chat = workspace.chat.messages if sees_all else workspace.chat.visible_to(participant)
+    messages, older_messages = _recent(chat, MESSAGES)
     cells, older_cells = _recent(workspace.cells_visible_to(participant, sees_all=sees_all), CELLS)
     task_events = [e for e in events if e.phase == "task" and e.participant != SYSTEM]
     own = [e for e in task_events if e.participant == participant]
