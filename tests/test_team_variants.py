@@ -92,6 +92,8 @@ def test_identity_is_sensitive_to_the_gate_table_contents():
         ({"name": "x", "humans": ("D", "D")}, "repeat"),
         ({"name": "x", "memory": True, "gate_source": "self"}, "at least one human"),
         ({"name": "bad name"}, "bad name"),
+        ({"name": "x", "humans": ("system",), "personas": (
+            Persona(id="system", name="Sys", role="human", version="s-1", prompt="p"),)}, "reserved"),
     ],
 )
 def test_contradictory_configs_are_rejected(fields, message):

@@ -31,6 +31,11 @@ from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+# Names the session layer already gives a meaning: the event log's system participant and the
+# chat's broadcast recipient. A persona with one of them would be ambiguous in every record.
+RESERVED_IDS = frozenset({"system", "all"})
+
+
 class VariantConfig(BaseModel):
     """One team condition; validation rejects configs whose parts contradict each other."""
 
@@ -51,6 +56,9 @@ class VariantConfig(BaseModel):
         ids = [p.id for p in self.personas]
         if len(set(ids)) != len(ids):
             raise ColabkitError(f"{where}: persona ids repeat: {ids}")
+        reserved = sorted(RESERVED_IDS & (set(ids) | set(self.humans)))
+        if reserved:
+            raise ColabkitError(f"{where}: persona ids {reserved} are reserved (the log's 'system', the chat's 'all')")
         if len(set(self.humans)) != len(self.humans):
             raise ColabkitError(f"{where}: humans repeat: {self.humans}")
         for pid in self.humans:
