@@ -43,6 +43,8 @@ demo: $(STAMP)
 	$(VENV)/bin/colabkit demo $(DEMO_ARGS)
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check colabkit tests benchmarks
+	$(VPY) -m mypy
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 lab: $(STAMP)

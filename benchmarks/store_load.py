@@ -14,7 +14,7 @@ import argparse
 import random
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import colabkit
@@ -34,7 +34,7 @@ def synthesise(out: Path, n_sessions: int, n_events: int, seed: int = 0) -> None
     rng = random.Random(seed)
     isolation = IsolationReport(level="rlimits-only", network_isolated=False, data_read_only=True,
                                 env_allowlisted=True, notes=())
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     for i in range(n_sessions):
         spec = SessionSpec(task_id=f"archaeology/{i % 38}/0", variant=variant(VARIANTS[i % len(VARIANTS)]),
                            seed=i, models={"default": ModelConfig()}, settings=SessionSettings())

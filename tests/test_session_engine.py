@@ -17,8 +17,7 @@ from helpers.scripted import use_scripted
 from pydantic import ValidationError
 
 from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
-from colabkit.session import ListSink, SessionSettings, SessionSpec, comparable, run_session
-from colabkit.session import engine
+from colabkit.session import ListSink, SessionSettings, SessionSpec, comparable, engine, run_session
 from colabkit.session.scheduler import round_order
 from colabkit.tasks import load_tasks
 from colabkit.team import VariantConfig, variant

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot
-from colabkit.workspace import isolation
+from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot, isolation
 
 CSV = "year,capital,region\n2000,1.5,north\n2001,2.5,south\n2002,4.0,north\n"
 

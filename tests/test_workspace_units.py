@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from colabkit.errors import ColabkitError
-from colabkit.workspace import (CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot,
-                                visible_cells)
+from colabkit.workspace import CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot, visible_cells
 from colabkit.workspace.boot import DROPPED_MIME
-from colabkit.workspace.isolation import (SANDBOX_WORKDIR, IsolationReport, Layout, Sandbox,
-                                          kernel_env, rlimits)
+from colabkit.workspace.isolation import SANDBOX_WORKDIR, IsolationReport, Layout, Sandbox, kernel_env, rlimits
 from colabkit.workspace.output import OutputCollector, clip_middle, strip_ansi, write_no_follow
 from colabkit.workspace.workspace import list_files
 

@@ -12,10 +12,10 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from colabkit.llm.config import DEFAULT_MODEL, ModelConfig  # noqa: E402
-from colabkit.llm.gateway import Gateway, RetryPolicy  # noqa: E402
-from colabkit.llm.providers import register_provider  # noqa: E402
-from colabkit.llm.records import (  # noqa: E402
+from colabkit.llm.config import DEFAULT_MODEL, ModelConfig
+from colabkit.llm.gateway import Gateway, RetryPolicy
+from colabkit.llm.providers import register_provider
+from colabkit.llm.records import (
     Budget,
     BudgetExceeded,
     CallRecord,

@@ -17,7 +17,7 @@ import asyncio
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from colabkit.errors import ColabkitError
@@ -77,7 +77,7 @@ async def arecord_session(
     if gateway is None:
         gateway = Gateway(cache_dir=out / CACHE_DIR)
 
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     try:
         with JsonlEventSink(folder / EVENTS_FILE) as sink:
             target = sink if progress is None else _Tee(sink, progress)
@@ -86,7 +86,7 @@ async def arecord_session(
     finally:
         if own_gateway:
             gateway.close()  # releases the on-disk cache; a batch opens many gateways
-    finished = datetime.now(timezone.utc)
+    finished = datetime.now(UTC)
 
     record = SessionRecord.from_result(result, started=started, finished=finished)
     atomic_write_text(folder / SNAPSHOT_FILE, result.snapshot.model_dump_json(indent=1))

@@ -7,8 +7,15 @@ This layer sits below team/session/store and imports none of them.
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
 from colabkit.workspace.isolation import IsolationReport, Limits
-from colabkit.workspace.workspace import (CellResult, FileRecord, Workspace, WorkspaceEvent,
-                                          WorkspaceSnapshot, WorkspaceView, visible_cells)
+from colabkit.workspace.workspace import (
+                                          CellResult,
+                                          FileRecord,
+                                          Workspace,
+                                          WorkspaceEvent,
+                                          WorkspaceSnapshot,
+                                          WorkspaceView,
+                                          visible_cells,
+)
 
 __all__ = [
     "CellResult", "Chat", "Editor", "EditorVersion", "FileRecord", "IsolationReport", "Limits",

@@ -312,7 +312,7 @@ def choose(preference: IsolationChoice = "auto") -> tuple[Sandbox, tuple[str, ..
     raise ColabkitError(f"the workspace kernel cannot start on this machine: {why}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trial(level: str, drop_uid: bool) -> tuple[bool, str]:
     """Start boot.py in probe mode under the candidate sandbox; (works, reason if not)."""
     if level == "bubblewrap":
@@ -391,7 +391,7 @@ def report(sandbox: Sandbox, limits: Limits, notes: tuple[str, ...]) -> Isolatio
     return rep
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _announce(message: str) -> None:
     """Say it once per process on screen (stderr) and in the log."""
     print(message, file=sys.stderr)

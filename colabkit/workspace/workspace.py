@@ -25,8 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from colabkit.errors import ColabkitError
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
-from colabkit.workspace.isolation import (IsolationChoice, IsolationReport, Layout, Limits,
-                                          Sandbox, choose, report)
+from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, choose, report
 from colabkit.workspace.kernel import SandboxedKernel
 from colabkit.workspace.output import DiscardingCollector, OutputCollector
 
