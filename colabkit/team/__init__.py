@@ -11,6 +11,7 @@ from colabkit.team.gates import (
     DEFAULT_PREASSIGNED_GATES,
     GATEABLE_ACTIONS,
     GateRule,
+    GateScope,
     GateTable,
     is_data_changing,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "VARIANT_NAMES",
     "GateItem",
     "GateRule",
+    "GateScope",
     "GateTable",
     "MemoryProposal",
     "MemoryRecord",

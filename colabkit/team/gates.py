@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -34,6 +35,7 @@ ACTION_TYPES = ("send_message", "execute_code", "edit_result", "approve", "rejec
 # Deciding on a request or doing nothing cannot itself wait for a decision.
 GATEABLE_ACTIONS = tuple(a for a in ACTION_TYPES if a not in ("approve", "reject", "wait"))
 DATA_CHANGING = "data-changing"
+GateScope = Literal["all", "data_changing"]
 CONDITION_MAX_CHARS = 120
 
 # File writes: pandas/numpy writers, open() in a write mode, path writers, deletions/moves.
@@ -94,6 +96,14 @@ class GateRule(BaseModel):
         if self.condition == DATA_CHANGING and content is not None:
             return is_data_changing(content)
         return True
+
+    @property
+    def scope(self) -> GateScope:
+        return "data_changing" if self.condition == DATA_CHANGING else "all"
+
+    @property
+    def note(self) -> str:
+        return "" if self.condition == DATA_CHANGING else self.condition
 
     def describe(self) -> str:
         """One line for observations and requests, e.g. `execute_code (data-changing) -> D`."""

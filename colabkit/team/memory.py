@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from colabkit.team.canonical import canonical_digest
+from colabkit.hashing import sha256_hex
 from colabkit.team.gates import CONDITION_MAX_CHARS, GATEABLE_ACTIONS, GateRule, GateTable
 from colabkit.team.personas import Persona
 from colabkit.team.textfit import fit_all
@@ -94,7 +94,7 @@ class MemoryRecord(BaseModel):
 
     def digest(self) -> str:
         """sha256 of the canonical JSON: the memory's identity in the session record."""
-        return canonical_digest(self)
+        return sha256_hex(self)
 
     def render(self, max_chars: int | None = None) -> str:
         """The read-only block shown in every task-phase observation.

@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colabkit.errors import ColabkitError
-from colabkit.team.canonical import canonical_digest
+from colabkit.hashing import sha256_hex
 from colabkit.team.gates import DEFAULT_PREASSIGNED_GATES, GateTable
 from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
 
@@ -97,7 +97,7 @@ class VariantConfig(BaseModel):
 
     def identity(self) -> str:
         """Stable sha256 hex of the canonical JSON of this config."""
-        return canonical_digest(self)
+        return sha256_hex(self)
 
 
 def _registry() -> dict[str, VariantConfig]:
