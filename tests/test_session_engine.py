@@ -181,7 +181,7 @@ SLOTS = {"expertise": "D knows the columns, R the periods", "responsibility": "R
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory):
     scripts = {
-        "ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D", "condition": ""}]},
+        "ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D"}]},
                say("edit_result", "H-self")],
         "D": [{**SLOTS, "gates": []}],
         "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}],
@@ -222,12 +222,12 @@ def test_self_selected_gates_come_from_the_memory(scaffolded):
 
 def test_a_full_memory_keeps_its_enforced_gate_line_whole_and_the_query_is_said_once(tmp_path):
     long = {slot: f"{slot} " + "w" * 260 for slot in SLOTS}
-    gates = [{"action": "edit_result", "signatory": "D", "condition": "when the claim changes " + "c" * 90},
-             {"action": "finish", "signatory": "D", "condition": "only after the table is cited " + "f" * 80}]
+    gates = [{"action": "edit_result", "signatory": "D", "note": "when the claim changes " + "c" * 90},
+             {"action": "finish", "signatory": "D", "note": "only after the table is cited " + "f" * 80}]
     scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")], "D": [long]}
     result, _, model, _ = run(tmp_path, variant("scaffolded-d"), scripts, seed=1, idle_rounds=1)
     gate_line = f"- Gates: {result.memory.gates.render()}"
-    assert len(result.memory.render()) > 1400 and "finish (only after" in gate_line
+    assert len(result.memory.render()) > 1400 and "finish (note: only after" in gate_line
     task_calls = model.calls[3:]  # two proposals and one consolidation come first
     assert task_calls and all(gate_line in call["messages"][-1]["content"] for call in task_calls)
     assert all(call["messages"][-1]["content"].count(TASK.query) == 1 for call in model.calls)

@@ -7,7 +7,6 @@ them into running sessions. See each module for the design reasons.
 from colabkit.team.briefing import DEFAULT_MAX_CHARS, private_briefing
 from colabkit.team.gates import (
     ACTION_TYPES,
-    DATA_CHANGING,
     DEFAULT_PREASSIGNED_GATES,
     GATEABLE_ACTIONS,
     GateRule,
@@ -30,7 +29,6 @@ from colabkit.team.variants import VARIANT_NAMES, VARIANTS, VariantConfig, varia
 __all__ = [
     "ACTION_TYPES",
     "AI_ID",
-    "DATA_CHANGING",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_PREASSIGNED_GATES",
     "GATEABLE_ACTIONS",

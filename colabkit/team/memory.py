@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.hashing import sha256_hex
-from colabkit.team.gates import CONDITION_MAX_CHARS, GATEABLE_ACTIONS, GateRule, GateTable
+from colabkit.team.gates import GATEABLE_ACTIONS, NOTE_MAX_CHARS, GateRule, GateScope, GateTable
 from colabkit.team.personas import Persona
 from colabkit.team.textfit import fit_all
 
@@ -64,7 +64,8 @@ class GateItem(BaseModel):
 
     action: str = Field(max_length=40, description="one of: " + ", ".join(GATEABLE_ACTIONS))
     signatory: str = Field(max_length=40, description="id of the member who must approve")
-    condition: str = Field("", max_length=CONDITION_MAX_CHARS, description="optional: when it applies")
+    scope: GateScope = Field("all", description="all, or data_changing (execute_code only: code that changes data)")
+    note: str = Field("", max_length=NOTE_MAX_CHARS, description="optional: what the signatory should check")
 
 
 class MemoryProposal(MemorySlots):
@@ -126,8 +127,10 @@ def build_instructions(stage: Literal["propose", "consolidate"], team: Sequence[
     )
     if with_gates:
         text += (
-            f" Also choose gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval and "
-            "which member signs each; nobody signs their own request; unlisted actions stay ungated."
+            f" Also choose gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
+            "signs each, the scope (all, or data_changing: only execute_code that changes data) and an "
+            "optional note for the signatory. A member's own actions are never held by its own gate; "
+            "unlisted actions stay ungated."
         )
     return text
 
@@ -168,9 +171,10 @@ def memory_from_consolidation(
     Pure and deterministic. Gates are kept only `with_gates` (Scaffolded); each gate's action
     is mapped from common wordings ("edit", "run code") to an action type and its signatory
     from a member id or name ("Researcher" -> R) on this team. Gates with an action that
-    cannot be gated, a signatory not on the team, or repeating an earlier (action,
-    condition) are dropped; every drop or mapping is a line in the report so the session
-    log shows what the team wrote versus what is enforced.
+    cannot be gated, a signatory not on the team (nobody is drafted in instead), or repeating
+    an earlier (action, scope) are dropped; a `data_changing` scope on another action than
+    execute_code is widened to `all`. Every drop or mapping is a line in the report so the
+    session log shows what the team wrote versus what is enforced.
     """
     parsed = output if isinstance(output, MemorySlots) else MemoryProposal.model_validate(output)
     report: list[str] = [f"slot {s} is empty" for s in SLOTS if not getattr(parsed, s).strip()]
@@ -184,18 +188,21 @@ def memory_from_consolidation(
         seen: set[tuple[str, str]] = set()
         for i, item in enumerate(items, 1):
             action, signatory = _map_action(item.action), _map_signatory(item.signatory, aliases)
-            condition = item.condition.strip()
+            scope: GateScope = item.scope if action == "execute_code" else "all"
             if action is None:
                 report.append(f"gate {i} dropped: action {item.action!r} cannot be gated")
             elif signatory is None:
-                report.append(f"gate {i} dropped: signatory {item.signatory!r} is not a team member")
-            elif (action, condition) in seen:
+                report.append(f"gate {i} dropped: signatory {item.signatory!r} is not on the team")
+            elif (action, scope) in seen:
                 report.append(f"gate {i} dropped: repeats an earlier gate for {action}")
             else:
                 if (action, signatory) != (item.action, item.signatory):
                     report.append(f"gate {i} mapped: {item.action!r} -> {action}, {item.signatory!r} -> {signatory}")
-                seen.add((action, condition))
-                rules.append(GateRule(action=action, signatory=signatory, condition=condition))
+                if scope != item.scope:
+                    report.append(f"gate {i} widened: scope data_changing is for execute_code only; "
+                                  f"every {action} is gated")
+                seen.add((action, scope))
+                rules.append(GateRule(action=action, signatory=signatory, scope=scope, note=item.note.strip()))
     record = MemoryRecord(
         **{s: getattr(parsed, s).strip() for s in SLOTS},
         gates=GateTable(rules=tuple(rules)) if with_gates else None,
