@@ -22,6 +22,7 @@ TASK = load_tasks().get("demo_archaeology/0/0")
 WAIT = json.dumps({"thought": "nothing for me now", "action": "wait"})
 SLOTS = {"expertise": "D knows the columns", "responsibility": "D checks data changes",
          "plan": "AI analyses", "evidence_standards": "cite a computed table"}
+ACCEPT = {"decision": "accept"}
 READ = "print(6 * 7)"
 WRITE = "x = [1, 2]\nx[0] = 5\nprint(x)"
 
@@ -49,7 +50,7 @@ def test_a_scoped_code_gate_holds_only_data_changing_code_and_logs_its_rule(tmp_
     gates = [{"action": "run code", "signatory": "Data Analyst", "scope": "data_changing",
               "note": "check that no rows are lost"}]
     scripts = {"ai": [SLOTS, {**SLOTS, "gates": gates}, say("execute_code", READ), say("execute_code", WRITE)],
-               "D": [SLOTS]}
+               "D": [SLOTS, ACCEPT]}
     result, events = run(tmp_path, "scaffolded-d", scripts, seed=ai_first_seed(("ai", "D"), 2), idle_rounds=2)
     code = [e for e in events if e.action == "execute_code" and e.participant == "ai"]
     assert [(e.status, e.args["code"]) for e in code] == [("ok", READ), ("pending", WRITE)]
@@ -63,7 +64,7 @@ def test_a_scoped_code_gate_holds_only_data_changing_code_and_logs_its_rule(tmp_
 def test_a_self_gate_is_ungated_and_nobody_else_is_drafted_in(tmp_path):
     gates = [{"action": "edit_result", "signatory": "D"}]
     scripts = {"ai": [SLOTS, {**SLOTS, "gates": gates}, say("edit_result", "H-by-ai")],
-               "D": [SLOTS, say("edit_result", "H-by-D")]}
+               "D": [SLOTS, ACCEPT, say("edit_result", "H-by-D")]}
     result, events = run(tmp_path, "scaffolded-d", scripts, seed=ai_first_seed(("ai", "D"), 2), idle_rounds=2)
     edits = {e.participant: e for e in events if e.action == "edit_result" and e.proposer is None}
     assert edits["ai"].status == "pending" and edits["ai"].gate_rule.signatory == "D"
@@ -76,7 +77,7 @@ def test_a_self_gate_is_ungated_and_nobody_else_is_drafted_in(tmp_path):
 def test_an_absent_signatorys_gate_is_dropped_reported_and_not_rerouted(tmp_path):
     gates = [{"action": "finish", "signatory": "Researcher", "note": "only with a table"},
              {"action": "edit_result", "signatory": "D"}]
-    scripts = {"ai": [SLOTS, {**SLOTS, "gates": gates}, say("finish", "done")], "D": [SLOTS]}
+    scripts = {"ai": [SLOTS, {**SLOTS, "gates": gates}, say("finish", "done")], "D": [SLOTS, ACCEPT]}
     result, events = run(tmp_path, "scaffolded-d", scripts, seed=1)
     frozen = next(e for e in events if e.action == "memory_frozen")
     assert frozen.args["report"] == ["gate 1 dropped: signatory 'Researcher' is not on the team"]

@@ -11,6 +11,7 @@ from colabkit.team import (
     MemoryProposal,
     MemoryRecord,
     MemorySlots,
+    Ratification,
     build_instructions,
     memory_from_consolidation,
     memory_schema,
@@ -143,3 +144,16 @@ def test_render_fits_a_budget_keeping_every_slot_and_the_gates():
     for slot in SLOTS:
         assert f"{slot} detail" in short
     assert _record().render(max_chars=5000) == _record().render()
+
+
+def test_ratification_is_accept_or_one_named_amendment():
+    assert Ratification(decision="accept").amendment == ""
+    assert Ratification(decision="amend", amendment="R checks the bins").amendment == "R checks the bins"
+    with pytest.raises(ValidationError, match="amendment text"):
+        Ratification(decision="amend", amendment="  ")
+    with pytest.raises(ValidationError):
+        Ratification(decision="veto")
+    for stage in ("ratify", "amend"):
+        assert "frozen" in build_instructions(stage, TEAM, with_gates=True)
+    draft = _record().render(draft=True)
+    assert draft.startswith("Shared Group Memory (draft, not frozen yet):") and "read-only" not in draft

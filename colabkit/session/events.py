@@ -34,10 +34,10 @@ Phase = Literal["build", "task"]
 Status = Literal["ok", "error", "failed_step", "pending", "approved", "rejected", "blocked", "info"]
 SYSTEM = "system"
 # The log's vocabulary. Participants use colabkit.team.ACTION_TYPES in the task phase, the
-# two memory-build steps in the build phase, and "invalid_output" for a step whose model
+# four memory-build steps in the build phase, and "invalid_output" for a step whose model
 # answer could not be parsed into any action; "system" has its own actions.
 INVALID_OUTPUT = "invalid_output"
-BUILD_ACTIONS = ("propose_memory", "consolidate_memory")
+BUILD_ACTIONS = ("propose_memory", "consolidate_memory", "ratify_memory", "amend_memory")
 SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", "request_expired", "session_end")
 PARTICIPANT_ACTIONS = (*ACTION_TYPES, *BUILD_ACTIONS, INVALID_OUTPUT)
 

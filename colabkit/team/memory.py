@@ -4,8 +4,9 @@ The four slots follow the study (and transactive-memory theory): who knows what
 (expertise), who is trusted with what (responsibility), how work is coordinated (plan) and
 which evidence standards the answer must meet; Scaffolded teams also write a gate table.
 
-The session layer runs the build protocol (each member proposes, one consolidation) with the
-schemas here as structured outputs, then calls `memory_from_consolidation` to get the
+The session layer runs the build protocol (each member proposes, the AI agent consolidates,
+each human ratifies or names one amendment, the AI agent applies the amendments once) with
+the schemas here as structured outputs, then calls `memory_from_consolidation` to get the
 immutable `MemoryRecord`. Lengths are bounded in the schemas (they appear as maxLength in the
 JSON schema given to the model) because the rendered memory goes into every task-phase
 observation, and the smallest model works with ~1500 tokens in total; `render(max_chars=...)`
@@ -18,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colabkit.hashing import sha256_hex
 from colabkit.team.gates import GATEABLE_ACTIONS, NOTE_MAX_CHARS, GateRule, GateScope, GateTable
@@ -26,6 +27,7 @@ from colabkit.team.personas import Persona
 from colabkit.team.textfit import fit_all
 
 SLOT_MAX_CHARS = 280
+AMENDMENT_MAX_CHARS = 280
 MAX_GATES = 8
 SLOTS = ("expertise", "responsibility", "plan", "evidence_standards")
 
@@ -77,6 +79,20 @@ class MemoryProposal(MemorySlots):
     )
 
 
+class Ratification(BaseModel):
+    """Structured output of one member's ratification: accept the draft, or name one amendment."""
+
+    decision: Literal["accept", "amend"] = Field(description="accept the memory as it is, or amend it")
+    amendment: str = Field("", max_length=AMENDMENT_MAX_CHARS,
+                           description="if amend: the one change you need, in your own words")
+
+    @model_validator(mode="after")
+    def _amendment_named(self) -> Ratification:
+        if self.decision == "amend" and not self.amendment.strip():
+            raise ValueError("decision 'amend' needs the amendment text")
+        return self
+
+
 def memory_schema(with_gates: bool) -> type[MemorySlots]:
     """The structured-output schema for the build phase of a memory variant."""
     return MemoryProposal if with_gates else MemorySlots
@@ -97,13 +113,14 @@ class MemoryRecord(BaseModel):
         """sha256 of the canonical JSON: the memory's identity in the session record."""
         return sha256_hex(self)
 
-    def render(self, max_chars: int | None = None) -> str:
-        """The read-only block shown in every task-phase observation.
+    def render(self, max_chars: int | None = None, *, draft: bool = False) -> str:
+        """The read-only block shown in every task-phase observation (or, `draft`, for ratifying).
 
         With `max_chars`, the four slots are trimmed evenly (longest first) so the block fits
         while every slot keeps its opening; the gate line, which is enforced, stays whole.
         """
-        header = f"Shared Group Memory (read-only, frozen {self.digest()[:8]}):"
+        state = "draft, not frozen yet" if draft else f"read-only, frozen {self.digest()[:8]}"
+        header = f"Shared Group Memory ({state}):"
         labels = [f"- {slot.replace('_', ' ').capitalize()}: " for slot in SLOTS]
         values = [getattr(self, slot) or "(none)" for slot in SLOTS]
         gates = [f"- Gates: {self.gates.render()}"] if self.gates is not None else []
@@ -113,9 +130,23 @@ class MemoryRecord(BaseModel):
         return "\n".join([header, *(label + value for label, value in zip(labels, values)), *gates])
 
 
-def build_instructions(stage: Literal["propose", "consolidate"], team: Sequence[Persona], with_gates: bool) -> str:
+def build_instructions(
+    stage: Literal["propose", "consolidate", "ratify", "amend"], team: Sequence[Persona], with_gates: bool
+) -> str:
     """Short task text for one build-phase call, so every variant's build asks the same thing."""
     members = ", ".join(f"{p.id} = {p.name}" for p in team)
+    if stage == "ratify":
+        return (
+            f"Memory build. Team: {members}. Below is the consolidated shared memory. Reply with decision "
+            f"'accept' if you can work with it, or 'amend' and the one change you need (at most "
+            f"{AMENDMENT_MAX_CHARS} characters). The AI agent applies the amendments once; then it is frozen."
+        )
+    if stage == "amend":
+        return (
+            f"Memory build. Team: {members}. The members amended the consolidated memory below. Reply with the "
+            "memory with every amendment applied (the same JSON fields, each slot at most "
+            f"{SLOT_MAX_CHARS} characters); keep the rest as it is. It is frozen after this."
+        )
     what = (
         "Propose the team's shared memory for this task."
         if stage == "propose"
