@@ -74,9 +74,9 @@ def _run(args: argparse.Namespace) -> int:
     record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
     totals = record.totals
     print(f"session: {folder}" + (" (already finished: not rerun)" if stored else ""))
-    print(f"ended by: {record.ended_by} after {int(totals.get('actions', 0))} actions, "
-          f"{int(totals.get('llm_calls', 0))} LLM calls, {int(totals.get('tokens', 0))} tokens, "
-          f"${totals.get('cost', 0.0):.4f}")
+    print(f"ended by: {record.ended_by} after {totals.actions} actions (AI {totals.ai_actions}, "
+          f"humans {totals.human_actions}), {totals.llm_calls} LLM calls, {totals.tokens} tokens, "
+          f"${totals.cost:.4f}")
     hypothesis = " ".join(record.final_hypothesis.split())
     print(f"final hypothesis: {hypothesis or '(empty)'}")
     return 0

@@ -32,21 +32,21 @@ from colabkit.session.settings import SessionSpec
 from colabkit.team import MemoryRecord, build_instructions, memory_from_consolidation, memory_schema
 
 PROPOSE, CONSOLIDATE = BUILD_ACTIONS
-PROPOSAL_CHARS = 600
 BUILD_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object filling the slots."
 
 
-def _render_proposal(pid: str, proposal: BaseModel) -> str:
+def _render_proposal(pid: str, proposal: BaseModel, limit: int | None) -> str:
     fields = "; ".join(f"{key}: {' '.join(str(value).split())}" for key, value in proposal.model_dump().items())
-    return clip(f"{pid} proposed -- {fields}", PROPOSAL_CHARS)
+    return clip(f"{pid} proposed -- {fields}", limit)
 
 
-def _user_text(query: str, briefing: str, instructions: str, proposals: Mapping[str, BaseModel]) -> str:
+def _user_text(query: str, briefing: str, instructions: str, proposals: Mapping[str, BaseModel],
+               proposal_chars: int | None) -> str:
     # The team layer's briefings open with the query; as in task-phase observations, say it once.
     parts = [] if query.strip() in briefing else [f"# Task\n{query}"]
     parts += [f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{instructions}"]
     if proposals:
-        parts.append("# Proposals so far\n" + "\n".join(_render_proposal(p, v) for p, v in proposals.items()))
+        parts.append("# Proposals so far\n" + "\n".join(_render_proposal(p, v, proposal_chars) for p, v in proposals.items()))
     return "\n\n".join(parts)
 
 
@@ -56,16 +56,17 @@ async def build_memory(
     """Run the build protocol above, log it, and return the frozen memory."""
     variant = spec.variant
     with_gates = variant.gate_source == "self"
-    schema = memory_schema(with_gates)
+    profile = spec.profile  # the compact one keeps the embedded model's answers short
+    schema = memory_schema(with_gates, profile.slot_chars)
     team = variant.team_personas()
     order = list(variant.team)
     random.Random(f"{spec.seed}:build:1").shuffle(order)
 
     proposals: dict[str, BaseModel] = {}
     for pid in order:
-        instructions = build_instructions("propose", team, with_gates)
+        instructions = build_instructions("propose", team, with_gates, profile.slot_chars)
         messages = prompt_messages(f"{variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
-                                   _user_text(query, briefings[pid], instructions, proposals))
+                                   _user_text(query, briefings[pid], instructions, proposals, profile.proposal_chars))
         answer = await ask(gateway, spec.model_for(pid), messages, schema, caller=pid, sample=sample)
         if answer.value is None:
             log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="failed_step",
@@ -75,9 +76,9 @@ async def build_memory(
         log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="ok",
                  args=answer.value.model_dump(mode="json"), result="proposal recorded", llm_calls=answer.records)
 
-    instructions = build_instructions("consolidate", team, with_gates)
+    instructions = build_instructions("consolidate", team, with_gates, profile.slot_chars)
     messages = prompt_messages(f"{variant.persona('ai').prompt}\n\n{BUILD_NOTE}",
-                               _user_text(query, briefings["ai"], instructions, proposals))
+                               _user_text(query, briefings["ai"], instructions, proposals, profile.proposal_chars))
     answer = await ask(gateway, spec.model_for("ai"), messages, schema, caller="ai", sample=sample)
     if answer.value is not None:
         consolidated, source = answer.value, "consolidation"

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 import colabkit
 from colabkit.llm import ModelConfig
 from colabkit.session import SessionResult, SessionSpec
+from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
@@ -53,7 +54,7 @@ class SessionRecord(BaseModel):
     final_hypothesis: str
     ended_by: EndedBy
     n_events: int
-    totals: dict[str, float]
+    totals: Totals
     isolation: IsolationReport
     isolation_level: str
     package_version: str
@@ -77,7 +78,7 @@ class SessionRecord(BaseModel):
             final_hypothesis=result.final_hypothesis,
             ended_by=result.ended_by,
             n_events=result.n_events,
-            totals=dict(result.totals),
+            totals=result.totals,
             isolation=result.isolation,
             isolation_level=result.isolation.level,
             package_version=colabkit.__version__,
