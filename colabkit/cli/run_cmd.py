@@ -30,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench data folder or clone (default: the demo tasks)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
-    parser.add_argument("--action-budget", metavar="N", help="task-phase actions before the session ends (default 30)")
+    parser.add_argument("--action-budget", metavar="N", help="task-phase actions per side: the AI agent's, and the humans' together (default 30)")
     parser.add_argument("--max-rounds", metavar="N", help="rounds before the session ends (default 60)")
     parser.add_argument("--quiet", action="store_true", help="do not show events as they happen")
     parser.set_defaults(func=_run)
