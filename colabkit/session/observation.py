@@ -92,7 +92,7 @@ class Observation(BaseModel):
     round: int
     actions_left: int
     budget_holder: str
-    query: str
+    query: str  # "" when the briefing already states it
     briefing: str
     memory: str | None
     editor: str
@@ -114,8 +114,7 @@ class Observation(BaseModel):
 
     def render(self) -> str:
         """The observation as the prompt text the participant's model reads."""
-        # The team layer's briefings already open with the query; do not spend tokens twice.
-        parts = [] if self.query.strip() in self.briefing else [f"# Task\n{self.query}"]
+        parts = [f"# Task\n{self.query}"] if self.query else []
         parts.append(f"# Your private briefing\n{self.briefing or '(none)'}")
         if self.memory is not None:
             parts.append(f"# {self.memory}")  # its first line is its own title
@@ -318,7 +317,8 @@ def build_observation(
         round=round,
         actions_left=actions_left,
         budget_holder=budget_holder,
-        query=clip(query, profile.query_chars),
+        # The team layer's briefings already open with the query; do not spend tokens twice.
+        query="" if query.strip() in briefing else clip(query, profile.query_chars),
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,
         editor=clip(workspace.editor.text, profile.editor_chars),
