@@ -178,7 +178,8 @@ def _request_for_signatory(request: RequestView, shown: set[int]) -> str:
         above = [str(c.index) for c in request.depends_on if c.index in shown]
         rest = [c for c in request.depends_on if c.index not in shown]
         head = "It depends on the cells run before it, most recent first"
-        lines.append(head + (f": cells {', '.join(above)} (shown above)" if above else ":"))
+        noun = "cell" if len(above) == 1 else "cells"
+        lines.append(head + (f": {noun} {', '.join(above)} (shown above)" if above else ":"))
         lines.extend(_cell_text(c) for c in rest)
     else:
         lines.append("No cells had been run when it was proposed.")
