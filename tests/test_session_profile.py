@@ -11,11 +11,12 @@ from helpers.discoverybench import discoverybench_root
 from helpers.scripted import use_scripted
 
 from colabkit.llm import Gateway, ModelConfig
+from colabkit.llm.schema import bounded_schema, token_bound
 from colabkit.session import ListSink, SessionSettings, SessionSpec, run_session
-from colabkit.session.profile import FULL_MIN_TOKENS, context_window, resolve_profile
+from colabkit.session.profile import FULL_MIN_TOKENS, context_window, full_profile, resolve_profile
 from colabkit.session.react import step_schema
 from colabkit.tasks import load_tasks
-from colabkit.team import VARIANT_NAMES, private_briefing, variant
+from colabkit.team import VARIANT_NAMES, memory_schema, private_briefing, variant
 from colabkit.team.briefing import SHORTENED_NOTE
 
 EMBEDDED = ModelConfig()
@@ -44,6 +45,17 @@ def test_an_api_model_gets_the_full_profile_from_litellms_model_info(model, sock
     schema = step_schema(profile.thought_chars, profile.content_chars).model_json_schema()
     assert schema["properties"]["content"]["maxLength"] >= 5000  # code cells of several thousand chars
     assert not socket_guard
+
+
+@pytest.mark.parametrize("max_output", [None, 16_384, 8192, 4096])
+def test_full_answers_fit_the_smallest_output_limit(max_output):
+    profile = full_profile(131_072, "test", max_output)
+    step = token_bound(bounded_schema(step_schema(profile.thought_chars, profile.content_chars)))
+    memory = token_bound(bounded_schema(memory_schema(True, profile.slot_chars)))
+    if max_output is not None:
+        assert step <= max_output and memory <= max_output
+    if max_output is None or max_output >= 8192:
+        assert (profile.content_chars, profile.slot_chars) == (6000, 1200)  # DeepSeek V3 and GPT-4o: no cap
 
 
 def test_an_unknown_window_is_compact_and_an_override_decides():

@@ -9,7 +9,9 @@ from nothing else:
   Briefings, the memory, the query, the editor and every message are whole; the notebook is
   shown whole up to a character budget (a share of the window), and when it does not fit
   the oldest outputs are summarised first, then the oldest cells left out; code cells and
-  answers may run to several thousand characters.
+  answers may run to several thousand characters, as far as the smallest known output
+  limit (`max_output_tokens`) allows, since the gateway asks for as many tokens as the
+  answer schema's bounds could need (one per character, worst case).
 - "compact" (the embedded 135M model, whose llama.cpp context is `N_CTX` tokens, and any
   model whose window is unknown, so a prompt can never overflow): the sizes the embedded
   model was tuned to, section by section, and short memory-build answers.
@@ -35,6 +37,8 @@ from colabkit.llm import ModelConfig
 FULL_MIN_TOKENS = 32_768
 CHARS_PER_TOKEN = 3  # conservative for English and code (tokenizers average ~4)
 NOTEBOOK_SHARE, CHAT_SHARE = 0.35, 0.10  # of the window; the rest is persona, briefing, memory, answer
+FULL_THOUGHT_CHARS, FULL_CONTENT_CHARS, FULL_SLOT_CHARS = 1000, 6000, 1200
+_GATES_TOKENS, _SLACK_TOKENS = 2200, 300  # a memory answer's bound besides its slots; spare
 
 
 class ObservationProfile(BaseModel):
@@ -44,6 +48,7 @@ class ObservationProfile(BaseModel):
 
     name: Literal["compact", "full"]
     context_window: int | None = Field(description="tokens the profile was derived from; None = unknown")
+    max_output_tokens: int | None = Field(default=None, description="smallest known output limit of the models")
     source: str = Field(description="where the window came from (override, local n_ctx, litellm, unknown)")
     # what a participant sees
     query_chars: int | None
@@ -90,43 +95,59 @@ def compact_profile(window: int | None, source: str) -> ObservationProfile:
     )
 
 
-def full_profile(window: int, source: str) -> ObservationProfile:
-    """Nothing cut; the notebook and the chat get a share of the window each."""
+def full_profile(window: int, source: str, max_output: int | None = None) -> ObservationProfile:
+    """Nothing cut; the notebook and the chat get a share of the window each.
+
+    Answer lengths shrink (never below the compact ones) when a model's output limit could
+    not hold the longest answer: a step is its thought plus its content, a memory answer
+    four slots plus a gate table and keys (about `_GATES_TOKENS`).
+    """
+    content, slots = FULL_CONTENT_CHARS, FULL_SLOT_CHARS
+    if max_output is not None:
+        content = max(min(content, max_output - FULL_THOUGHT_CHARS - _SLACK_TOKENS), 500)
+        slots = max(min(slots, (max_output - _GATES_TOKENS - _SLACK_TOKENS) // 4), 280)
     return ObservationProfile(
-        name="full", context_window=window, source=source,
+        name="full", context_window=window, max_output_tokens=max_output, source=source,
         query_chars=None, briefing_chars=None, memory_chars=None, editor_chars=None,
         messages=None, message_chars=None, chat_chars=int(window * CHARS_PER_TOKEN * CHAT_SHARE),
         cells=None, code_chars=6000, output_chars=None,
         notebook_chars=int(window * CHARS_PER_TOKEN * NOTEBOOK_SHARE), summary_chars=200,
         activity=40, activity_chars=400, requests=10, request_chars=None, request_cells=5,
         notes=8, note_chars=None, feedback_chars=2000,
-        thought_chars=1000, content_chars=6000, slot_chars=1200, proposal_chars=None,
+        thought_chars=FULL_THOUGHT_CHARS, content_chars=content, slot_chars=slots, proposal_chars=None,
     )
 
 
-def profile_for_window(window: int | None, source: str) -> ObservationProfile:
+def profile_for_window(window: int | None, source: str, max_output: int | None = None) -> ObservationProfile:
     """"full" for a window of at least `FULL_MIN_TOKENS`, else (or unknown) "compact"."""
     if window is not None and window >= FULL_MIN_TOKENS:
-        return full_profile(window, source)
+        return full_profile(window, source, max_output)
     return compact_profile(window, source)
 
 
 def context_window(config: ModelConfig) -> tuple[int | None, str]:
     """The model's input window in tokens and where that figure came from (None if unknown)."""
+    window, _, source = _limits(config)
+    return window, source
+
+
+def _limits(config: ModelConfig) -> tuple[int | None, int | None, str]:
+    """(input window, output limit, source) in tokens; None where unknown."""
     if config.provider == "local":
         from colabkit.llm.local import N_CTX
 
-        return N_CTX, f"embedded model n_ctx ({config.model})"
+        return N_CTX, None, f"embedded model n_ctx ({config.model})"
     from colabkit.llm.providers import litellm_module
 
     try:
         info = litellm_module().get_model_info(config.model)
     except Exception:  # litellm raises several types for unmapped models
-        return None, f"unknown window ({config.model}: not in litellm's model info)"
+        return None, None, f"unknown window ({config.model}: not in litellm's model info)"
     window = info.get("max_input_tokens") or info.get("max_tokens")
+    output = info.get("max_output_tokens")
     if not window:
-        return None, f"unknown window ({config.model}: litellm's model info has no size)"
-    return int(window), f"litellm model info ({config.model})"
+        return None, None, f"unknown window ({config.model}: litellm's model info has no size)"
+    return int(window), int(output) if output else None, f"litellm model info ({config.model})"
 
 
 def resolve_profile(models: Iterable[ModelConfig], override: int | None = None) -> ObservationProfile:
@@ -135,13 +156,13 @@ def resolve_profile(models: Iterable[ModelConfig], override: int | None = None) 
     An unknown window counts as the smallest (compact), so a profile never promises a
     model more than it can read.
     """
+    found = [_limits(config) for config in dict.fromkeys(models)] or [_limits(ModelConfig())]
+    outputs = [output for _, output, _ in found if output is not None]
+    max_output = min(outputs) if outputs else None
     if override is not None:
-        return profile_for_window(override, "settings.context_window")
-    found = [context_window(config) for config in dict.fromkeys(models)]
-    if not found:
-        found = [context_window(ModelConfig())]
-    unknown = [source for window, source in found if window is None]
+        return profile_for_window(override, "settings.context_window", max_output)
+    unknown = [source for window, _, source in found if window is None]
     if unknown:
         return profile_for_window(None, unknown[0])
-    window, source = min(found, key=lambda item: item[0] or 0)
-    return profile_for_window(window, source)
+    window, _, source = min(found, key=lambda item: item[0] or 0)
+    return profile_for_window(window, source, max_output)
