@@ -63,7 +63,7 @@ def test_a_session_is_stored_complete_with_its_record_written_last(tmp_path):
     assert record.models == {"ai": ModelConfig(model="scripted/ai")}
     assert record.ended_by == "finish" and record.final_hypothesis == HYPOTHESIS
     assert record.n_events == len(events)
-    assert record.totals["llm_calls"] == len(model.calls) == sum(len(e.llm_calls) for e in events)
+    assert record.totals.llm_calls == len(model.calls) == sum(len(e.llm_calls) for e in events)
     assert record.memory is None and record.memory_digest is None
     assert record.package_version == colabkit.__version__
     assert record.isolation_level == record.isolation.level != ""
@@ -122,7 +122,7 @@ def test_a_redone_session_replays_model_answers_from_the_results_cache(tmp_path)
     record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
     assert replay.calls == []
     assert record.final_hypothesis == original.final_hypothesis == HYPOTHESIS
-    assert record.totals["cache_hits"] == record.totals["llm_calls"] == 3
+    assert record.totals.cache_hits == record.totals.llm_calls == 3
 
 
 def test_record_session_runs_inside_a_running_event_loop(tmp_path):

@@ -17,7 +17,7 @@ from colabkit.team import (
     memory_schema,
     persona,
 )
-from colabkit.team.memory import SLOT_MAX_CHARS
+from colabkit.team.memory import SLOT_CEILING, SLOT_MAX_CHARS
 
 SLOTS = dict(
     expertise="D knows the columns; R knows the capital groupings.",
@@ -63,13 +63,22 @@ def test_render_shows_every_slot_read_only_and_the_gates():
 
 def test_slots_are_bounded_in_records_and_schemas():
     with pytest.raises(ValidationError):
-        _record(plan="x" * (SLOT_MAX_CHARS + 1))
+        _record(plan="x" * (SLOT_CEILING + 1))
     with pytest.raises(ValidationError):
         MemorySlots(**{**SLOTS, "plan": "x" * (SLOT_MAX_CHARS + 1)})
     schema = MemoryProposal.model_json_schema()
     assert schema["properties"]["plan"]["maxLength"] == SLOT_MAX_CHARS
     assert "gates" in schema["properties"] and "gates" not in MemorySlots.model_json_schema()["properties"]
     assert memory_schema(True) is MemoryProposal and memory_schema(False) is MemorySlots
+
+
+def test_a_larger_profile_asks_for_longer_slots_and_the_record_holds_them():
+    sized = memory_schema(True, 1200)
+    assert issubclass(sized, MemoryProposal) and sized.model_json_schema()["properties"]["plan"]["maxLength"] == 1200
+    long = sized(**{**SLOTS, "plan": "p" * 1200})
+    record, _ = memory_from_consolidation(long, [persona("ai"), persona("R")], with_gates=True)
+    assert record.plan == "p" * 1200
+    assert "at most 1200 characters" in build_instructions("propose", [persona("ai")], False, 1200)
 
 
 def test_consolidation_maps_drops_and_reports_gates():

@@ -32,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", metavar="M", help="litellm model string for every role (default: embedded model)")
     parser.add_argument("--out", type=Path, default=Path("results/demo"), metavar="DIR",
                         help="results folder (default: results/demo)")
-    parser.add_argument("--action-budget", default="6", metavar="N", help="task-phase actions per session (default 6)")
+    parser.add_argument("--action-budget", default="6", metavar="N", help="task-phase actions per side and session (default 6)")
     parser.add_argument("--max-rounds", default="8", metavar="N", help="rounds per session (default 8)")
     parser.add_argument("--quiet", action="store_true", help="do not show events as they happen")
     parser.add_argument("--dry-run", action="store_true",

@@ -30,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench data folder or clone (default: the demo tasks)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
-    parser.add_argument("--action-budget", metavar="N", help="task-phase actions before the session ends (default 30)")
+    parser.add_argument("--action-budget", metavar="N", help="task-phase actions per side: the AI agent's, and the humans' together (default 30)")
     parser.add_argument("--max-rounds", metavar="N", help="rounds before the session ends (default 60)")
     parser.add_argument("--log-prompts", action="store_true",
                         help="also store every rendered prompt in <session>/prompts.jsonl (not part of the session id)")
@@ -81,9 +81,9 @@ def _run(args: argparse.Namespace) -> int:
     record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
     totals = record.totals
     print(f"session: {folder}" + (" (already finished: not rerun)" if stored else ""))
-    print(f"ended by: {record.ended_by} after {int(totals.get('actions', 0))} actions, "
-          f"{int(totals.get('llm_calls', 0))} LLM calls, {int(totals.get('tokens', 0))} tokens, "
-          f"${totals.get('cost', 0.0):.4f}")
+    print(f"ended by: {record.ended_by} after {totals.actions} actions (AI {totals.ai_actions}, "
+          f"humans {totals.human_actions}), {totals.llm_calls} LLM calls, {totals.tokens} tokens, "
+          f"${totals.cost:.4f}")
     hypothesis = " ".join(record.final_hypothesis.split())
     print(f"final hypothesis: {hypothesis or '(empty)'}")
     return 0

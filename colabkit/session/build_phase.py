@@ -46,14 +46,13 @@ from colabkit.team import (
 )
 
 PROPOSE, CONSOLIDATE, RATIFY, AMEND = BUILD_ACTIONS
-PROPOSAL_CHARS = 600
 BUILD_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object filling the slots."
 RATIFY_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object: decision, amendment."
 
 
-def _render_proposal(pid: str, proposal: MemorySlots) -> str:
+def _render_proposal(pid: str, proposal: MemorySlots, limit: int | None) -> str:
     fields = "; ".join(f"{key}: {' '.join(str(value).split())}" for key, value in proposal.model_dump().items())
-    return clip(f"{pid} proposed -- {fields}", PROPOSAL_CHARS)
+    return clip(f"{pid} proposed -- {fields}", limit)
 
 
 def _user_text(query: str, briefing: str, instructions: str, extra: list[str]) -> str:
@@ -72,7 +71,8 @@ class _Build:
             spec, query, briefings, gateway, log, sample)
         self.variant = spec.variant
         self.with_gates = self.variant.gate_source == "self"
-        self.schema = memory_schema(self.with_gates)
+        self.profile = spec.profile  # the compact one keeps the embedded model's answers short
+        self.schema = memory_schema(self.with_gates, self.profile.slot_chars)
         self.team: tuple[Persona, ...] = self.variant.team_personas()
 
     def order(self, members: list[str], step: int) -> list[str]:
@@ -82,16 +82,21 @@ class _Build:
 
     def messages(self, pid: str, note: str, stage: Literal["propose", "consolidate", "ratify", "amend"],
                  extra: list[str]) -> list[dict[str, str]]:
-        instructions = build_instructions(stage, self.team, self.with_gates)
+        instructions = build_instructions(stage, self.team, self.with_gates, self.profile.slot_chars)
         return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{note}",
                                _user_text(self.query, self.briefings[pid], instructions, extra))
+
+    def proposals_block(self, proposals: Mapping[str, MemorySlots]) -> list[str]:
+        if not proposals:
+            return []
+        limit = self.profile.proposal_chars
+        return ["# Proposals so far\n" + "\n".join(_render_proposal(p, v, limit) for p, v in proposals.items())]
 
     async def propose(self) -> dict[str, MemorySlots]:
         proposals: dict[str, MemorySlots] = {}
         for pid in self.order(list(self.variant.team), 1):
-            seen = ["# Proposals so far\n" + "\n".join(_render_proposal(p, v) for p, v in proposals.items())]
             answer = await ask(self.gateway, self.spec.model_for(pid),
-                               self.messages(pid, BUILD_NOTE, "propose", seen if proposals else []),
+                               self.messages(pid, BUILD_NOTE, "propose", self.proposals_block(proposals)),
                                self.schema, caller=pid, sample=self.sample)
             if answer.value is None:
                 self.log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="failed_step",
@@ -104,9 +109,8 @@ class _Build:
         return proposals
 
     async def consolidate(self, proposals: dict[str, MemorySlots]) -> tuple[MemorySlots, str]:
-        shown = ["# Proposals so far\n" + "\n".join(_render_proposal(p, v) for p, v in proposals.items())]
         answer = await ask(self.gateway, self.spec.model_for("ai"),
-                           self.messages("ai", BUILD_NOTE, "consolidate", shown if proposals else []),
+                           self.messages("ai", BUILD_NOTE, "consolidate", self.proposals_block(proposals)),
                            self.schema, caller="ai", sample=self.sample)
         if answer.value is not None:
             self.log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="ok",

@@ -27,11 +27,11 @@ from colabkit.session.actions import Action, InvalidAction, StepSchema, to_actio
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_table
-from colabkit.session.observation import MEMORY_CHARS, Observation, build_observation, cell_output, clip
-from colabkit.session.react import ask, step_messages
+from colabkit.session.observation import Observation, build_observation, cell_output, clip
+from colabkit.session.react import ask, step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
 from colabkit.session.settings import SessionSpec
-from colabkit.session.totals import session_totals
+from colabkit.session.totals import Totals, session_totals
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
@@ -58,7 +58,7 @@ class SessionResult(BaseModel):
     isolation: IsolationReport
     snapshot: WorkspaceSnapshot
     n_events: int
-    totals: dict[str, float]
+    totals: Totals
 
 
 class _Session:
@@ -70,7 +70,10 @@ class _Session:
         self.team = self.variant.team
         self.briefings: dict[str, str] = {}
         self.scratch: dict[str, deque[str]] = {pid: deque(maxlen=SCRATCHPAD) for pid in self.team}
-        self.sched = Scheduler(spec.settings, self.team)
+        self.profile = spec.profile
+        self.sides = {pid: self.variant.persona(pid).role for pid in self.team}
+        self.sched = Scheduler(spec.settings, self.sides)
+        self.cells_at_request: dict[str, int] = {}  # request id -> cells run when it was made
         self.memory: MemoryRecord | None = None
         self.gates = Gatekeeper(None, self.team)
         self.round = 0
@@ -83,7 +86,8 @@ class _Session:
                       args={"task_id": self.task.id, "variant": self.variant.name, "seed": self.spec.seed,
                             "team": list(self.team), "isolation": self.ws.isolation.level,
                             "personas": {p: self.variant.persona(p).version for p in self.team}})
-        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task) for pid in self.team}
+        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task,
+                                                max_chars=self.profile.briefing_chars) for pid in self.team}
         if self.variant.memory:
             self.memory = await build_memory(self.spec, self.task.query, self.briefings,
                                              gateway=self.gateway, log=self.log, sample=self.spec.seed)
@@ -98,19 +102,23 @@ class _Session:
         return "max_rounds"
 
     def observe(self, pid: str) -> Observation:
+        side = [p for p in self.team if self.sides[p] == self.sides[pid]]
         return build_observation(
             participant=pid,
             team=self.team,
             names=[self.variant.persona(p).name for p in self.team],
-            sees_all=self.variant.persona(pid).role == "ai",
+            sees_all=self.sides[pid] == "ai",
+            profile=self.profile,
             round=self.round,
-            actions_left=self.sched.actions_left,
+            actions_left=self.sched.actions_left(pid),
+            budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
             # Fitted by the memory itself: slots trimmed evenly, the enforced gate line kept whole.
-            memory=self.memory.render(max_chars=MEMORY_CHARS) if self.memory is not None else None,
+            memory=self.memory.render(max_chars=self.profile.memory_chars) if self.memory is not None else None,
             workspace=self.ws,
             gatekeeper=self.gates,
+            cells_at_request=self.cells_at_request,
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
             valid_actions=valid_actions(pid, self.team, has_requests=bool(self.gates.addressed_to(pid))),
@@ -126,7 +134,8 @@ class _Session:
         if not self.sched.eligible(pid, key):
             return None
         messages = step_messages(self.variant.persona(pid).prompt, observation.render())
-        answer = await ask(self.gateway, self.spec.model_for(pid), messages, StepSchema,
+        schema = step_schema(self.profile.thought_chars, self.profile.content_chars)
+        answer = await ask(self.gateway, self.spec.model_for(pid), messages, schema,
                            caller=pid, sample=self.spec.seed)
         step = answer.value
         self.sched.record_step(pid, key, waited=step is not None and step.action == "wait")
@@ -154,6 +163,7 @@ class _Session:
         rule = self.gates.rule_for(action, pid)
         if rule is not None:
             request = self.gates.open(action, pid, rule, self.round)
+            self.cells_at_request[request.request_id] = len(self.ws.cells)
             held = f"held as {request.request_id} until {request.signatory} approves"
             ref = GateRuleRef(action=rule.action, scope=rule.scope, note=rule.note, signatory=rule.signatory)
             self.emit(pid, action.type, "pending", args=action.args(), request_id=request.request_id,
@@ -256,7 +266,7 @@ async def run_session(
             isolation=ws.isolation,
             snapshot=ws.snapshot(),
             n_events=len(log.events),
-            totals=session_totals(log.events, session.sched, rounds=session.round),
+            totals=session_totals(log.events, spec.settings, session.sides, rounds=session.round),
         )
     finally:
         await ws.close()

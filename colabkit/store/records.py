@@ -18,6 +18,7 @@ import colabkit
 from colabkit.llm import ModelConfig
 from colabkit.session import SessionResult, SessionSpec
 from colabkit.session.events import EndedBy
+from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
@@ -62,7 +63,7 @@ class SessionRecord(BaseModel):
     final_hypothesis: str
     ended_by: EndedBy
     n_events: int
-    totals: dict[str, float]
+    totals: Totals
     isolation: IsolationReport
     isolation_level: str
     package_version: str
@@ -89,7 +90,7 @@ class SessionRecord(BaseModel):
             final_hypothesis=result.final_hypothesis,
             ended_by=result.ended_by,
             n_events=result.n_events,
-            totals=dict(result.totals),
+            totals=result.totals,
             isolation=result.isolation,
             isolation_level=result.isolation.level,
             package_version=colabkit.__version__,

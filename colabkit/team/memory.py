@@ -7,26 +7,28 @@ which evidence standards the answer must meet; Scaffolded teams also write a gat
 The session layer runs the build protocol (each member proposes, the AI agent consolidates,
 each human ratifies or names one amendment, the AI agent applies the amendments once) with
 the schemas here as structured outputs, then calls `memory_from_consolidation` to get the
-immutable `MemoryRecord`. Lengths are bounded in the schemas (they appear as maxLength in the
-JSON schema given to the model) because the rendered memory goes into every task-phase
-observation, and the smallest model works with ~1500 tokens in total; `render(max_chars=...)`
-fits a tighter observation budget by trimming the slots evenly.
+immutable `MemoryRecord`. Slot lengths are bounded in the schemas (they appear as maxLength
+in the JSON schema given to the model) at what the session's observation profile allows:
+`SLOT_MAX_CHARS` for the embedded model (compact profile), more for models with large
+windows; `render(max_chars=...)` fits a tighter observation budget by trimming the slots
+evenly.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from colabkit.hashing import sha256_hex
 from colabkit.team.gates import GATEABLE_ACTIONS, NOTE_MAX_CHARS, GateRule, GateScope, GateTable
 from colabkit.team.personas import Persona
 from colabkit.team.textfit import fit_all
 
-SLOT_MAX_CHARS = 280
+SLOT_MAX_CHARS = 280  # the compact (embedded-model) answer length; a session profile may allow more
+SLOT_CEILING = 4000  # what a frozen record may hold, whatever the profile
 AMENDMENT_MAX_CHARS = 280
 MAX_GATES = 8
 SLOTS = ("expertise", "responsibility", "plan", "evidence_standards")
@@ -93,9 +95,14 @@ class Ratification(BaseModel):
         return self
 
 
-def memory_schema(with_gates: bool) -> type[MemorySlots]:
-    """The structured-output schema for the build phase of a memory variant."""
-    return MemoryProposal if with_gates else MemorySlots
+def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> type[MemorySlots]:
+    """The structured-output schema for the build phase of a memory variant, `slot_chars` per slot."""
+    base = MemoryProposal if with_gates else MemorySlots
+    if slot_chars == SLOT_MAX_CHARS:
+        return base
+    fields: dict[str, Any] = {
+        slot: (str, Field(max_length=min(slot_chars, SLOT_CEILING), description=_SLOT_HELP[slot])) for slot in SLOTS}
+    return cast(type[MemorySlots], create_model(f"{base.__name__}{slot_chars}", __base__=base, **fields))
 
 
 class MemoryRecord(BaseModel):
@@ -103,10 +110,10 @@ class MemoryRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    expertise: str = Field(max_length=SLOT_MAX_CHARS)
-    responsibility: str = Field(max_length=SLOT_MAX_CHARS)
-    plan: str = Field(max_length=SLOT_MAX_CHARS)
-    evidence_standards: str = Field(max_length=SLOT_MAX_CHARS)
+    expertise: str = Field(max_length=SLOT_CEILING)
+    responsibility: str = Field(max_length=SLOT_CEILING)
+    plan: str = Field(max_length=SLOT_CEILING)
+    evidence_standards: str = Field(max_length=SLOT_CEILING)
     gates: GateTable | None = None
 
     def digest(self) -> str:
@@ -131,7 +138,8 @@ class MemoryRecord(BaseModel):
 
 
 def build_instructions(
-    stage: Literal["propose", "consolidate", "ratify", "amend"], team: Sequence[Persona], with_gates: bool
+    stage: Literal["propose", "consolidate", "ratify", "amend"], team: Sequence[Persona], with_gates: bool,
+    slot_chars: int = SLOT_MAX_CHARS,
 ) -> str:
     """Short task text for one build-phase call, so every variant's build asks the same thing."""
     members = ", ".join(f"{p.id} = {p.name}" for p in team)
@@ -145,7 +153,7 @@ def build_instructions(
         return (
             f"Memory build. Team: {members}. The members amended the consolidated memory below. Reply with the "
             "memory with every amendment applied (the same JSON fields, each slot at most "
-            f"{SLOT_MAX_CHARS} characters); keep the rest as it is. It is frozen after this."
+            f"{slot_chars} characters); keep the rest as it is. It is frozen after this."
         )
     what = (
         "Propose the team's shared memory for this task."
@@ -153,7 +161,7 @@ def build_instructions(
         else "Merge the members' proposals into one shared memory; keep what they agree on."
     )
     text = (
-        f"Memory build. Team: {members}. {what} Fill each slot in at most {SLOT_MAX_CHARS} characters: "
+        f"Memory build. Team: {members}. {what} Fill each slot in at most {slot_chars} characters: "
         "expertise, responsibility, plan, evidence_standards. It is frozen before the task starts."
     )
     if with_gates:
