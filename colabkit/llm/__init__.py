@@ -20,6 +20,8 @@ from colabkit.llm.records import (
     BudgetExceeded,
     CallRecord,
     LLMCallError,
+    OutputMode,
+    ProviderError,
     StructuredOutputError,
 )
 
@@ -31,6 +33,8 @@ __all__ = [
     "Gateway",
     "LLMCallError",
     "ModelConfig",
+    "OutputMode",
+    "ProviderError",
     "RetryPolicy",
     "StructuredOutputError",
     "register_provider",

@@ -20,7 +20,7 @@ from colabkit.session import SessionResult, SessionSpec
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
-EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "error"]
+EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
