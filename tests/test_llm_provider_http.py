@@ -242,6 +242,16 @@ def test_a_provider_refusing_json_mode_too_falls_back_to_instructions(deepseek, 
     assert len(server.requests) == 4  # remembered: no more refused requests
 
 
+def test_session_gateways_of_a_batch_can_share_what_they_learnt(deepseek, monkeypatch):
+    monkeypatch.setattr(provider_table, "KNOWN_MODES", {})
+    server = deepseek([{"verdict": "a"}, {"verdict": "b"}])
+    learnt: dict = {}
+    ask(Gateway(retry=FAST, modes=learnt))
+    _, [record] = ask(Gateway(retry=FAST, modes=learnt))
+    assert learnt == {MODEL: "json_object"} and record.output_mode == "json_object"
+    assert server.formats() == ["json_schema", "json_object", "json_object"]
+
+
 @pytest.mark.parametrize(("fault", "status"), [
     (_error(400, "Invalid max_tokens value, the valid range of max_tokens is [1, 8192]"), 400),
     (_error(402, "Insufficient Balance"), 402),

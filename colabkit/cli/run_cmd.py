@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING
 
 from colabkit.errors import ColabkitError
 
+# The stored session's record, written last: its presence marks the session finished.
+RECORD_FILE = "session.json"
+
 if TYPE_CHECKING:
     from colabkit.session import Event, SessionSpec
     from colabkit.tasks import Task
@@ -86,7 +89,7 @@ def will_run(spec: SessionSpec, out: Path) -> bool:
 
     folder = session_dir(spec, out)
     if is_finished(folder):
-        record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
+        record = SessionRecord.model_validate_json((folder / RECORD_FILE).read_bytes())
         if record.ended_by != "provider_error":
             return False
     preflight(spec.model_for(role) for role in spec.participants)
@@ -99,7 +102,7 @@ def store_session(spec: SessionSpec, task: Task, out: Path, *, runs: bool, show:
     from colabkit.store import record_session, session_dir
 
     if runs:  # a stored provider failure is forgotten, so the store redoes its folder
-        (session_dir(spec, out) / "session.json").unlink(missing_ok=True)
+        (session_dir(spec, out) / RECORD_FILE).unlink(missing_ok=True)
     watch = _ProviderWatch(show=runs and show)
     folder = record_session(spec, task, out=out, progress=watch)
     return folder, watch.error
@@ -120,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"running {spec.variant.name} on {task.id} (seed {seed}, session {spec.session_id})",
               file=sys.stderr, flush=True)
     folder, provider_error = store_session(spec, task, args.out, runs=runs, show=not args.quiet)
-    record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
+    record = SessionRecord.model_validate_json((folder / RECORD_FILE).read_bytes())
     totals = record.totals
     print(f"session: {folder}" + ("" if runs else " (already finished: not rerun)"))
     print(f"ended by: {record.ended_by} after {int(totals.get('actions', 0))} actions, "

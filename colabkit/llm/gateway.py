@@ -98,16 +98,17 @@ class Gateway:
     `cache_dir` is where answers persist (an experiment's results folder); None keeps them
     in memory for this gateway's lifetime. `budget` may be shared between gateways (see
     `Budget`). `retry` controls backoff; tests use zero delays. `modes` is the output mode
-    that works for each model string, learnt from rejections (see the module docstring).
+    that works for each model string, learnt from rejections (see the module docstring); a
+    batch may pass one dict to all its session gateways so a lesson is learnt once per run.
     """
 
     def __init__(self, *, cache_dir: Path | None = None, budget: Budget | None = None,
-                 retry: RetryPolicy | None = None):
+                 retry: RetryPolicy | None = None, modes: dict[str, OutputMode] | None = None):
         self.cache = ResponseCache(cache_dir)
         self.budget = budget
         self.retry = retry or RetryPolicy()
         self.records: list[CallRecord] = []
-        self.modes: dict[str, OutputMode] = {}
+        self.modes: dict[str, OutputMode] = {} if modes is None else modes
         self.cache_hits = 0
         self.cache_misses = 0
 
