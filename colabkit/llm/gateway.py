@@ -3,8 +3,9 @@
 Participants and judges never call litellm themselves; they call `Gateway.structured` (a
 validated pydantic instance) or `Gateway.complete` (text). The gateway guarantees what a
 batch of sessions needs: a failed call never crashes anything (it ends as `LLMCallError` /
-`StructuredOutputError`, or `BudgetExceeded` when a cap is reached), every request leaves
-a `CallRecord`, and a rerun with the same seeds replays from the response cache.
+`StructuredOutputError`, `BudgetExceeded` when a cap is reached, `ProviderError` when the
+provider refuses for good), every request leaves a `CallRecord`, and a rerun with the same
+seeds replays from the response cache.
 
 How a schema is asked for is the request's output mode (recorded in every `CallRecord`):
 "json_schema" sends the schema as `response_format` (registered custom providers get the
@@ -56,7 +57,7 @@ T = TypeVar("T", bound=BaseModel)
 # provider that hangs (a custom handler, a stalled socket).
 _TIMEOUT_GRACE_S = 5.0
 _ERROR_CHARS = 400
-_PROVIDER_TROUBLE = {401: "authentication failed (check the API key)", 402: "payment required",
+_PROVIDER_TROUBLE = {401: "authentication failed, check the API key", 402: "payment required",
                      403: "permission denied", 404: "model not found"}
 
 
