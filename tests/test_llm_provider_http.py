@@ -269,7 +269,18 @@ def test_refusals_no_retry_can_fix_raise_provider_error_after_one_attempt(deepse
     assert len(server.requests) == 1 and [r.attempts for r in info.value.records] == [1]
 
 
-def test_transient_faults_are_retried_with_backoff_then_a_failed_step(deepseek):
+def test_free_text_calls_record_their_mode_and_stop_on_refusals_too(deepseek, monkeypatch):
+    server = deepseek(["plain words"])
+    messages = [{"role": "user", "content": "Say something."}]
+    text, record = asyncio.run(Gateway(retry=FAST).complete(ModelConfig(model=MODEL), messages, caller="judge"))
+    assert text == "plain words" and record.output_mode == "text" and server.formats() == [None]
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-wrong")
+    with pytest.raises(ProviderError, match="HTTP 401") as info:
+        asyncio.run(Gateway(retry=FAST).complete(ModelConfig(model=MODEL), messages, caller="judge"))
+    assert [r.output_mode for r in info.value.records] == ["text"]
+
+
+def test_transient_faults_are_retried_then_a_failed_step(deepseek):
     server = deepseek([], faults=[RATE_LIMITED, SERVER_ERROR, RATE_LIMITED])
     with pytest.raises(StructuredOutputError) as info:  # a failed step, not a fatal error
         ask(Gateway(retry=FAST))
