@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from colabkit.errors import ColabkitError
 
@@ -44,6 +44,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run)
 
 
+@overload
+def parse_int(text: str, flag: str, *, minimum: int) -> int: ...
+@overload
+def parse_int(text: str | None, flag: str, *, minimum: int) -> int | None: ...
 def parse_int(text: str | None, flag: str, *, minimum: int) -> int | None:
     """`text` as an int >= minimum (None stays None), else a one-line error naming `flag`."""
     if text is None:
