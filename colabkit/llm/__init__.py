@@ -21,6 +21,8 @@ from colabkit.llm.records import (
     BudgetExceeded,
     CallRecord,
     LLMCallError,
+    OutputMode,
+    ProviderError,
     StructuredOutputError,
 )
 
@@ -32,7 +34,8 @@ __all__ = [
     "Gateway",
     "LLMCallError",
     "ModelConfig",
-    "PromptLog",
+    "OutputMode",
+    "ProviderError",
     "RetryPolicy",
     "StructuredOutputError",
     "logging_prompts",

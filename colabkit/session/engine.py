@@ -8,8 +8,11 @@ caller's sink as they happen, the workspace lives in the caller's (or a temporar
 
 Failure policy (fail closed, always recorded): a malformed model answer or an impossible
 action is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by
-"llm_budget"; any other exception is a bug, and still ends it with ended_by "error" and a
-`session_end` event carrying the exception, so a batch never loses a session silently.
+"llm_budget"; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
+at once with ended_by "provider_error" and the provider's one-line error, instead of
+spending the action budget on failed steps; any other exception is a bug, and still ends
+it with ended_by "error" and a `session_end` event carrying the exception, so a batch never
+loses a session silently.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from colabkit.errors import ColabkitError
-from colabkit.llm import BudgetExceeded, Gateway
+from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError
 from colabkit.session.actions import Action, InvalidAction, StepSchema, to_action, valid_actions
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
@@ -214,15 +217,15 @@ class _Session:
             return True
         return False
 
-    def close(self, ended_by: EndedBy, detail: dict[str, Any]) -> None:
-        """Expire open requests and log the end (with the error, if there was one)."""
+    def close(self, ended_by: EndedBy, detail: dict[str, Any], calls: tuple[CallRecord, ...] = ()) -> None:
+        """Expire open requests and log the end (with the error and the calls behind it, if any)."""
         for request in self.gates.expire_pending():
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
                       signatory=request.signatory, proposer=request.proposer, args={"action": request.action.type},
                       result=f"{request.request_id} ({request.action.type} by {request.proposer}) never decided")
-        self.emit(SYSTEM, "session_end", "error" if ended_by == "error" else "info",
+        self.emit(SYSTEM, "session_end", "error" if ended_by in ("error", "provider_error") else "info",
                   args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round, **detail},
-                  result=detail.get("error", f"ended by {ended_by}"))
+                  result=detail.get("error", f"ended by {ended_by}"), llm_calls=calls)
 
 
 async def run_session(
@@ -246,14 +249,17 @@ async def run_session(
     try:
         session = _Session(spec, task, ws, gateway, log)
         detail: dict[str, Any] = {}
+        calls: tuple[CallRecord, ...] = ()
         try:
             ended_by = await session.play()
         except BudgetExceeded as exc:
             ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
+        except ProviderError as exc:  # the failed call's records stay in the log: attempts are data
+            ended_by, detail, calls = "provider_error", {"error": str(exc)}, tuple(exc.records)
         except Exception as exc:  # a bug: end the session closed and recorded, never silently
             ended_by = "error"
             detail = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
-        session.close(ended_by, detail)
+        session.close(ended_by, detail, calls)
         return SessionResult(
             session_id=spec.session_id,
             spec=spec,

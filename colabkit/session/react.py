@@ -4,7 +4,8 @@ A ReAct step is: the participant's persona prompt (system), its rendered observa
 scratchpad (user), and a structured answer (`StepSchema`: a private thought and one action)
 from the gateway. The gateway raises `StructuredOutputError` when no valid answer came
 after its retries; that is a *failed step*, recorded with the call records behind it, and
-the session goes on. `BudgetExceeded` is not caught here: it ends the session.
+the session goes on. `BudgetExceeded` and `ProviderError` are not caught here: they end the
+session.
 """
 
 from __future__ import annotations
