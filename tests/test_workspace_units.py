@@ -192,16 +192,23 @@ def test_open_that_cannot_copy_the_data_leaves_no_folders(tmp_path, monkeypatch)
 
     (tmp_path / "x.csv").write_text("a\n1\n")
     root = tmp_path / "root"
-    ipc_before = set(Path(tempfile.gettempdir()).glob("ck-*"))
+    made: list[str] = []  # this process's folders (other processes may make ck-* folders too)
+    mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args, **kwargs):
+        made.append(mkdtemp(*args, **kwargs))
+        return made[-1]
 
     def unreadable(src, dst):
         raise PermissionError(13, "Permission denied", str(src))
 
     monkeypatch.setattr(shutil, "copyfile", unreadable)
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
     with pytest.raises(ColabkitError, match="cannot prepare the workspace data: .*x.csv"):
         asyncio.run(Workspace.open([tmp_path / "x.csv"], root=root))
     assert list(root.iterdir()) == []
-    assert set(Path(tempfile.gettempdir()).glob("ck-*")) == ipc_before
+    assert any(Path(d).name.startswith("ck-") for d in made)  # the socket folder was made...
+    assert [d for d in made if Path(d).exists()] == []  # ...and removed, with the private folder
 
 
 def test_file_listing_skips_data_and_does_not_follow_links(tmp_path):

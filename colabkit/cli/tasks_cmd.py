@@ -61,7 +61,7 @@ def _show(args: argparse.Namespace) -> int:
     for task in suite.tasks:
         gold = suite.gold_for(task.id) if args.with_gold else None
         if args.json:
-            record = {"task": task.model_dump(mode="json")}
+            record: dict[str, object] = {"task": task.model_dump(mode="json")}
             if args.with_gold:
                 record["gold"] = gold.model_dump(mode="json") if gold else None
             print(json.dumps(record, ensure_ascii=False))

@@ -190,7 +190,7 @@ def _tags(fields: _Fields, doc: dict) -> tuple[str, ...]:
 
 def _queries(fields: _Fields, doc: dict) -> list[tuple[dict, str]]:
     """Flatten real (list of lists) and synth (flat list) query layouts, keeping field paths."""
-    found = []
+    found: list[tuple[dict, str]] = []
     for i, item in enumerate(fields.nonempty_list(doc, "queries")):
         if isinstance(item, list):
             found.extend((fields.object(q, f"queries[{i}][{j}]"), f"queries[{i}][{j}]")
