@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers.env import discoverybench_root, shared_data
+from helpers.env import discoverybench_root, require, shared_data
 from pydantic import ValidationError
 
 from colabkit.errors import ColabkitError
@@ -466,3 +466,13 @@ def test_one_broken_task_among_good_ones_leaves_the_good_ones_loadable(tmp_path)
     assert both.ids == good[:4] and len(both.errors) == 2
     message = _error(root=root, domains=["plant_invasions"])  # nothing left to return: say why
     assert message.startswith("dataset file listed in ") and message.endswith("(and 1 more problems)")
+
+
+def test_a_missing_requirement_fails_in_ci_and_skips_elsewhere(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="required in CI"):
+        require(False, "bubblewrap not installed")
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception):
+        require(False, "bubblewrap not installed")
+    require(True, "present")  # no effect
