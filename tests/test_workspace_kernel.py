@@ -263,3 +263,27 @@ def test_rlimits_only_fallback_still_allowlists_and_limits(task_file, capfd, mon
     assert not report.host_files_hidden and any("WEAK" in n for n in report.notes)
     assert cell.output == f"None {1500 * 2**20}\n(3, 3)\n", cell.error
     assert "WEAK kernel isolation" in capfd.readouterr().err
+
+
+def test_a_task_file_that_is_not_a_table_is_copied_and_briefed_as_a_file(runner, tmp_path):
+    from colabkit.tasks import load_tasks
+    from colabkit.team.briefing import private_briefing
+
+    odd = Path(__file__).resolve().parent / "fixtures" / "odd"
+    task = load_tasks(odd).get("plant_invasions/0/0")
+    briefing = private_briefing("D", task)
+    assert "data/phylogenetic_tree.txt (0 columns): Phylogeny of the non-native species." in briefing
+    assert "not a table but a .txt file: open it directly" in briefing
+    assert "tab-separated: read with sep='\\t'" in briefing  # the .csv beside it
+    ws = runner.run(Workspace.open(task.data_files, root=tmp_path))
+    try:
+        cell = run(runner, ws, """
+            import pandas as pd
+            tree = open("data/phylogenetic_tree.txt").read()
+            print(tree.count("("), tree.strip()[-1])
+            print(pd.read_csv("data/invasion_success.csv", sep="\\t").shape)
+        """)
+    finally:
+        runner.run(ws.close())
+    assert ws.data_files == ("invasion_success.csv", "phylogenetic_tree.txt")
+    assert (cell.status, cell.output) == ("ok", "5 ;\n(6, 5)\n"), cell.error

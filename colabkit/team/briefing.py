@@ -127,8 +127,8 @@ def _describe(ds: DatasetInfo) -> tuple[list[tuple[str, list[tuple[str, str]]]],
     Newick tree, say) has no columns: the one quirk worth saying is how to open it.
     """
     if ds.kind != "table":
-        return [], [f"not a table but a plain {Path(ds.path).suffix or 'text'} file: read it as text "
-                    "(open(...).read()), not with pandas"]
+        return [], [f"not a table but a {Path(ds.path).suffix or 'plain'} file: open it directly "
+                    "(open(...).read() for text), not with pd.read_csv"]
     described = [(c.name, " ".join(c.description.split())) for c in ds.columns]
     names = {n for n, _ in described}
     dropped = [n for n, d in described if "dropped" in d.lower()]
