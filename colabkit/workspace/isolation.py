@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -239,7 +240,7 @@ def fresh_uid() -> int:
             return uid
 
 
-def _processes():
+def _processes() -> Iterator[tuple[Path, int]]:
     """(/proc entry, owner uid) of every visible process; empty where /proc is absent."""
     for entry in Path("/proc").glob("[0-9]*"):
         try:
@@ -328,7 +329,7 @@ def _trial(level: str, drop_uid: bool) -> tuple[bool, str]:
         Path(tmp).chmod(0o711)
         layout = _probe_layout(Path(tmp))
         sandbox = Sandbox(level, fresh_uid() if drop_uid else None)
-        if drop_uid:
+        if sandbox.uid is not None:
             for d in (layout.workdir, layout.ipcdir, layout.tmpdir):
                 os.chown(d, sandbox.uid, sandbox.uid)
         cmd = sandbox.command(layout, Limits(), [json.dumps(boot_config(sandbox, layout, Limits(), probe=True))])
