@@ -5,9 +5,10 @@ over many domains, and a researcher filtering for one domain, or listing them al
 every task that loads. So a problem in a task (malformed metadata, a listed file missing,
 an id defined twice) leaves that task out and travels with the suite as a one-line
 `Problem` naming the file (`TaskSuite.problems`); `TaskSuite.get` on that task raises the
-same line, so a session is never started on it. Only two things stop a load: a request
-that names a task explicitly (`ids`) whose task did not load, since a silently smaller
-study is worse than an error, and a broken answer key, which concerns every task.
+same line, so a session is never started on it. Only three things stop a load: a
+request that names a task explicitly (`ids`) whose task did not load, since a silently
+smaller study is worse than an error; a request none of whose tasks loads (the first
+problem is raised); and a broken answer key, which concerns every task.
 Filtering happens before problems are judged, so problems outside the request are not
 reported at all.
 """
