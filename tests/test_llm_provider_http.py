@@ -174,7 +174,7 @@ def test_deepseek_session_completes_in_json_mode_through_429_and_500(tmp_path, c
     assert server.formats() == ["json_object"] * 5  # json_schema was never sent
     system = server.requests[0]["messages"][0]["content"]
     assert "It must match this JSON schema" in system and '"action"' in system
-    assert record.totals["failed_steps"] == 0 and record.totals["cost"] > 0
+    assert record.totals.failed_steps == 0 and record.totals.cost > 0
 
 
 def test_a_401_ends_the_session_at_once_and_a_fixed_key_reruns_it(tmp_path, capsys, deepseek, monkeypatch):
@@ -207,7 +207,7 @@ def test_a_wrong_capability_flag_falls_back_once_and_the_mode_is_remembered(tmp_
     server = deepseek(STEPS)
     assert run_cli(tmp_path) == 0
     record, events = stored(tmp_path)
-    assert record.ended_by == "finish" and record.totals["failed_steps"] == 0
+    assert record.ended_by == "finish" and record.totals.failed_steps == 0
     modes = [[c.output_mode for c in e.llm_calls] for e in events if e.participant == "ai"]
     assert modes == [["json_schema", "json_object"], ["json_object"], ["json_object"]]
     first = [e for e in events if e.participant == "ai"][0].llm_calls[0]

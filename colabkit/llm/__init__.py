@@ -35,6 +35,7 @@ __all__ = [
     "LLMCallError",
     "ModelConfig",
     "OutputMode",
+    "PromptLog",
     "ProviderError",
     "RetryPolicy",
     "StructuredOutputError",

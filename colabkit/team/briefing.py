@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from colabkit.tasks.table import sniff_delimiter
 from colabkit.team.personas import Persona, persona
 from colabkit.team.textfit import fair_cap, fit_all, trim
 
@@ -43,6 +44,7 @@ _PREFIX_WORDS = 6
 _PREFIX_MIN_COLUMNS = 3
 _QUIRK_NAMES = 5
 _UNNAMED_INDEX = "the unnamed first column is a saved row index"
+_SEPARATORS = {"\t": "tab", ";": "semicolon"}
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
 _POINT_START = re.compile(r"(?<!\S)(?=\d{1,2}\.\s)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -122,8 +124,12 @@ def _describe(ds: DatasetInfo, *, whole: bool) -> tuple[list[tuple[str, list[tup
     Dropped columns move into the quirks, raw/`_inter` pairs are listed once, description
     openings shared by several columns ("Z values for ...") are stated once per list, and
     descriptions that only repeat the name ("Dagger: Daggers") are left out: that keeps what
-    matters (which opaque name means what) within the budget.
+    matters (which opaque name means what) within the budget. A file that is not a table (a
+    Newick tree, say) has no columns: the one quirk worth saying is how to open it.
     """
+    if ds.kind != "table":
+        return [], [f"not a table but a {Path(ds.path).suffix or 'plain'} file: open it directly "
+                    "(open(...).read() for text), not with pd.read_csv"]
     described = [(c.name, " ".join(c.description.split())) for c in ds.columns]
     names = {n for n, _ in described}
     dropped = [n for n, d in described if "dropped" in d.lower()]
@@ -170,11 +176,12 @@ def _file_quirks(path: Path, described: list[str], index_in_metadata: bool, whol
     lines = raw.decode("utf-8", errors="replace").splitlines()
     if len(raw) == _HEAD_BYTES:
         lines = lines[:-1]  # the last line is probably cut
-    rows = list(csv.reader(lines))
+    sep = sniff_delimiter("\n".join(lines))
+    rows = list(csv.reader(lines, delimiter=sep))
     if not rows:
         return []
     header, data = rows[0], rows[1:]
-    quirks = []
+    quirks = [f"{_SEPARATORS[sep]}-separated: read with sep={sep!r}"] if sep != "," else []
     if (header and header[0] == "") or index_in_metadata:
         quirks.append(_UNNAMED_INDEX)
     examples = [f for row in data for f in row if _DECIMAL_COMMA.match(f)]
