@@ -93,8 +93,9 @@ def _install(litellm: ModuleType, name: str, handler: CustomLLM) -> None:
         raise ColabkitError(f"provider name {name!r} must be non-empty and contain no '/'")
     if name in LlmProvidersSet:
         raise ColabkitError(f"provider name {name!r} is a built-in litellm provider; pick another")
+    # litellm sets `custom_provider_map` at import time; its lazy module hides it from type checkers.
     others = [item for item in litellm.custom_provider_map if item["provider"] != name]
-    litellm.custom_provider_map = [*others, {"provider": name, "custom_handler": handler}]
+    litellm.custom_provider_map = [*others, {"provider": name, "custom_handler": handler}]  # type: ignore[attr-defined]
 
 
 def is_custom(provider: str) -> bool:
