@@ -41,10 +41,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from colabkit.runner import build_session, record_session
     from colabkit.session import SessionSettings
-    from colabkit.store import build_session, is_finished, record_session, session_dir
+    from colabkit.store import is_finished, session_dir
 
-    seed = parse_int(args.seed, "--seed", minimum=0)
+    seed = parse_int(args.seed, "--seed", minimum=0) or 0  # required: never None
     settings = SessionSettings(action_budget=parse_int(args.action_budget, "--action-budget", minimum=1),
                                max_rounds=parse_int(args.max_rounds, "--max-rounds", minimum=1))
     variants = [name.strip() for name in args.variants.split(",") if name.strip()]

@@ -1,6 +1,6 @@
 """`colabkit run`: one session (task x variant x seed) from the shell, stored like any other.
 
-It is a thin shell over `colabkit.store.build_session` + `record_session`, so a session run
+It is a thin shell over `colabkit.runner.build_session` + `record_session`, so a session run
 here is the same session (same folder, same id) as one asked for from Python or the
 notebook, and asking again returns the stored one instead of rerunning it. Events are shown
 live on stderr; stdout gets three lines: where it went, how it ended, the hypothesis.
@@ -57,10 +57,11 @@ def show_event(event: Event) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from colabkit.runner import build_session, record_session
     from colabkit.session import SessionSettings
-    from colabkit.store import SessionRecord, build_session, is_finished, record_session, session_dir
+    from colabkit.store import SessionRecord, is_finished, session_dir
 
-    seed = parse_int(args.seed, "--seed", minimum=0)
+    seed = parse_int(args.seed, "--seed", minimum=0) or 0  # required: never None
     knobs = {"action_budget": parse_int(args.action_budget, "--action-budget", minimum=1),
              "max_rounds": parse_int(args.max_rounds, "--max-rounds", minimum=1)}
     settings = SessionSettings(**{k: v for k, v in knobs.items() if v is not None})

@@ -8,10 +8,14 @@ that on import and so does this module, in case it is imported on its own.
 
 Custom providers are plain `litellm.CustomLLM` handlers in `litellm.custom_provider_map`;
 litellm re-reads that map on every call, so registering one is just replacing its entry.
+A provider registered in one process is unknown to the processes a batch starts (papermill
+kernels, Dask workers), so `COLABKIT_PROVIDER_PLUGINS` names functions (`module:function`,
+comma-separated) that every process calls at setup; each returns {provider name: handler}.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import warnings
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
     from litellm import CustomLLM
 
 LOCAL_PROVIDER = "local"
+PLUGINS_ENV = "COLABKIT_PROVIDER_PLUGINS"
 _setup_lock = threading.Lock()
 _ready = False
 
@@ -46,10 +51,24 @@ def litellm_module() -> ModuleType:
                 from colabkit.llm.local import shared_local_provider
 
                 _install(litellm, LOCAL_PROVIDER, shared_local_provider())
+                for name, handler in _plugin_providers().items():
+                    _install(litellm, name, handler)
                 _ready = True
     import litellm
 
     return litellm
+
+
+def _plugin_providers() -> dict[str, CustomLLM]:
+    """The providers the functions named in `COLABKIT_PROVIDER_PLUGINS` return."""
+    found: dict[str, CustomLLM] = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(PLUGINS_ENV, "").split(","))):
+        module, _, function = entry.partition(":")
+        try:
+            found.update(getattr(importlib.import_module(module), function or "providers")())
+        except Exception as exc:
+            raise ColabkitError(f"{PLUGINS_ENV} entry {entry!r} failed: {type(exc).__name__}: {exc}") from exc
+    return found
 
 
 def register_provider(name: str, handler: CustomLLM) -> None:

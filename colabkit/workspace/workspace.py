@@ -149,6 +149,8 @@ class Workspace:
         layout = Layout(base / "work", base / "work" / "data",
                         Path(tempfile.mkdtemp(prefix="ck-")), base / "tmp")
         try:
+            if root is not None:  # the socket folder stays short-pathed in /tmp; a link lets
+                (base / "ipc").symlink_to(layout.ipcdir)  # whoever sweeps `root` after a crash find it
             _prepare(layout, sources, sandbox.uid)
         except BaseException as exc:  # nothing was started yet: only the folders to remove
             shutil.rmtree(layout.ipcdir, ignore_errors=True)
