@@ -16,7 +16,7 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from colabkit.llm import Budget
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
@@ -27,6 +27,7 @@ from colabkit.runner.recorder import (
     needs_run,
     read_record,
     record_if_needed,
+    record_total,
     reopen_for_retry,
 )
 from colabkit.runner.workarea import SessionLock, sweep
@@ -38,13 +39,6 @@ T = TypeVar("T")
 _BUSY_POLL_S = 0.5
 
 
-def total(record: Any, key: str) -> float:
-    """A figure of a record's totals, whether stored as a mapping or a typed model."""
-    totals = record.totals
-    value = totals.get(key, 0) if isinstance(totals, dict) else getattr(totals, key, 0)
-    return float(value or 0)
-
-
 def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
     """The outcome of a session whose record is on disk."""
     record = read_record(folder)
@@ -53,7 +47,7 @@ def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
         session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name, seed=spec.seed,
         status="cached" if not ran else ("failed" if failed else "done"), ran_here=ran, ended_by=record.ended_by,
         error=_session_error(folder) if failed and ran else None,
-        tokens=int(total(record, "tokens")) if ran else 0, cost=total(record, "cost") if ran else 0.0)
+        tokens=int(record_total(record, "tokens")) if ran else 0, cost=record_total(record, "cost") if ran else 0.0)
 
 
 def _session_error(folder: Path) -> str | None:

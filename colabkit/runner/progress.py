@@ -70,6 +70,7 @@ class Progress:
 
         self.counts = {"done": 0, "failed": 0, "cached": 0}
         self.tokens, self.cost = 0, 0.0
+        self._shown = 0.0
         self.bar = tqdm(total=total, desc=desc, unit="session", disable=not enabled, dynamic_ncols=True)
         self._refresh()
 
@@ -77,7 +78,7 @@ class Progress:
         for call in event.llm_calls:
             self.tokens += call.prompt_tokens + call.completion_tokens
             self.cost += call.cost
-        if event.llm_calls:
+        if event.llm_calls and time.monotonic() - self._shown > 1.0:  # live, but not a line per event
             self._refresh()
 
     def finished(self, outcome: SessionOutcome) -> None:
@@ -90,6 +91,7 @@ class Progress:
                                  f"cached {self.counts['cached']} | {self.tokens} tok ${self.cost:.4f}",
                                  refresh=False)
         self.bar.refresh()
+        self._shown = time.monotonic()
 
     def close(self) -> None:
         self.bar.close()
