@@ -17,6 +17,7 @@ finished is lost; the next run sweeps the work area and redoes the unfinished se
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -52,8 +53,12 @@ class NotebookJob:
     output: Path
     parameters: dict[str, str]
 
+    def partial(self, suffix: str) -> Path:
+        """Where this process writes the executed copy (or log) until papermill is done."""
+        return self.output.with_name(f".{self.output.stem}.{os.getpid()}{suffix}")
+
     def command(self, kernel: str) -> list[str]:
-        cmd = [sys.executable, "-m", "papermill", str(self.source), str(self.output), "--kernel", kernel,
+        cmd = [sys.executable, "-m", "papermill", str(self.source), str(self.partial(".ipynb")), "--kernel", kernel,
                "--cwd", str(self.output.parent), "--no-progress-bar"]
         for key, value in self.parameters.items():
             cmd += ["-p", key, value]
@@ -88,6 +93,24 @@ def notebook_jobs(exp: Experiment, config: Path, notebooks: Path,
     return runs, [[job(name) for name in stage] for stage in AFTER_SESSIONS]
 
 
+def sweep_partials(folder: Path) -> None:
+    """Remove executed-notebook files of batch processes that no longer exist."""
+    for path in folder.glob(".*.*.*") if folder.is_dir() else ():
+        pid = path.name.split(".")[-2]
+        if pid.isdigit() and not _alive(int(pid)):
+            path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _tie_to_parent() -> None:
     """In the child, before exec: die when the batch process dies (Linux), however it dies."""
     if sys.platform.startswith("linux"):
@@ -105,8 +128,20 @@ class _Children:
         self.stopping = False
 
     def run(self, job: NotebookJob, kernel: str) -> int:
+        """Execute one notebook into a private file, then publish it (and its log) atomically.
+
+        Two batches on one experiment may execute the same notebook at once; each publishes
+        a whole executed notebook, never an interleaving of both.
+        """
         job.output.parent.mkdir(parents=True, exist_ok=True)
-        with open(job.output.with_suffix(".log"), "wb") as log, self.lock:
+        code = self._execute(job, kernel)
+        for suffix in (".ipynb", ".log"):
+            if job.partial(suffix).exists():
+                os.replace(job.partial(suffix), job.output.with_suffix(suffix))
+        return code
+
+    def _execute(self, job: NotebookJob, kernel: str) -> int:
+        with open(job.partial(".log"), "wb") as log, self.lock:
             if self.stopping:
                 return 130
             proc = subprocess.Popen(job.command(kernel), stdout=log, stderr=subprocess.STDOUT,
@@ -160,6 +195,7 @@ def run_batch(exp: Experiment, *, notebooks: Path = REPO_NOTEBOOKS, variants: Se
     config = write_config(exp)
     runs, stages = notebook_jobs(exp, config, notebooks, chosen)
     folder = exp.folder()
+    sweep_partials(folder / NOTEBOOKS_DIR)
     swept = sweep(folder)
     if swept:
         say(f"swept the work folders of {len(swept)} session(s) a dead run left behind")
