@@ -124,6 +124,6 @@ def test_two_batches_started_at_once_run_each_session_exactly_once(tmp_path):
     assert leftovers(out, temp) == []
     for name in ("run_variant-single", "run_variant-default-dr", "score", "ablations"):
         nb = orjson.loads((out / "notebooks" / f"{name}.ipynb").read_bytes())  # whole, not interleaved
-        assert nb["metadata"]["papermill"]["parameters"]["results"] == str(out)
+        assert nb["metadata"]["papermill"]["parameters"]["results"] == str(exp.results)
     assert not list((out / "notebooks").glob(".*"))
     assert os.environ.get("COLABKIT_SCRIPTED") is None  # the child's env stayed the child's

@@ -1,7 +1,8 @@
-"""`colabkit demo`: the first thing a new user runs (`make demo`).
+"""`colabkit demo`: a quick first look, a few sessions on one task with a live event view.
 
-It checks the tasks (the shipped demo tasks unless `--data-root` is given), runs one short
-session per chosen variant on one task with the embedded model, stores them under
+(`make demo` runs the whole demo experiment, `experiments/demo.yaml`, through `colabkit
+batch`: sessions, scores and the ablation notebook.) It checks the tasks (the shipped demo
+tasks unless `--data-root` is given), runs one short session per chosen variant on one task with the embedded model, stores them under
 `results/demo/`, exports the parquet tables and prints a summary from `load_sessions`. The
 defaults (two variants, a budget of 6 actions) keep it to a few minutes on two cores. Sessions
 are stored by identity, so running the demo again only runs what is not finished yet.

@@ -161,14 +161,18 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
 def run_experiment(experiment: Experiment | Path | str, *, results: Path | str | None = None,
                    variants: Sequence[str] | None = None, retry_errors: bool = False,
                    progress: bool = True) -> BatchSummary:
-    """Run an experiment's sessions (or some variants of it) into its results folder.
+    """Run an experiment's sessions (or some variants of it) into its folder.
 
-    `results` defaults to the experiment's folder (`Experiment.folder()`); the executor is
-    the config's (`local`: this process; `dask`: tasks on the configured cluster). What is
-    finished is skipped, so calling it again resumes.
+    `results`, if given, replaces the config's results root (as in `load_experiment`); the
+    sessions go to `Experiment.folder()` under it. The executor is the config's (`local`:
+    this process; `dask`: tasks on the configured cluster). What is finished is skipped, so
+    calling it again resumes.
     """
-    exp = experiment if isinstance(experiment, Experiment) else load_experiment(experiment)
-    out = Path(results) if results is not None else exp.folder()
+    if isinstance(experiment, Experiment):
+        exp = experiment if results is None else experiment.model_copy(update={"results": Path(results).resolve()})
+    else:
+        exp = load_experiment(experiment, results=results)
+    out = exp.folder()
     items = exp.sessions(variants)
     desc = ",".join(variants) if variants else exp.name
     if exp.executor.kind == "dask":

@@ -4,7 +4,8 @@ The study's work is a sequence of parameterised notebooks: `run_variant` once pe
 (parallel processes, at most `concurrency.notebooks` at once), then `score` and
 `annotate_gates`, then `ablations`. Every notebook gets `experiment` (the config, copied
 with absolute paths into the experiment folder as `experiment.yaml`) and `results` (the
-experiment folder); `run_variant` also gets `variant`. Executed notebooks are kept under
+results root, so `load_experiment(experiment, results=results).folder()` is the experiment
+folder); `run_variant` also gets `variant`. Executed notebooks are kept under
 `<experiment folder>/notebooks/`. papermill cannot resume a notebook or run several at
 once (papermill #824, #578), so resumption comes from the store (finished sessions and
 scores are skipped on rerun) and parallelism from separate processes.
@@ -80,7 +81,7 @@ def notebook_jobs(exp: Experiment, config: Path, notebooks: Path,
                   variants: Sequence[str]) -> tuple[list[NotebookJob], list[list[NotebookJob]]]:
     """(one run_variant job per variant, then the later stages), all checked to exist."""
     out = exp.folder() / NOTEBOOKS_DIR
-    common = {"experiment": str(config), "results": str(exp.folder())}
+    common = {"experiment": str(config), "results": str(exp.results)}
 
     def job(name: str, suffix: str = "", **extra: str) -> NotebookJob:
         source = notebooks / f"{name}.ipynb"
