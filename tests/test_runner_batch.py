@@ -182,3 +182,14 @@ def test_sweep_removes_dead_workspaces_and_their_socket_folders_but_not_live_one
     finally:
         holder.release()
     assert sweep(out) == ["live0000live0000"] and workspaces(out) == []
+
+
+def test_run_experiment_works_inside_a_running_event_loop_as_in_jupyter(tmp_path):
+    use_scripted({}, default=CODE)
+    path = experiment(tmp_path, variants=["single"])
+
+    async def notebook_cell():
+        return run_experiment(path, progress=False)
+
+    summary = asyncio.run(notebook_cell())
+    assert [o.status for o in summary.outcomes] == ["done", "done"]

@@ -45,11 +45,11 @@ def events(folder: Path) -> list[Event]:
     return [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_bytes().splitlines()]
 
 
-def leftovers(*roots: Path) -> list[Path]:
-    """Anything a workspace leaves behind: workspace folders, socket folders, partial logs."""
+def leftovers(*roots: Path, logs: bool = True) -> list[Path]:
+    """What a run leaves behind: workspace folders, socket folders, and (`logs`) partial event logs."""
     found: list[Path] = []
     for root in roots:
-        for pattern in ("colabkit-ws-*", "ck-*", "*.part"):
+        for pattern in ("colabkit-ws-*", "ck-*", *(("*.part",) if logs else ())):
             found += root.rglob(pattern)
         work = root / ".work"
         found += [p for p in work.iterdir() if p.is_dir()] if work.is_dir() else []
@@ -127,3 +127,28 @@ def test_two_batches_started_at_once_run_each_session_exactly_once(tmp_path):
         assert nb["metadata"]["papermill"]["parameters"]["results"] == str(exp.results)
     assert not list((out / "notebooks").glob(".*"))
     assert os.environ.get("COLABKIT_SCRIPTED") is None  # the child's env stayed the child's
+
+
+def test_ctrl_c_stops_a_sessions_only_batch_cleanly_and_a_rerun_finishes_it(tmp_path):
+    path = config(tmp_path)
+    exp = load_experiment(path)
+    out, temp = exp.folder(), tmp_path / "tmp"
+    temp.mkdir()
+    env = subprocess_env(default=CODE, latency_s=1.0, TMPDIR=str(temp))
+    specs = [spec for spec, _ in exp.sessions()]
+    cmd = [sys.executable, "-m", "colabkit", "batch", str(path), "--sessions-only", "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(is_finished(session_dir(s, out)) for s in specs):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted: finished sessions are kept" in err
+    finished = [s for s in specs if is_finished(session_dir(s, out))]
+    assert 1 <= len(finished) < len(specs)
+    assert leftovers(out, temp, logs=False) == []  # kernels shut down, workspaces removed on the way out
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and f"{len(specs) - len(finished)} done, 0 failed, {len(finished)} cached" in again.stdout
+    assert_exactly_the_grid(exp, out)
+    assert leftovers(out, temp) == []

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from colabkit.errors import ColabkitError
 from colabkit.runner.experiment import Experiment
+from colabkit.runner.progress import read_journal
 from colabkit.runner.recorder import reopen_for_retry
 from colabkit.runner.workarea import sweep
 from colabkit.session import SessionSpec
@@ -170,15 +171,32 @@ class _Children:
 
 
 def _watch(specs: list[SessionSpec], folder: Path, done: threading.Event, enabled: bool) -> None:
-    """A progress bar over the experiment's finished sessions, polled from the store."""
+    """A progress bar over the experiment's sessions, polled from the store and the run journal.
+
+    The notebooks run in other processes, so this reads what they leave: finished session
+    folders, and their attempts in `runs.jsonl` (done / failed, tokens and cost).
+    """
     from tqdm.auto import tqdm
+
+    started = time.time()
 
     def count() -> int:
         return sum(1 for spec in specs if is_finished(session_dir(spec, folder)))
 
-    with tqdm(total=len(specs), desc="sessions finished", unit="session", disable=not enabled) as bar:
+    cached = count()
+    wanted = {spec.session_id for spec in specs}
+    with tqdm(total=len(specs), desc="sessions", unit="session", disable=not enabled) as bar:
+        bar.update(cached)
         while True:
             stop = done.wait(1.0)
+            journal = read_journal(folder)
+            if len(journal):
+                journal = journal[(journal.time >= started) & journal.session_id.isin(wanted)]
+            failed = int((journal.status == "failed").sum()) if len(journal) else 0
+            tokens = int(journal.tokens.sum()) if len(journal) else 0
+            cost = float(journal.cost.sum()) if len(journal) else 0.0
+            bar.set_postfix_str(f"done {len(journal) - failed} failed {failed} cached {cached} | "
+                                f"{tokens} tok ${cost:.4f}", refresh=False)
             if (n := count()) != bar.n:
                 bar.update(n - bar.n)
             if stop:
