@@ -11,6 +11,7 @@ without notebooks.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -64,7 +65,11 @@ def _batch(args: argparse.Namespace) -> int:
                            retry_errors=args.retry_errors, progress=not args.quiet)
     except KeyboardInterrupt:
         print("\ninterrupted: finished sessions are kept; run the same command again to resume", file=sys.stderr)
-        return 130
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Sessions are cancelled and their kernels shut down by now; what may still run is a
+        # model call in a worker thread (the embedded model cannot stop mid-answer): abandon it.
+        os._exit(130)
     _report(exp.folder(), make_plan(exp, items).finished, len(items), failed)
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE)

@@ -36,7 +36,6 @@ from colabkit.store import EVENTS_FILE, session_dir
 from colabkit.tasks import Task
 
 T = TypeVar("T")
-_BUSY_POLL_S = 0.5
 
 
 def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
@@ -131,8 +130,11 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine to the end from sync code, also inside Jupyter's running loop.
 
-    In Jupyter the coroutine runs on its own loop in a worker thread; an interrupt of the
-    cell (KeyboardInterrupt in the main thread) cancels it there and waits for its cleanup.
+    Ctrl-C cancels it and waits for its cleanup (kernels shut down, workspaces removed),
+    then raises KeyboardInterrupt at once: unlike `asyncio.run`, it does not wait for model
+    calls still running in worker threads (the embedded model cannot stop mid-answer), which
+    the caller may abandon. In Jupyter the coroutine runs on its own loop in a worker thread;
+    an interrupt of the cell cancels it there the same way.
     """
     async def main() -> T:
         return await make()
@@ -140,7 +142,14 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(main())
+        runner = asyncio.Runner()
+        try:
+            result = runner.run(main())  # on SIGINT: cancels main(), waits for it, raises KeyboardInterrupt
+        except KeyboardInterrupt:
+            runner.get_loop().close()
+            raise
+        runner.close()
+        return result
     loop = asyncio.new_event_loop()
     task = loop.create_task(main())
     worker = threading.Thread(target=loop.run_until_complete, args=(task,), daemon=True)

@@ -46,7 +46,6 @@ class BatchSummary(BaseModel):
     """All outcomes of one batch run, in grid order."""
 
     outcomes: list[SessionOutcome]
-    interrupted: bool = False
 
     def count(self, status: Status) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
