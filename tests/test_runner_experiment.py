@@ -70,6 +70,13 @@ def test_the_identity_covers_what_makes_the_sessions_and_nothing_else(tmp_path):
                  {"settings": {"action_budget": 4}}, {"tasks": {"ids": ["demo_archaeology/1/0"]}}, {"name": "u"}]
     for change in different:
         assert load_experiment(write(tmp_path, {**BASE, **change})).identity() != base.identity(), change
+    # the tasks count by the ids selected, not by how they were selected
+    same_tasks = {"tasks": {"ids": ["demo_archaeology/0"]}}
+    assert load_experiment(write(tmp_path, {**BASE, **same_tasks})).identity() == base.identity()
+    fixture_root = Path(__file__).resolve().parent / "fixtures" / "synth"
+    other_data = {"tasks": {"data_root": str(fixture_root)}}
+    assert load_experiment(write(tmp_path, {**BASE, **other_data})).identity() != \
+        load_experiment(write(tmp_path, {**BASE, "tasks": {}})).identity()
 
 
 def test_the_config_copy_reloads_as_the_same_experiment(tmp_path):

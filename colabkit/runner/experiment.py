@@ -6,8 +6,8 @@ budgets) and how to run it (concurrency, executor) and score it (judge, metrics)
 is validated by pydantic; a mistake is one `ColabkitError` line naming the file and the
 field (`experiments/x.yaml: seeds.1: Input should be a valid integer`).
 
-Its identity (`Experiment.identity`) hashes exactly what determines the sessions, so the
-folder `<results>/<name>-<hash8>/` holds one grid's sessions and nothing else; the judge,
+Its identity (`Experiment.identity`) hashes exactly what determines the sessions (the
+selected task ids, not the filter or the data's path), so the folder `<results>/<name>-<hash8>/` holds one grid's sessions and nothing else; the judge,
 metrics, concurrency and executor are left out, so re-scoring with another judge or running
 on more workers finds the same sessions instead of rerunning them (and so are LLM spending
 caps, so a raised cap retries the sessions that hit it). Relative paths resolve
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import DEFAULT_MODEL, ModelConfig
@@ -114,6 +114,7 @@ class Experiment(_Strict):
     """Results root; this experiment's sessions go to `<results>/<name>-<hash8>/`."""
     source: Path | None = None
     """The file it was read from (set by `load_experiment`; not part of the identity)."""
+    _suite: TaskSuite | None = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
@@ -162,14 +163,17 @@ class Experiment(_Strict):
         return {role: model_config(m) for role, m in self.models.items()}
 
     def identity(self) -> str:
-        """sha256 of what determines the sessions (grid, models, settings, task filter).
+        """sha256 of what determines the sessions: the selected task ids, variants, seeds,
+        models and settings.
 
-        LLM spending caps are left out: raising one and rerunning with `--retry-errors` must
-        find the sessions that hit the old cap, not start a new experiment.
+        The tasks count by the ids they select (so the same tasks under another data root
+        path, or selected another way, are the same experiment, and another data set under
+        the same filter is not). LLM spending caps are left out: raising one and rerunning
+        with `--retry-errors` must find the sessions that hit the old cap.
         """
-        tasks = self.tasks.model_dump(mode="json", exclude={"data_root"})
         return sha256_hex({
-            "v": EXPERIMENT_SCHEMA_VERSION, "name": self.name, "tasks": tasks, "variants": self.variants,
+            "v": EXPERIMENT_SCHEMA_VERSION, "name": self.name, "task_ids": self.load_suite().ids,
+            "variants": self.variants,
             "seeds": self.seeds, "models": {r: m.model_dump(mode="json") for r, m in self.model_configs().items()},
             "settings": self.settings.model_dump(mode="json")})
 
@@ -182,8 +186,11 @@ class Experiment(_Strict):
         return self.results / self.experiment_id
 
     def load_suite(self) -> TaskSuite:
-        sel = self.tasks
-        return load_tasks(sel.data_root, split=sel.split, domains=sel.folders, ids=sel.ids)
+        """The selected tasks (loaded once per config object)."""
+        if self._suite is None:
+            sel = self.tasks
+            self._suite = load_tasks(sel.data_root, split=sel.split, domains=sel.folders, ids=sel.ids)
+        return self._suite
 
     def sessions(self, variants: Sequence[str] | None = None,
                  suite: TaskSuite | None = None) -> list[tuple[SessionSpec, Task]]:
