@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from colabkit.runner.experiment import Experiment
 from colabkit.runner.recorder import RETRYABLE_ENDINGS, read_record, record_total
-from colabkit.session import SessionSpec
+from colabkit.session import SessionSettings, SessionSpec
 from colabkit.store import is_finished, session_dir
 from colabkit.tasks import Task
 
@@ -108,18 +108,29 @@ def make_plan(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]] | None 
 
 
 def _budgeted_calls(exp: Experiment, specs: list[SessionSpec]) -> float:
-    """Mean over the grid of: every action budget spent (plus waits/repairs), capped by rounds, plus the build."""
-    settings = exp.settings.model_dump()
-    budget = sum(v for k, v in settings.items() if "action_budget" in k and isinstance(v, int))
+    """Mean over the grid of: each side's action budget spent (plus waits and repairs),
+    capped by the rounds, plus the memory build."""
     if not specs:
         return 0.0
+    settings = exp.settings
     per = []
     for spec in specs:
         team = len(spec.participants)
-        steps = min(budget * STEP_OVERHEAD, settings.get("max_rounds", budget) * team)
+        budget = _action_budget(settings, humans=team > 1)
+        steps = min(budget * STEP_OVERHEAD, settings.max_rounds * team)
         build = 2 * team + 1 if spec.variant.memory else 0
         per.append(steps + build)
     return sum(per) / len(per)
+
+
+def _action_budget(settings: SessionSettings, *, humans: bool) -> int:
+    """Task-phase steps a session may take: per side when the settings have sides."""
+    budget_for = getattr(settings, "budget_for", None)  # per-side budgets (AI, simulated humans)
+    if budget_for is None:
+        return settings.action_budget
+    total = budget_for("ai") + (budget_for("human") if humans else 0)
+    cap = getattr(settings, "team_action_budget", None)
+    return min(total, cap) if cap else total
 
 
 def _price_per_call(exp: Experiment, tokens_per_call: float) -> float | None:
