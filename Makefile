@@ -39,8 +39,10 @@ $(STAMP):
 	@rm -f $(VENV)/.stamp-*; touch $@
 	@echo "== setup done"
 
+# The demo experiment (experiments/demo.yaml) through the whole batch: sessions, scores, gate
+# annotations and the ablation notebook; it prints where the notebooks, table and figures are.
 demo: $(STAMP)
-	$(VENV)/bin/colabkit demo $(DEMO_ARGS)
+	$(VENV)/bin/colabkit batch experiments/demo.yaml $(DEMO_ARGS)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check colabkit tests benchmarks

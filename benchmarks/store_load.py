@@ -21,7 +21,7 @@ import colabkit
 from colabkit.llm import CallRecord, ModelConfig
 from colabkit.session import Event, SessionSettings, SessionSpec
 from colabkit.store import SessionRecord, atomic_write_text, export_parquet, load_events, load_sessions
-from colabkit.store.recorder import EVENTS_FILE, SESSION_FILE
+from colabkit.store.layout import EVENTS_FILE, SESSION_FILE
 from colabkit.team import variant
 from colabkit.workspace import IsolationReport
 

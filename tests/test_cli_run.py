@@ -9,7 +9,8 @@ from helpers.scripted import use_scripted
 
 from colabkit.cli import main
 from colabkit.llm import ModelConfig
-from colabkit.store import SessionRecord, build_session, load_sessions
+from colabkit.runner import build_session
+from colabkit.store import SessionRecord, load_sessions
 
 TASK_ID = "demo_archaeology/0/0"
 HYPOTHESIS = "Axes are most frequent in hoards of the 12th century BCE."

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from colabkit.runner import build_session, record_session
 from colabkit.session import Event, SessionSettings
-from colabkit.store import SessionRecord, build_session, load_events, load_sessions, record_session
+from colabkit.store import SessionRecord, load_events, load_sessions
 from colabkit.tasks import load_tasks
 from colabkit.workspace import WorkspaceSnapshot
 

@@ -17,12 +17,12 @@ from helpers.scripted import use_scripted
 from colabkit import hashing
 from colabkit.errors import ColabkitError
 from colabkit.llm import ModelConfig
+from colabkit.runner import record_session
 from colabkit.session import Event, SessionSpec
 from colabkit.session.events import EVENT_SCHEMA_VERSION
 from colabkit.session.scheduler import round_order
-from colabkit.store import SessionRecord, export_parquet, load_events, load_sessions, record_session
+from colabkit.store import PROMPTS_FILE, SessionRecord, export_parquet, load_events, load_sessions
 from colabkit.store import records as records_module
-from colabkit.store.recorder import PROMPTS_FILE
 from colabkit.tasks import load_tasks
 from colabkit.tasks.layout import demo_root
 from colabkit.team import persona, variant

@@ -14,8 +14,9 @@ from helpers.scripted import use_scripted
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import ModelConfig
+from colabkit.runner import record_session
 from colabkit.session import Event, SessionSpec
-from colabkit.store import SessionRecord, export_parquet, load_events, load_sessions, record_session
+from colabkit.store import SessionRecord, export_parquet, load_events, load_sessions
 from colabkit.tasks import load_tasks
 from colabkit.team import variant
 

@@ -1,7 +1,8 @@
-"""`colabkit demo`: the first thing a new user runs (`make demo`).
+"""`colabkit demo`: a quick first look, a few sessions on one task with a live event view.
 
-It checks the tasks (the shipped demo tasks unless `--data-root` is given), runs one short
-session per chosen variant on one task with the embedded model, stores them under
+(`make demo` runs the whole demo experiment, `experiments/demo.yaml`, through `colabkit
+batch`: sessions, scores and the ablation notebook.) It checks the tasks (the shipped demo
+tasks unless `--data-root` is given), runs one short session per chosen variant on one task with the embedded model, stores them under
 `results/demo/`, exports the parquet tables and prints a summary from `load_sessions`. The
 defaults (two variants, a budget of 6 actions) keep it to a few minutes on two cores. Sessions
 are stored by identity, so running the demo again only runs what is not finished yet.
@@ -43,10 +44,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from colabkit.runner import build_session
     from colabkit.session import SessionSettings
-    from colabkit.store import build_session
 
-    seed = parse_int(args.seed, "--seed", minimum=0)
+    seed = parse_int(args.seed, "--seed", minimum=0) or 0  # required: never None
     settings = SessionSettings(action_budget=parse_int(args.action_budget, "--action-budget", minimum=1),
                                max_rounds=parse_int(args.max_rounds, "--max-rounds", minimum=1))
     variants = [name.strip() for name in args.variants.split(",") if name.strip()]

@@ -1,6 +1,6 @@
 """`colabkit run`: one session (task x variant x seed) from the shell, stored like any other.
 
-It is a thin shell over `colabkit.store.build_session` + `record_session`, so a session run
+It is a thin shell over `colabkit.runner.build_session` + `record_session`, so a session run
 here is the same session (same folder, same id) as one asked for from Python or the
 notebook, and asking again returns the stored one instead of rerunning it. Events are shown
 live on stderr; stdout gets three lines: where it went, how it ended, the hypothesis.
@@ -88,16 +88,18 @@ def will_run(spec: SessionSpec, out: Path) -> bool:
     """Whether `spec`'s session still has to run; if so, its models are preflighted.
 
     A stored session runs again only if a provider refused it (no result: a bad key, an
-    unknown model), so fixing the key and asking again is enough.
+    unknown model), so fixing the key and asking again is enough; it is reopened under the
+    session's lock, like `colabkit batch --retry-errors` does.
     """
-    from colabkit.llm.preflight import preflight
-    from colabkit.store import SessionRecord, is_finished, session_dir
+    from datetime import UTC, datetime
 
-    folder = session_dir(spec, out)
-    if is_finished(folder):
-        record = SessionRecord.model_validate_json((folder / RECORD_FILE).read_bytes())
-        if record.ended_by != "provider_error":
-            return False
+    from colabkit.llm.preflight import preflight
+    from colabkit.runner.recorder import reopen_for_retry
+    from colabkit.store import is_finished, session_dir
+
+    reopen_for_retry([spec], out, before=datetime.now(UTC), endings=frozenset({"provider_error"}))
+    if is_finished(session_dir(spec, out)):
+        return False
     preflight(spec.model_for(role) for role in spec.participants)
     return True
 
@@ -106,20 +108,19 @@ def store_session(spec: SessionSpec, task: Task, out: Path, *, runs: bool, show:
                   log_prompts: bool = False) -> tuple[Path, str | None]:
     """`record_session`, with the live view if `show`; returns the folder and the provider's
     error if a provider refused the session (`runs` as `will_run` said)."""
-    from colabkit.store import record_session, session_dir
+    from colabkit.runner import record_session
 
-    if runs:  # a stored provider failure is forgotten, so the store redoes its folder
-        (session_dir(spec, out) / RECORD_FILE).unlink(missing_ok=True)
     watch = _ProviderWatch(show=runs and show)
     folder = record_session(spec, task, out=out, progress=watch, log_prompts=log_prompts)
     return folder, watch.error
 
 
 def _run(args: argparse.Namespace) -> int:
+    from colabkit.runner import build_session
     from colabkit.session import SessionSettings
-    from colabkit.store import SessionRecord, build_session
+    from colabkit.store import SessionRecord
 
-    seed = parse_int(args.seed, "--seed", minimum=0)
+    seed = parse_int(args.seed, "--seed", minimum=0) or 0  # required: never None
     knobs = {"action_budget": parse_int(args.action_budget, "--action-budget", minimum=1),
              "max_rounds": parse_int(args.max_rounds, "--max-rounds", minimum=1)}
     settings = SessionSettings(**{k: v for k, v in knobs.items() if v is not None})

@@ -12,11 +12,16 @@ litellm re-reads that map on every call, so registering one is just replacing it
 It also holds what colabkit knows about providers beyond litellm's tables: how to ask each
 one for structured output (`starting_mode`, with `KNOWN_MODES` for providers whose litellm
 capability flags are wrong) and what a provider's error means (`classify`).
+
+A provider registered in one process is unknown to the processes a batch starts (papermill
+kernels, Dask workers), so `COLABKIT_PROVIDER_PLUGINS` names functions (`module:function`,
+comma-separated) that every process calls at setup; each returns {provider name: handler}.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import sys
@@ -47,6 +52,7 @@ _FATAL_STATUS = {400, 401, 402, 403, 404, 422}
 _RETRY_STATUS = {408, 409, 429}
 _FORMAT_WORDS = ("response_format", "response format", "json_schema", "json_object", "structured output")
 ErrorKind = Literal["retry", "format", "fatal", "failed"]
+PLUGINS_ENV = "COLABKIT_PROVIDER_PLUGINS"
 _setup_lock = threading.Lock()
 _ready = False
 
@@ -67,10 +73,24 @@ def litellm_module() -> ModuleType:
                 from colabkit.llm.local import shared_local_provider
 
                 _install(litellm, LOCAL_PROVIDER, shared_local_provider())
+                for name, handler in _plugin_providers().items():
+                    _install(litellm, name, handler)
                 _ready = True
     import litellm
 
     return litellm
+
+
+def _plugin_providers() -> dict[str, CustomLLM]:
+    """The providers the functions named in `COLABKIT_PROVIDER_PLUGINS` return."""
+    found: dict[str, CustomLLM] = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(PLUGINS_ENV, "").split(","))):
+        module, _, function = entry.partition(":")
+        try:
+            found.update(getattr(importlib.import_module(module), function or "providers")())
+        except Exception as exc:
+            raise ColabkitError(f"{PLUGINS_ENV} entry {entry!r} failed: {type(exc).__name__}: {exc}") from exc
+    return found
 
 
 def register_provider(name: str, handler: CustomLLM) -> None:

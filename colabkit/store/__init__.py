@@ -1,6 +1,6 @@
-"""The trajectory store: sessions on disk, idempotently, and back as pandas tables.
+"""The trajectory store: the file format of stored sessions, atomic IO, and pandas loaders.
 
-Layout of a results folder `out/`::
+Layout of a results folder `out/` (see `colabkit.store.layout`)::
 
     out/<session id>/events.jsonl    one Event per line (append-only, published atomically)
     out/<session id>/snapshot.json   the workspace at the end: cells, chat, editor versions, files
@@ -9,28 +9,40 @@ Layout of a results folder `out/`::
     out/events.parquet, out/sessions.parquet   columnar export (`export_parquet`)
 
 The session id is the first 16 hex digits of the spec's identity, so the same request always
-lands in the same folder and a finished session is never run twice.
+lands in the same folder. Running sessions into this layout (locks, resumption, batches) is
+the runner layer's job (`colabkit.runner`).
 """
 
 from colabkit.store.atomic import atomic_path, atomic_write_bytes, atomic_write_text
-from colabkit.store.build import build_session
+from colabkit.store.layout import (
+    CACHE_DIR,
+    EVENTS_FILE,
+    PROMPTS_FILE,
+    SESSION_FILE,
+    SNAPSHOT_FILE,
+    WORK_DIR,
+    is_finished,
+    session_dir,
+)
 from colabkit.store.loaders import export_parquet, load_events, load_sessions
-from colabkit.store.recorder import arecord_session, is_finished, record_session, session_dir
 from colabkit.store.records import SessionRecord
 from colabkit.store.sink import JsonlEventSink
 
 __all__ = [
+    "CACHE_DIR",
+    "EVENTS_FILE",
+    "PROMPTS_FILE",
+    "SESSION_FILE",
+    "SNAPSHOT_FILE",
+    "WORK_DIR",
     "JsonlEventSink",
     "SessionRecord",
-    "arecord_session",
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
-    "build_session",
     "export_parquet",
     "is_finished",
     "load_events",
     "load_sessions",
-    "record_session",
     "session_dir",
 ]

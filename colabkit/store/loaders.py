@@ -22,7 +22,7 @@ import pandas as pd
 
 from colabkit.errors import ColabkitError
 from colabkit.store.atomic import atomic_path
-from colabkit.store.recorder import EVENTS_FILE, SESSION_FILE
+from colabkit.store.layout import EVENTS_FILE, SESSION_FILE
 
 EVENTS_PARQUET = "events.parquet"
 SESSIONS_PARQUET = "sessions.parquet"

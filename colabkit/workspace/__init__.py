@@ -7,6 +7,7 @@ This layer sits below team/session/store and imports none of them.
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
 from colabkit.workspace.isolation import IsolationReport, Limits
+from colabkit.workspace.quota import release_mounts
 from colabkit.workspace.workspace import (
                                           CellResult,
                                           FileRecord,
@@ -20,5 +21,5 @@ from colabkit.workspace.workspace import (
 __all__ = [
     "CellResult", "Chat", "Editor", "EditorVersion", "FileRecord", "IsolationReport", "Limits",
     "Message", "Workspace", "WorkspaceEvent", "WorkspaceSnapshot", "WorkspaceView",
-    "visible_cells",
+    "release_mounts", "visible_cells",
 ]

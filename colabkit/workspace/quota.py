@@ -192,16 +192,33 @@ def _identity(pid: int) -> str:
     return f"{pid} {start}"
 
 
+def _mountpoints() -> list[Path]:
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    return [Path(f[1].replace("\\040", " ")) for f in (line.split() for line in lines) if len(f) > 1]
+
+
+def release_mounts(folder: Path) -> list[Path]:
+    """Unmount every workspace file system under `folder`, whoever mounted it; return them.
+
+    For a caller that owns `folder` outright (the runner, holding a session's lock, before it
+    removes the session's work area): a workspace whose close was interrupted (a cancelled
+    batch) leaves its image mounted, and a mounted folder cannot be removed.
+    """
+    root = folder.resolve()
+    released = [m for m in _mountpoints() if m.name == "work" and m.parent.name.startswith("colabkit-ws-")
+                and root in m.parents]
+    for mountpoint in released:
+        _unmount(mountpoint)
+    return released
+
+
 def sweep_stale() -> list[Path]:
     """Unmount workspace images whose owning process is gone (it was SIGKILLed); return them."""
     swept: list[Path] = []
-    try:
-        mounts = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return swept
-    for line in mounts:
-        fields = line.split()
-        mountpoint = Path(fields[1].replace("\\040", " ")) if len(fields) > 1 else Path("/")
+    for mountpoint in _mountpoints():
         owner = mountpoint.parent / "workdir.owner"
         if not mountpoint.parent.name.startswith("colabkit-ws-") or mountpoint.name != "work":
             continue

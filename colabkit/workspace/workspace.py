@@ -157,6 +157,8 @@ class Workspace:
         try:
             quota = DiskQuota.create(layout.workdir, limits.disk_mb * MIB, image=base / "workdir.img",
                                      data_bytes=sum(p.stat().st_size for p in sources))
+            if root is not None:  # the socket folder stays short-pathed in /tmp; a link lets
+                (base / "ipc").symlink_to(layout.ipcdir)  # whoever sweeps `root` after a crash find it
             _prepare(layout, sources, sandbox.uid)
             quota.start()
         except BaseException as exc:  # nothing was started yet: only the folders to remove

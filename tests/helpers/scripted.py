@@ -7,10 +7,15 @@ caching, retries and accounting run exactly as with a model. Outputs may be stri
 (sent as JSON) or exceptions (raised: litellm exceptions keep their type, e.g.
 `litellm.RateLimitError`; any other exception reaches the gateway as a litellm
 `APIConnectionError`, which is retried). When a script runs out, `default` is returned.
+`latency_s` makes every async call take that long (a model mid-answer, for batch tests).
+
+Other processes (a `colabkit batch` subprocess, its papermill kernels, Dask workers) get
+the same double through `scripted_plugin`, loaded there by `COLABKIT_PROVIDER_PLUGINS`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from typing import Any
@@ -30,8 +35,10 @@ Output = str | dict | BaseException
 class ScriptedModel(CustomLLM):
     """Pops scripted outputs per model name and remembers every request in `calls`."""
 
-    def __init__(self, scripts: dict[str, list[Output]], default: str | dict | None = None):
+    def __init__(self, scripts: dict[str, list[Output]], default: str | dict | None = None,
+                 latency_s: float = 0.0):
         super().__init__()
+        self.latency_s = latency_s
         self.scripts = {name: list(outputs) for name, outputs in scripts.items()}
         self.default: str | dict = DEFAULT_OUTPUT if default is None else default
         self.calls: list[dict[str, Any]] = []
@@ -60,6 +67,8 @@ class ScriptedModel(CustomLLM):
         return model_response
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
         return self.completion(*args, **kwargs)
 
 

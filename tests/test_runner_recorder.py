@@ -14,9 +14,10 @@ from helpers.scripted import use_scripted
 import colabkit
 from colabkit.errors import ColabkitError
 from colabkit.llm import ModelConfig
+from colabkit.runner import record_session
+from colabkit.runner import recorder as recorder_module
 from colabkit.session import Event, SessionSpec
-from colabkit.store import SessionRecord, record_session, session_dir
-from colabkit.store import recorder as recorder_module
+from colabkit.store import SessionRecord, session_dir
 from colabkit.tasks import load_tasks
 from colabkit.team import variant
 
@@ -104,7 +105,7 @@ def test_a_finished_session_is_returned_and_never_run_again(tmp_path):
     assert record_session(spec_for(), TASK, out=tmp_path) == folder
     assert again.calls == []  # nothing ran: not even a cached replay
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
-    assert [p.name for p in tmp_path.iterdir() if p.name != "llm-cache"] == [folder.name]
+    assert [p.name for p in tmp_path.iterdir() if p.name not in ("llm-cache", ".work")] == [folder.name]
 
 
 def test_an_interrupted_session_leaves_no_record_and_is_redone(tmp_path, monkeypatch):

@@ -1,0 +1,93 @@
+"""`colabkit batch CONFIG`: run an experiment's grid through its notebooks, resumably.
+
+Executes `run_variant` once per variant with papermill (parallel processes), then `score`
+and `annotate_gates`, then `ablations`; the executed notebooks land in
+`<results>/<experiment>/notebooks/`. Run it again and it resumes: finished sessions and
+scores are kept. `--dry-run` prints the plan (sessions to run, already done, model calls and
+a cost estimate) and runs nothing; `--sessions-only` runs the sessions in this process
+without notebooks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+PLUMBING_NOTE = ("NOTE: this experiment uses the embedded model local/smollm2-135m. It is plumbing-grade: it "
+                 "exercises every part of the suite, but its numbers mean nothing about the study.")
+_ARTIFACTS = ("*.csv", "*.png", "*.svg")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("batch", help="run an experiment config's sessions and notebooks",
+                                   description=__doc__.split("\n")[0])
+    parser.add_argument("config", type=Path, metavar="CONFIG", help="experiment YAML, e.g. experiments/demo.yaml")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and cost estimate; run nothing")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="also rerun sessions that ended with error, llm_budget or provider_error")
+    parser.add_argument("--variants", metavar="A,B", help="only these variants of the experiment")
+    parser.add_argument("--data-root", type=Path, metavar="DIR", help="replace the config's tasks.data_root")
+    parser.add_argument("--results", type=Path, metavar="DIR", help="replace the config's results root")
+    parser.add_argument("--notebooks", type=Path, metavar="DIR", help="folder of the notebooks to execute")
+    parser.add_argument("--sessions-only", action="store_true",
+                        help="run the sessions in this process, without notebooks")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.set_defaults(func=_batch)
+
+
+def _batch(args: argparse.Namespace) -> int:
+    from colabkit.errors import ColabkitError
+    from colabkit.runner import load_experiment, run_experiment
+    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch
+    from colabkit.runner.plan import make_plan
+
+    exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    if args.variants is not None and not variants:
+        raise ColabkitError(f"--variants names no variant: {args.variants!r}")
+    items = exp.sessions(variants)
+    plan = make_plan(exp, items)
+    print(plan.render(retry_errors=args.retry_errors), flush=True)
+    if exp.uses_embedded_model():
+        print(PLUMBING_NOTE, flush=True)
+    if args.dry_run:
+        stages = f"run_variant x {len(variants or exp.variants)} ({exp.concurrency.notebooks} at once), then score + annotate_gates, then ablations"
+        print(f"  notebooks: {stages} -> {exp.folder() / 'notebooks'}")
+        return 0
+    try:
+        if args.sessions_only:
+            summary = run_experiment(exp, variants=variants, retry_errors=args.retry_errors, progress=not args.quiet)
+            print(summary.line())
+            return 1 if summary.count("failed") else 0
+        failed = run_batch(exp, notebooks=args.notebooks or REPO_NOTEBOOKS, variants=variants,
+                           retry_errors=args.retry_errors, progress=not args.quiet)
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished sessions are kept; run the same command again to resume", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Sessions are cancelled and their kernels shut down by now; what may still run is a
+        # model call in a worker thread (the embedded model cannot stop mid-answer): abandon it.
+        os._exit(130)
+    _report(exp.folder(), make_plan(exp, items).finished, len(items), failed)
+    if exp.uses_embedded_model():
+        print(PLUMBING_NOTE)
+    return 1 if failed else 0
+
+
+def _report(folder: Path, finished: int, total: int, failed: list[str]) -> None:
+    """Where everything went: notebooks, tables, figures."""
+    print(f"\n{finished} of {total} sessions finished, in {folder}")
+    notebooks = sorted((folder / "notebooks").glob("*.ipynb"))
+    print(f"rendered notebooks ({len(notebooks)}) in {folder / 'notebooks'}:")
+    for path in notebooks:
+        print(f"  {path.name}")
+    artifacts = sorted(p for pattern in _ARTIFACTS for p in folder.rglob(pattern)
+                       if not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    if artifacts:
+        print("tables and figures:")
+        for path in artifacts:
+            print(f"  {path}")
+    for name in failed:
+        print(f"FAILED: notebook {name} (see {folder / 'notebooks' / name}.log and its executed copy)")

@@ -1,0 +1,194 @@
+"""Many sessions in one process: asyncio, bounded, resumable, interruptible.
+
+A session spends nearly all its time waiting for a model, so sessions run as asyncio tasks
+in one process, at most min(concurrency.sessions, concurrency.kernels) at once (each holds
+one sandboxed kernel for its life). A session that fails (it ended in `error`, or it raised
+before it could start) is recorded with its reason and the batch goes on. A session another
+process is running is skipped for now and awaited at the end. Ctrl-C cancels the running
+sessions: each shuts its kernel down and removes its workspace on the way out, finished
+sessions are already on disk, and the next run resumes with what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from colabkit.llm import Budget
+from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
+from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome, journal
+from colabkit.runner.recorder import (
+    RETRYABLE_ENDINGS,
+    SessionBusy,
+    needs_run,
+    read_record,
+    record_if_needed,
+    record_total,
+    reopen_for_retry,
+)
+from colabkit.runner.workarea import SessionLock, sweep
+from colabkit.session import Event, SessionSpec
+from colabkit.store import EVENTS_FILE, session_dir
+from colabkit.tasks import Task
+
+T = TypeVar("T")
+
+
+def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
+    """The outcome of a session whose record is on disk."""
+    record = read_record(folder)
+    failed = record.ended_by in RETRYABLE_ENDINGS
+    return SessionOutcome(
+        session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name, seed=spec.seed,
+        status="cached" if not ran else ("failed" if failed else "done"), ran_here=ran, ended_by=record.ended_by,
+        error=_session_error(folder) if failed and ran else None,
+        tokens=int(record_total(record, "tokens")) if ran else 0, cost=record_total(record, "cost") if ran else 0.0)
+
+
+def _session_error(folder: Path) -> str | None:
+    """The reason an errored session gave in its last event (`session_end`)."""
+    lines = (folder / EVENTS_FILE).read_text(encoding="utf-8").splitlines()
+    last = Event.model_validate_json(lines[-1]) if lines else None
+    return last.result[:300] if last is not None and last.action == "session_end" else None
+
+
+def session_budget(caps: LLMBudget) -> Budget | None:
+    if caps.max_cost_per_session is None and caps.max_tokens_per_session is None:
+        return None
+    return Budget(max_cost=caps.max_cost_per_session, max_tokens=caps.max_tokens_per_session)
+
+
+async def run_one(spec: SessionSpec, task: Task, *, out: Path, limit: asyncio.Semaphore,
+                  caps: LLMBudget = LLMBudget(),
+                  on_event: Callable[[Event], None] | None = None) -> SessionOutcome:
+    """Run one session of a batch (or find it done); never raises for the session's own failure."""
+    folder = session_dir(spec, out)
+    if not needs_run(folder):
+        return outcome_of(spec, folder, ran=False)
+    while True:
+        async with limit:
+            try:
+                folder, ran = await record_if_needed(spec, task, out=out, progress=on_event,
+                                                     budget=session_budget(caps), wait=False)
+                break
+            except SessionBusy:
+                pass
+            except Exception as exc:  # recorded with its reason; the batch goes on
+                outcome = SessionOutcome(session_id=spec.session_id, task_id=spec.task_id,
+                                         variant=spec.variant.name, seed=spec.seed, status="failed",
+                                         ran_here=True, error=f"{type(exc).__name__}: {exc}"[:300])
+                journal(out, outcome)
+                return outcome
+        await _until_free(out, spec.session_id)  # another process runs it: free the slot meanwhile
+    outcome = outcome_of(spec, folder, ran=ran)
+    if ran:
+        journal(out, outcome)
+    return outcome
+
+
+async def _until_free(out: Path, session_id: str) -> None:
+    lock = SessionLock(out, session_id)
+    await lock.acquire()
+    lock.release()
+
+
+async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, sessions: int = 4,
+                        kernels: int = 4, retry_errors: bool = False, caps: LLMBudget = LLMBudget(),
+                        progress: bool = True, desc: str = "sessions") -> BatchSummary:
+    """Run every (spec, task) not finished yet into `out`; return what became of each."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sweep(out)  # workspaces a killed run left behind
+    if retry_errors:
+        reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC))
+    limit = asyncio.Semaphore(min(sessions, kernels))
+    bar = Progress(len(items), desc=desc, enabled=progress)
+    outcomes: list[SessionOutcome | None] = [None] * len(items)
+
+    async def one(index: int, spec: SessionSpec, task: Task) -> None:
+        outcome = await run_one(spec, task, out=out, limit=limit, caps=caps, on_event=bar.on_event)
+        outcomes[index] = outcome
+        bar.finished(outcome)
+
+    running = [asyncio.create_task(one(i, spec, task)) for i, (spec, task) in enumerate(items)]
+    try:
+        await asyncio.gather(*running)
+    except BaseException:
+        for job in running:
+            job.cancel()
+        await asyncio.gather(*running, return_exceptions=True)  # kernels shut down, workspaces removed
+        raise
+    finally:
+        bar.close()
+    return BatchSummary(outcomes=[o for o in outcomes if o is not None])
+
+
+def run_sync(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to the end from sync code, also inside Jupyter's running loop.
+
+    Ctrl-C cancels it and waits for its cleanup (kernels shut down, workspaces removed),
+    then raises KeyboardInterrupt at once: unlike `asyncio.run`, it does not wait for model
+    calls still running in worker threads (the embedded model cannot stop mid-answer), which
+    the caller may abandon. In Jupyter the coroutine runs on its own loop in a worker thread;
+    an interrupt of the cell cancels it there the same way.
+    """
+    async def main() -> T:
+        return await make()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        runner = asyncio.Runner()
+        try:
+            result = runner.run(main())  # on SIGINT: cancels main(), waits for it, raises KeyboardInterrupt
+        except KeyboardInterrupt:
+            runner.get_loop().close()
+            raise
+        runner.close()
+        return result
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(main())
+    worker = threading.Thread(target=loop.run_until_complete, args=(task,), daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        loop.call_soon_threadsafe(task.cancel)
+        worker.join()
+        raise
+    finally:
+        if not worker.is_alive():
+            loop.close()
+    return task.result()
+
+
+def run_experiment(experiment: Experiment | Path | str, *, results: Path | str | None = None,
+                   variants: Sequence[str] | None = None, retry_errors: bool = False,
+                   progress: bool = True) -> BatchSummary:
+    """Run an experiment's sessions (or some variants of it) into its folder.
+
+    `results`, if given, replaces the config's results root (as in `load_experiment`); the
+    sessions go to `Experiment.folder()` under it. The executor is the config's (`local`:
+    this process; `dask`: tasks on the configured cluster). What is finished is skipped, so
+    calling it again resumes.
+    """
+    if isinstance(experiment, Experiment):
+        exp = experiment if results is None else experiment.model_copy(update={"results": Path(results).resolve()})
+    else:
+        exp = load_experiment(experiment, results=results)
+    out = exp.folder()
+    items = exp.sessions(variants)
+    desc = ",".join(variants) if variants else exp.name
+    if exp.executor.kind == "dask":
+        from colabkit.runner.dask_executor import run_on_dask
+
+        return run_on_dask(items, out=out, scheduler=exp.executor.scheduler or "", retry_errors=retry_errors,
+                           caps=exp.llm_budget, progress=progress, desc=desc)
+    return run_sync(lambda: arun_sessions(items, out=out, sessions=exp.concurrency.sessions,
+                                          kernels=exp.concurrency.kernels, retry_errors=retry_errors,
+                                          caps=exp.llm_budget, progress=progress, desc=desc))

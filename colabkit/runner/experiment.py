@@ -1,0 +1,276 @@
+"""Experiment configs: one YAML file says which sessions a study runs and how.
+
+An experiment is a grid (variants x tasks x seeds) plus what every session of it shares
+(models per role, session settings such as action budgets and the observation profile, LLM
+budgets) and how to run it (concurrency, executor) and score it (judge, metrics). The file
+is validated by pydantic; a mistake is one `ColabkitError` line naming the file and the
+field (`experiments/x.yaml: seeds.1: Input should be a valid integer`).
+
+Its identity (`Experiment.identity`) hashes exactly what determines the sessions (the
+selected task ids, not the filter or the data's path), so the folder `<results>/<name>-<hash8>/` holds one grid's sessions and nothing else; the judge,
+metrics, concurrency and executor are left out, so re-scoring with another judge or running
+on more workers finds the same sessions instead of rerunning them (and so are LLM spending
+caps, so a raised cap retries the sessions that hit it). Relative paths resolve
+against the config file's folder (so a notebook started anywhere reads the same paths), and
+`$VARS` in paths are expanded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from colabkit.errors import ColabkitError
+from colabkit.llm import DEFAULT_MODEL, ModelConfig
+from colabkit.llm.config import sha256_hex
+from colabkit.runner.build import build_spec, model_config
+from colabkit.session import SessionSettings, SessionSpec
+from colabkit.tasks import Task, TaskSuite, load_tasks
+from colabkit.team import VARIANT_NAMES
+
+EXPERIMENT_SCHEMA_VERSION: Final = 1
+METRICS = ("performance", "hms", "h_init_norm", "a_profile", "c_wf", "s_hyp", "w_total", "w_human", "gates")
+"""Metric names an experiment may ask for (the evaluation layer's scorers)."""
+SESSION_ROLES = ("default", "ai", "D", "R")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TaskSelection(_Strict):
+    """Which tasks: by id (or metadata prefix), split and dataset folder, under `data_root`.
+
+    `data_root: null` means the shipped demo tasks. The filters combine as in `load_tasks`.
+    """
+
+    data_root: Path | None = None
+    ids: tuple[str, ...] | None = None
+    split: str | None = None
+    folders: tuple[str, ...] | None = None
+    """Dataset folders (or metadata domains), e.g. ["archaeology"]."""
+
+
+class LLMBudget(_Strict):
+    """Per-session caps on model spending; a session that reaches one ends `llm_budget`."""
+
+    max_cost_per_session: float | None = Field(default=None, ge=0)
+    max_tokens_per_session: int | None = Field(default=None, ge=1)
+
+
+class Concurrency(_Strict):
+    """How much runs at once: sessions in one process, live kernels, notebook processes.
+
+    A session holds its kernel for its whole life, so at most min(sessions, kernels)
+    sessions run in one process; `notebooks` bounds `colabkit batch`'s parallel
+    run_variant notebooks (each its own process).
+    """
+
+    sessions: int = Field(default=4, ge=1)
+    kernels: int = Field(default=4, ge=1)
+    notebooks: int = Field(default=2, ge=1)
+
+
+class Executor(_Strict):
+    """Where sessions run: in this process (`local`) or as tasks on a Dask cluster."""
+
+    kind: Literal["local", "dask"] = "local"
+    scheduler: str | None = None
+    """The Dask scheduler address (`tcp://host:8786`); required for `dask`."""
+
+    @model_validator(mode="after")
+    def _address(self) -> Executor:
+        if self.kind == "dask" and not self.scheduler:
+            raise ValueError("executor 'dask' needs a scheduler address (executor.scheduler)")
+        return self
+
+
+class Experiment(_Strict):
+    """One experiment config (see the module docstring); build with `load_experiment`."""
+
+    schema_version: Literal[1] = EXPERIMENT_SCHEMA_VERSION
+    name: str
+    description: str = ""
+    tasks: TaskSelection = TaskSelection()
+    variants: tuple[str, ...] = Field(min_length=1)
+    seeds: tuple[int, ...] = Field(min_length=1)
+    models: dict[str, str | ModelConfig] = Field(default_factory=lambda: _embedded_for_all())
+    """Model per role ("default", "ai", "D", "R"): a litellm string or ModelConfig fields."""
+    settings: SessionSettings = SessionSettings()
+    """Every session's settings (action budgets, rounds, observation profile, kernel limits)."""
+    llm_budget: LLMBudget = LLMBudget()
+    judge: str | ModelConfig = DEFAULT_MODEL
+    metrics: tuple[str, ...] = METRICS
+    concurrency: Concurrency = Concurrency()
+    executor: Executor = Executor()
+    results: Path = Path("results")
+    """Results root; this experiment's sessions go to `<results>/<name>-<hash8>/`."""
+    source: Path | None = None
+    """The file it was read from (set by `load_experiment`; not part of the identity)."""
+    _suite: TaskSuite | None = PrivateAttr(default=None)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"{value!r} must be letters, digits, '.', '_' or '-' (it names a folder)")
+        return value
+
+    @field_validator("variants")
+    @classmethod
+    def _variants(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [v for v in value if v not in VARIANT_NAMES]
+        if unknown:
+            raise ValueError(f"unknown variant(s) {', '.join(map(repr, unknown))}; valid: {', '.join(VARIANT_NAMES)}")
+        return _unique(value, "variant")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(s < 0 for s in value):
+            raise ValueError("seeds must be non-negative integers")
+        return _unique(value, "seed")
+
+    @field_validator("models")
+    @classmethod
+    def _roles(cls, value: dict[str, str | ModelConfig]) -> dict[str, str | ModelConfig]:
+        unknown = [r for r in value if r not in SESSION_ROLES]
+        if unknown:
+            raise ValueError(f"unknown role(s) {', '.join(map(repr, unknown))}; valid: {', '.join(SESSION_ROLES)} "
+                             "(the judge has its own field)")
+        return value
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [m for m in value if m not in METRICS]
+        if unknown:
+            raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: {', '.join(METRICS)}")
+        return _unique(value, "metric")
+
+    # -- what it runs ---------------------------------------------------------------------
+    def judge_config(self) -> ModelConfig:
+        return model_config(self.judge)
+
+    def model_configs(self) -> dict[str, ModelConfig]:
+        return {role: model_config(m) for role, m in self.models.items()}
+
+    def identity(self) -> str:
+        """sha256 of what determines the sessions: the selected task ids, variants, seeds,
+        models and settings.
+
+        The tasks count by the ids they select (so the same tasks under another data root
+        path, or selected another way, are the same experiment, and another data set under
+        the same filter is not). LLM spending caps are left out: raising one and rerunning
+        with `--retry-errors` must find the sessions that hit the old cap.
+        """
+        return sha256_hex({
+            "v": EXPERIMENT_SCHEMA_VERSION, "name": self.name, "task_ids": self.load_suite().ids,
+            "variants": self.variants,
+            "seeds": self.seeds, "models": {r: m.model_dump(mode="json") for r, m in self.model_configs().items()},
+            "settings": self.settings.model_dump(mode="json")})
+
+    @property
+    def experiment_id(self) -> str:
+        return f"{self.name}-{self.identity()[:8]}"
+
+    def folder(self) -> Path:
+        """The folder holding this experiment's sessions, notebooks and tables."""
+        return self.results / self.experiment_id
+
+    def load_suite(self) -> TaskSuite:
+        """The selected tasks (loaded once per config object)."""
+        if self._suite is None:
+            sel = self.tasks
+            self._suite = load_tasks(sel.data_root, split=sel.split, domains=sel.folders, ids=sel.ids)
+        return self._suite
+
+    def sessions(self, variants: Sequence[str] | None = None,
+                 suite: TaskSuite | None = None) -> list[tuple[SessionSpec, Task]]:
+        """Every (spec, task) of the grid, variant by variant, then task, then seed."""
+        chosen = self.variants if variants is None else tuple(variants)
+        unknown = [v for v in chosen if v not in self.variants]
+        if unknown:
+            raise ColabkitError(f"variant(s) {', '.join(map(repr, unknown))} not in experiment {self.name!r} "
+                                f"({', '.join(self.variants)})")
+        suite = suite or self.load_suite()
+        settings, models = self.settings, self.model_configs()
+        return [(build_spec(task.id, name, seed, models=models, settings=settings), task)
+                for name in chosen for task in suite.tasks for seed in self.seeds]
+
+    def uses_embedded_model(self) -> bool:
+        configs = [*self.model_configs().values(), self.judge_config()]
+        return any(m.provider == "local" for m in configs) or "default" not in self.models
+
+    def dump_yaml(self) -> str:
+        """The config as YAML with absolute paths (what batches hand to notebooks)."""
+        data = self.model_dump(mode="json", exclude={"source"}, exclude_defaults=False)
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def _embedded_for_all() -> dict[str, str | ModelConfig]:
+    return {"default": DEFAULT_MODEL}
+
+
+def _unique(values: tuple, what: str) -> tuple:
+    dupes = sorted({str(v) for v in values if values.count(v) > 1})
+    if dupes:
+        raise ValueError(f"repeated {what}(s): {', '.join(dupes)}")
+    return values
+
+
+def _expand(value: Any, base: Path, field: str, source: Path) -> Path | None:
+    if value is None:
+        return None
+    text = os.path.expandvars(str(value))
+    if "$" in text:
+        raise ColabkitError(f"{source}: {field}: environment variable not set in {value!r}")
+    path = Path(text).expanduser()
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
+                    results: Path | str | None = None) -> Experiment:
+    """Read and validate an experiment YAML file.
+
+    `data_root` and `results`, when given (as on a command line), replace the file's and
+    resolve against the current folder rather than the config's.
+    """
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ColabkitError(f"experiment config not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ColabkitError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(raw, dict):
+        raise ColabkitError(f"{path}: an experiment config is a mapping of fields, got {type(raw).__name__}")
+    base = path.resolve().parent
+    tasks = raw.get("tasks")
+    if isinstance(tasks, dict):
+        root = Path(data_root).resolve() if data_root is not None else \
+            _expand(tasks.get("data_root"), base, "tasks.data_root", path)
+        raw["tasks"] = {**tasks, "data_root": root}
+    elif tasks is None and data_root is not None:
+        raw["tasks"] = {"data_root": Path(data_root).resolve()}
+    raw["results"] = Path(results).resolve() if results is not None else \
+        _expand(raw.get("results", "results"), base, "results", path)
+    try:
+        return Experiment.model_validate({**raw, "source": path.resolve()})
+    except ValidationError as exc:
+        raise ColabkitError(f"{path}: {_first_error(exc)}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(part) for part in err["loc"]) or "(top level)"
+    message = err["msg"].removeprefix("Value error, ")
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {message}{more}"

@@ -1,0 +1,249 @@
+"""`colabkit batch`: an experiment run as papermill notebooks, resumably.
+
+The study's work is a sequence of parameterised notebooks: `run_variant` once per variant
+(parallel processes, at most `concurrency.notebooks` at once), then `score` and
+`annotate_gates`, then `ablations`. Every notebook gets `experiment` (the config, copied
+with absolute paths into the experiment folder as `experiment.yaml`) and `results` (the
+results root, so `load_experiment(experiment, results=results).folder()` is the experiment
+folder); `run_variant` also gets `variant`. Executed notebooks are kept under
+`<experiment folder>/notebooks/`. papermill cannot resume a notebook or run several at
+once (papermill #824, #578), so resumption comes from the store (finished sessions and
+scores are skipped on rerun) and parallelism from separate processes.
+
+Each papermill process is tied to this one (Linux `PR_SET_PDEATHSIG`): if the batch is
+killed, its notebooks die with it, their kernels notice their parent is gone (ipykernel's
+parent poller) and exit, and the sessions' sandboxed kernels die with those. Nothing
+finished is lost; the next run sweeps the work area and redoes the unfinished sessions.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from colabkit.errors import ColabkitError
+from colabkit.runner.experiment import Experiment
+from colabkit.runner.progress import read_journal
+from colabkit.runner.recorder import reopen_for_retry
+from colabkit.runner.workarea import sweep
+from colabkit.session import SessionSpec
+from colabkit.store import atomic_write_text, is_finished, session_dir
+
+RUN_VARIANT = "run_variant"
+AFTER_SESSIONS = (("score", "annotate_gates"), ("ablations",))
+"""Notebooks run after every variant's sessions, stage by stage (a stage's notebooks in parallel)."""
+CONFIG_COPY = "experiment.yaml"
+NOTEBOOKS_DIR = "notebooks"
+REPO_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+_STOP_GRACE_S = 30.0
+
+
+@dataclass(frozen=True)
+class NotebookJob:
+    """One papermill execution: source notebook, executed copy, parameters."""
+
+    name: str
+    source: Path
+    output: Path
+    parameters: dict[str, str]
+
+    def partial(self, suffix: str) -> Path:
+        """Where this process writes the executed copy (or log) until papermill is done."""
+        return self.output.with_name(f".{self.output.stem}.{os.getpid()}{suffix}")
+
+    def command(self, kernel: str) -> list[str]:
+        cmd = [sys.executable, "-m", "papermill", str(self.source), str(self.partial(".ipynb")), "--kernel", kernel,
+               "--cwd", str(self.output.parent), "--no-progress-bar"]
+        for key, value in self.parameters.items():
+            cmd += ["-p", key, value]
+        return cmd
+
+
+def write_config(exp: Experiment) -> Path:
+    """The experiment folder's own copy of the config (absolute paths), for its notebooks."""
+    folder = exp.folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / CONFIG_COPY
+    text = f"# {exp.experiment_id}: written by colabkit batch from {exp.source}\n{exp.dump_yaml()}"
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        atomic_write_text(path, text)
+    return path
+
+
+def notebook_jobs(exp: Experiment, config: Path, notebooks: Path,
+                  variants: Sequence[str]) -> tuple[list[NotebookJob], list[list[NotebookJob]]]:
+    """(one run_variant job per variant, then the later stages), all checked to exist."""
+    out = exp.folder() / NOTEBOOKS_DIR
+    common = {"experiment": str(config), "results": str(exp.results)}
+
+    def job(name: str, suffix: str = "", **extra: str) -> NotebookJob:
+        source = notebooks / f"{name}.ipynb"
+        if not source.is_file():
+            raise ColabkitError(f"notebook not found: {source} (pass --notebooks DIR)")
+        return NotebookJob(name=f"{name}{suffix}", source=source, output=out / f"{name}{suffix}.ipynb",
+                           parameters={**common, **extra})
+
+    runs = [job(RUN_VARIANT, f"-{v}", variant=v) for v in variants]
+    return runs, [[job(name) for name in stage] for stage in AFTER_SESSIONS]
+
+
+def sweep_partials(folder: Path) -> None:
+    """Remove executed-notebook files of batch processes that no longer exist."""
+    for path in folder.glob(".*.*.*") if folder.is_dir() else ():
+        pid = path.name.split(".")[-2]
+        if pid.isdigit() and not _alive(int(pid)):
+            path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _tie_to_parent() -> None:
+    """In the child, before exec: die when the batch process dies (Linux), however it dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class _Children:
+    """The running papermill processes, so an interrupt can stop them all."""
+
+    def __init__(self) -> None:
+        self.procs: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.stopping = False
+
+    def run(self, job: NotebookJob, kernel: str) -> int:
+        """Execute one notebook into a private file, then publish it (and its log) atomically.
+
+        Two batches on one experiment may execute the same notebook at once; each publishes
+        a whole executed notebook, never an interleaving of both.
+        """
+        job.output.parent.mkdir(parents=True, exist_ok=True)
+        code = self._execute(job, kernel)
+        for suffix in (".ipynb", ".log"):
+            if job.partial(suffix).exists():
+                os.replace(job.partial(suffix), job.output.with_suffix(suffix))
+        return code
+
+    def _execute(self, job: NotebookJob, kernel: str) -> int:
+        with open(job.partial(".log"), "wb") as log, self.lock:
+            if self.stopping:
+                return 130
+            proc = subprocess.Popen(job.command(kernel), stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, preexec_fn=_tie_to_parent)
+            self.procs.add(proc)
+        try:
+            return proc.wait()
+        finally:
+            with self.lock:
+                self.procs.discard(proc)
+
+    def stop(self) -> None:
+        """Interrupt every notebook (papermill shuts its kernel down), then kill stragglers."""
+        with self.lock:
+            self.stopping = True
+            procs = list(self.procs)
+        for proc in procs:
+            proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _watch(specs: list[SessionSpec], folder: Path, done: threading.Event, enabled: bool) -> None:
+    """A progress bar over the experiment's sessions, polled from the store and the run journal.
+
+    The notebooks run in other processes, so this reads what they leave: finished session
+    folders, and their attempts in `runs.jsonl` (done / failed, tokens and cost).
+    """
+    from tqdm.auto import tqdm
+
+    started = time.time()
+
+    def count() -> int:
+        return sum(1 for spec in specs if is_finished(session_dir(spec, folder)))
+
+    cached = count()
+    wanted = {spec.session_id for spec in specs}
+    with tqdm(total=len(specs), desc="sessions", unit="session", disable=not enabled) as bar:
+        bar.update(cached)
+        while True:
+            stop = done.wait(1.0)
+            journal = read_journal(folder)
+            if len(journal):
+                journal = journal[(journal.time >= started) & journal.session_id.isin(wanted)]
+            failed = int((journal.status == "failed").sum()) if len(journal) else 0
+            tokens = int(journal.tokens.sum()) if len(journal) else 0
+            cost = float(journal.cost.sum()) if len(journal) else 0.0
+            bar.set_postfix_str(f"done {len(journal) - failed} failed {failed} cached {cached} | "
+                                f"{tokens} tok ${cost:.4f}", refresh=False)
+            if (n := count()) != bar.n:
+                bar.update(n - bar.n)
+            if stop:
+                return
+
+
+def run_batch(exp: Experiment, *, notebooks: Path = REPO_NOTEBOOKS, variants: Sequence[str] | None = None,
+              retry_errors: bool = False, kernel: str = "python3", progress: bool = True,
+              say: Callable[[str], None] = print) -> list[str]:
+    """Execute the experiment's notebooks; return the names of notebooks that failed."""
+    from datetime import UTC, datetime
+
+    chosen = list(variants or exp.variants)
+    items = exp.sessions(chosen)
+    config = write_config(exp)
+    runs, stages = notebook_jobs(exp, config, notebooks, chosen)
+    folder = exp.folder()
+    sweep_partials(folder / NOTEBOOKS_DIR)
+    swept = sweep(folder)
+    if swept:
+        say(f"swept the work folders of {len(swept)} session(s) a dead run left behind")
+    if retry_errors:
+        reopened = reopen_for_retry([spec for spec, _ in items], folder, before=datetime.now(UTC))
+        say(f"--retry-errors: {len(reopened)} session(s) reopened")
+    children, failed = _Children(), []
+    done = threading.Event()
+    watcher = threading.Thread(target=_watch, args=([s for s, _ in items], folder, done, progress), daemon=True)
+    watcher.start()
+    try:
+        failed += _run_all(children, runs, exp.concurrency.notebooks, kernel)
+        done.set()
+        watcher.join()
+        for stage in stages:
+            failed += _run_all(children, stage, len(stage), kernel)
+    finally:
+        done.set()
+    return failed
+
+
+def _run_all(children: _Children, jobs: list[NotebookJob], workers: int, kernel: str) -> list[str]:
+    """Run `jobs`, `workers` at a time; the names of those that failed. Ctrl-C stops them all."""
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        codes = list(pool.map(lambda job: children.run(job, kernel), jobs))
+    except KeyboardInterrupt:
+        children.stop()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return [job.name for job, code in zip(jobs, codes) if code != 0]

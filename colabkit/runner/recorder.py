@@ -1,0 +1,230 @@
+"""Run one session and store it: the idempotent unit every entry point and batch builds on.
+
+`colabkit.session.run_session` is pure simulation (no file I/O) and `colabkit.store` is the
+file format; this module runs the one into the other, as tau2-bench separates its
+simulation layer from its batch layer. A session's folder is named by its spec's identity,
+so asking for the same session twice is free: a folder with `session.json` is finished and
+is returned untouched; a folder without it is debris of an interrupted run and is redone
+from scratch (never read as finished). Reruns replay model answers from the results'
+on-disk LLM cache.
+
+Concurrency between processes: the session's lock (`workarea.SessionLock`) is held from
+before its folder is looked at until its record is written, so a second process asking for
+the same session waits, then finds it finished. The session's workspace lives in the
+results' private work area and is removed when the session ends; what a killed process left
+there is removed by the next holder of the lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from colabkit.errors import ColabkitError
+from colabkit.llm import Budget, Gateway, logging_prompts
+from colabkit.runner.workarea import SessionLock, clear_session_work, session_work_dir
+from colabkit.session import Event, SessionSpec, run_session
+from colabkit.store import (
+    CACHE_DIR,
+    EVENTS_FILE,
+    PROMPTS_FILE,
+    SESSION_FILE,
+    SNAPSHOT_FILE,
+    JsonlEventSink,
+    SessionRecord,
+    atomic_write_text,
+    is_finished,
+    session_dir,
+)
+from colabkit.tasks import Task
+
+RETRYABLE_ENDINGS = frozenset({"error", "llm_budget", "provider_error"})
+"""How a session may end that says nothing about the team: `--retry-errors` reruns these."""
+
+
+class SessionBusy(Exception):
+    """Another process holds this session's lock (it is running it)."""
+
+
+def read_record(folder: Path) -> SessionRecord:
+    return SessionRecord.model_validate_json((folder / SESSION_FILE).read_bytes())
+
+
+def needs_run(folder: Path) -> bool:
+    """Whether the session in `folder` must (re)run: exactly when it is not finished."""
+    return not is_finished(folder)
+
+
+def reopen_for_retry(specs: Iterable[SessionSpec], out: Path | str, *, before: datetime,
+                     endings: frozenset[str] = RETRYABLE_ENDINGS) -> list[str]:
+    """Make finished sessions that ended in one of `endings` unfinished again; return their ids.
+
+    Only sessions finished before `before` (a batch's start) are reopened, so a session
+    retried meanwhile by a concurrent batch is not retried twice. The record is removed
+    under the session's lock, so no running session is touched; the next run redoes it.
+    """
+    reopened = []
+    for spec in specs:
+        folder = session_dir(spec, out)
+        if not _retryable(folder, before, endings):
+            continue
+        lock = SessionLock(out, spec.session_id)
+        if not lock.try_acquire():
+            continue  # someone is running it right now: that is its retry
+        try:
+            if _retryable(folder, before, endings):
+                (folder / SESSION_FILE).unlink()
+                reopened.append(spec.session_id)
+        finally:
+            lock.release()
+    return reopened
+
+
+def _retryable(folder: Path, before: datetime, endings: frozenset[str]) -> bool:
+    if not is_finished(folder):
+        return False
+    record = read_record(folder)
+    return record.ended_by in endings and record.finished < before
+
+
+def record_total(record: Any, key: str) -> float:
+    """A figure of a record's totals, whether stored as a mapping or as a typed model."""
+    totals = record.totals
+    value = totals.get(key, 0) if isinstance(totals, dict) else getattr(totals, key, 0)
+    return float(value or 0)
+
+
+class _Tee:
+    """Forwards each event to the log, then to a progress callback (which sees only logged events)."""
+
+    def __init__(self, sink: JsonlEventSink, progress: Callable[[Event], None]) -> None:
+        self.sink, self.progress = sink, progress
+
+    def emit(self, event: Event) -> None:
+        self.sink.emit(event)
+        self.progress(event)
+
+
+async def arecord_session(
+    spec: SessionSpec,
+    task: Task,
+    *,
+    out: Path | str,
+    gateway: Gateway | None = None,
+    progress: Callable[[Event], None] | None = None,
+    budget: Budget | None = None,
+    log_prompts: bool = False,
+) -> Path:
+    """Async form of `record_session`, for callers already inside an event loop."""
+    folder, _ = await record_if_needed(spec, task, out=out, gateway=gateway, progress=progress, budget=budget,
+                                       log_prompts=log_prompts)
+    return folder
+
+
+async def record_if_needed(
+    spec: SessionSpec,
+    task: Task,
+    *,
+    out: Path | str,
+    gateway: Gateway | None = None,
+    progress: Callable[[Event], None] | None = None,
+    budget: Budget | None = None,
+    wait: bool = True,
+    log_prompts: bool = False,
+) -> tuple[Path, bool]:
+    """(folder, whether this call ran the session): the batch runner's view of `arecord_session`.
+
+    With `wait=False`, a session another process is running raises `SessionBusy` at once
+    (a batch then runs other sessions and comes back to it).
+    """
+    if spec.task_id != task.id:
+        raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
+    out = Path(out)
+    folder = session_dir(spec, out)
+    if not needs_run(folder):
+        return folder, False
+    lock = SessionLock(out, spec.session_id)
+    if not wait and not lock.try_acquire():
+        raise SessionBusy(spec.session_id)
+    await lock.acquire()
+    try:
+        # Another process may have finished it while we waited for the lock.
+        if not needs_run(folder):
+            return folder, False
+        await _run_locked(spec, task, out=out, folder=folder, gateway=gateway, progress=progress, budget=budget,
+                          log_prompts=log_prompts)
+        return folder, True
+    finally:
+        lock.release()
+
+
+async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path, gateway: Gateway | None,
+                      progress: Callable[[Event], None] | None, budget: Budget | None,
+                      log_prompts: bool) -> None:
+    """Redo the session from scratch (the caller holds its lock) and write its files."""
+    # The record goes first: from here on the folder reads as unfinished, whatever happens.
+    (folder / SESSION_FILE).unlink(missing_ok=True)
+    if folder.exists():
+        shutil.rmtree(folder)
+    clear_session_work(out, spec.session_id)
+    folder.mkdir(parents=True)
+    own_gateway = gateway is None
+    if gateway is None:
+        gateway = Gateway(cache_dir=out / CACHE_DIR, budget=budget)
+
+    started = datetime.now(UTC)
+    keeping_prompts = logging_prompts() if log_prompts else nullcontext()
+    try:
+        with JsonlEventSink(folder / EVENTS_FILE) as sink, keeping_prompts as prompts:
+            target = sink if progress is None else _Tee(sink, progress)
+            result = await run_session(spec, task, gateway=gateway, sink=target,
+                                       workdir_root=session_work_dir(out, spec.session_id))
+            sink.finalise()
+    finally:
+        if own_gateway:
+            gateway.close()  # releases the on-disk cache; a batch opens many gateways
+        clear_session_work(out, spec.session_id)
+    finished = datetime.now(UTC)
+
+    record = SessionRecord.from_result(result, started=started, finished=finished)
+    if prompts is not None:
+        atomic_write_text(folder / PROMPTS_FILE, prompts.jsonl())
+    atomic_write_text(folder / SNAPSHOT_FILE, result.snapshot.model_dump_json(indent=1))
+    atomic_write_text(folder / SESSION_FILE, record.model_dump_json(indent=1))
+
+
+def record_session(
+    spec: SessionSpec,
+    task: Task,
+    *,
+    out: Path | str,
+    gateway: Gateway | None = None,
+    progress: Callable[[Event], None] | None = None,
+    log_prompts: bool = False,
+) -> Path:
+    """Run `spec` on `task` unless already stored; return its folder `out/<session id>/`.
+
+    Writes `events.jsonl` (finalised atomically), `snapshot.json`, then `session.json`.
+    With `log_prompts`, also `prompts.jsonl` (every distinct rendered prompt with its
+    `prompt_hash`, the key in each event's LLM call records). It is not part of the spec:
+    logging prompts never changes a session's identity, and asking for prompts of a session
+    already finished returns it as stored (it is not rerun).
+    Without a `gateway`, model answers are cached in `out/llm-cache` so a rerun replays them.
+    `progress`, if given, is called with each event once it is logged (a CLI's live view).
+    If another process is running the same session into `out`, this waits for it and
+    returns its result. Works from plain scripts and from Jupyter (whose kernel already runs
+    an event loop: the session then runs on a worker thread).
+    """
+    coro = arecord_session(spec, task, out=out, gateway=gateway, progress=progress, log_prompts=log_prompts)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()

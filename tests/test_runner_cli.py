@@ -1,0 +1,78 @@
+"""`colabkit batch`: the dry-run plan, sessions-only runs, and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers.scripted import use_scripted
+
+from colabkit.cli import main
+from colabkit.runner import load_experiment
+
+CODE = {"thought": "look", "action": "execute_code", "content": "print(6 * 7)"}
+REPO = Path(__file__).resolve().parents[1]
+
+
+def config(tmp_path: Path, **fields) -> Path:
+    data = {"name": "cli", "tasks": {"ids": ["demo_archaeology/0/0"]}, "variants": ["single", "memory-dr"],
+            "seeds": [0, 1], "models": {"default": "scripted/everyone"}, "judge": "scripted/judge",
+            "settings": {"action_budget": 2, "max_rounds": 2}, "results": str(tmp_path / "results"), **fields}
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, capsys):
+    model = use_scripted({}, default=CODE)
+    path = config(tmp_path)
+    assert main(["batch", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    exp = load_experiment(path)
+    assert f"experiment {exp.experiment_id}: 4 sessions in {exp.folder()}" in out
+    assert "already finished: 0" in out and "to run: 4" in out
+    assert any(line.split()[:4] == ["single", "2", "to", "run"] for line in out.splitlines())
+    assert "model calls: about" in out and "upper bound from the settings" in out
+    assert "cost: unknown" in out  # no litellm price for a scripted model
+    assert "run_variant x 2 (2 at once), then score + annotate_gates, then ablations" in out
+    assert "plumbing-grade" not in out  # no embedded model anywhere in this config
+    assert model.calls == [] and not (tmp_path / "results").exists()
+
+
+def test_sessions_only_runs_in_process_and_the_plan_then_uses_what_they_cost(tmp_path, capsys):
+    use_scripted({}, default=CODE)
+    path = config(tmp_path)
+    assert main(["batch", str(path), "--sessions-only", "--quiet"]) == 0
+    assert "4 sessions: 4 done, 0 failed, 0 cached" in capsys.readouterr().out
+    assert main(["batch", str(path), "--dry-run", "--variants", "memory-dr"]) == 0
+    out = capsys.readouterr().out
+    assert "2 sessions in" in out and "already finished: 2" in out and "to run: 0" in out
+    assert "mean of the 2 finished session(s)" in out and "model calls: about 0;" in out
+
+
+def test_the_embedded_model_is_called_plumbing_grade(tmp_path, capsys):
+    path = config(tmp_path, models={"default": "local/smollm2-135m"})
+    assert main(["batch", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "plumbing-grade" in out and "numbers mean nothing about the study" in out
+    assert "cost: about $0.00" in out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--variants", "single,nope"], "variant(s) 'nope' not in experiment 'cli'"),
+    (["--variants", ","], "--variants names no variant"),
+    (["--notebooks", "/no/such/dir"], "notebook not found: /no/such/dir/run_variant.ipynb"),
+    (["--data-root", "/no/such/root"], "/no/such/root"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    use_scripted({}, default=CODE)
+    assert main(["batch", str(config(tmp_path)), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("colabkit: error: ") and message in err
+
+
+def test_a_bad_config_is_one_line_naming_the_field(tmp_path, capsys):
+    assert main(["batch", str(config(tmp_path, seeds="zero"))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "exp.yaml: seeds: Input should be a valid tuple" in err
