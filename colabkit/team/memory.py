@@ -10,8 +10,8 @@ the schemas here as structured outputs, then calls `memory_from_consolidation` t
 immutable `MemoryRecord`. Slot lengths are bounded in the schemas (they appear as maxLength
 in the JSON schema given to the model) at what the session's observation profile allows:
 `SLOT_MAX_CHARS` for the embedded model (compact profile), more for models with large
-windows; `render(max_chars=...)` fits a tighter observation budget by trimming the slots
-evenly.
+windows; a ratification's amendment is bounded like one slot. `render(max_chars=...)` fits a
+tighter observation budget by trimming the slots evenly.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from colabkit.team.textfit import fit_all
 
 SLOT_MAX_CHARS = 280  # the compact (embedded-model) answer length; a session profile may allow more
 SLOT_CEILING = 4000  # what a frozen record may hold, whatever the profile
-AMENDMENT_MAX_CHARS = 280
+AMENDMENT_MAX_CHARS = SLOT_MAX_CHARS  # an amendment changes a slot, so it may be as long as one
 MAX_GATES = 8
 SLOTS = ("expertise", "responsibility", "plan", "evidence_standards")
 
@@ -105,6 +105,20 @@ def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> type[Me
     return cast(type[MemorySlots], create_model(f"{base.__name__}{slot_chars}", __base__=base, **fields))
 
 
+def ratification_schema(slot_chars: int = SLOT_MAX_CHARS) -> type[Ratification]:
+    """The ratification's structured output with an amendment of up to one slot (`slot_chars`).
+
+    Sized by the same profile as the slots, so a member with a large-window model may name
+    an amendment as long as the slot it changes, and the embedded model keeps short answers.
+    """
+    if slot_chars == AMENDMENT_MAX_CHARS:
+        return Ratification
+    amendment = Field("", max_length=min(slot_chars, SLOT_CEILING),
+                      description=Ratification.model_fields["amendment"].description)
+    return cast(type[Ratification], create_model(f"Ratification{slot_chars}", __base__=Ratification,
+                                                 amendment=(str, amendment)))
+
+
 class MemoryRecord(BaseModel):
     """The frozen Shared Group Memory; `gates` is None when the variant has no self-selected gates."""
 
@@ -147,7 +161,7 @@ def build_instructions(
         return (
             f"Memory build. Team: {members}. Below is the consolidated shared memory. Reply with decision "
             f"'accept' if you can work with it, or 'amend' and the one change you need (at most "
-            f"{AMENDMENT_MAX_CHARS} characters). The AI agent applies the amendments once; then it is frozen."
+            f"{slot_chars} characters). The AI agent applies the amendments once; then it is frozen."
         )
     if stage == "amend":
         return (
