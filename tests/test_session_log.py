@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pandas as pd
 import pytest
 from helpers.scripted import use_scripted
 
@@ -151,6 +152,10 @@ def test_loaders_export_the_join_keys_and_provenance(stored):
     row = sessions.iloc[0]
     assert row["task_digest"] == TASK.task_digest and row["schema_version"] == 2
     assert json.loads(row["persona_versions_json"])["R"] == persona("R").version
+    # the profile is a factor; the per-side budgets and what each side used are columns of their own
+    assert row["profile"] == "compact" and pd.isna(row["context_window"])  # scripted models: unknown window
+    assert str(sessions["context_window"].dtype) == "Int64"
+    assert (row["ai_budget"], row["human_budget"], row["ai_actions"], row["human_actions"]) == (30, 30, 4, 4)
 
 
 def test_there_is_one_ended_by_and_one_hashing_helper():

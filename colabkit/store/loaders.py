@@ -36,7 +36,7 @@ _CALL_TOTALS = ("n_calls", "prompt_tokens", "completion_tokens", "tokens", "cost
 EVENT_COLUMNS = ("session_id", "event_id", "seq", "schema_version", "task_id", "variant", "seed", *_EVENT_FIELDS,
                  *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes")
 SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "memory", "gate_source",
-                   "seed", "model", "models_json", "action_budget", "idle_rounds", "max_rounds", "ended_by",
+                   "seed", "model", "models_json", "profile", "context_window", "action_budget", "idle_rounds", "max_rounds", "ended_by",
                    "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
                    "isolation_level", "package_version", "started", "finished", "duration_s")
 _INDEX_COLUMNS = ("cell_index", "message_index", "editor_version")  # nullable: only creating events have one
@@ -87,6 +87,8 @@ def _session_row(rec: dict) -> dict:
         "variant_hash": rec["variant_hash"], "humans": ",".join(variant["humans"]), "memory": variant["memory"],
         "gate_source": variant["gate_source"], "seed": rec["seed"], "model": rec["models"]["ai"]["model"],
         "models_json": _json(rec["models"]),
+        # The observation profile is a factor: sessions compared with each other must share it.
+        "profile": spec.get("profile", {}).get("name"), "context_window": spec.get("profile", {}).get("context_window"),
         "action_budget": settings["action_budget"], "idle_rounds": settings["idle_rounds"],
         "max_rounds": settings["max_rounds"], "ended_by": rec["ended_by"],
         "final_hypothesis": rec["final_hypothesis"], "n_events": rec["n_events"],
@@ -106,6 +108,7 @@ def _sessions_frame(rows: list[dict]) -> pd.DataFrame:
     df["duration_s"] = (df["finished"] - df["started"]).dt.total_seconds()
     totals = [c for c in df.columns if c not in SESSION_COLUMNS]
     df[totals] = df[totals].astype("float64")
+    df["context_window"] = df["context_window"].astype("Int64")  # None: unknown window
     df = df.astype({"seed": "int64", "schema_version": "int64", "n_events": "int64", "action_budget": "int64", "idle_rounds": "int64",
                     "max_rounds": "int64", "memory": "bool"})
     return df[[*SESSION_COLUMNS, *totals]].reset_index(drop=True)
@@ -192,7 +195,8 @@ def load_events(out: Path | str, session_ids: Iterable[str] | None = None) -> pd
 def load_sessions(out: Path | str, session_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per finished session under `out` (or of `session_ids`), sorted by session id.
 
-    Columns: factors (task, variant and its parts, seed, model), settings, outcome
+    Columns: factors (task, variant and its parts, seed, model, the observation profile's
+    name and the context window it came from), settings, outcome
     (ended_by, final_hypothesis, n_events), provenance (schema version, task digest, persona
     versions and briefings as JSON, isolation, package version, times),
     then one float column per key of the session's totals (actions, llm_calls, cost, ...).
