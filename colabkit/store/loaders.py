@@ -7,8 +7,9 @@ factor columns (task, variant, seed) so an analysis never needs a join to group.
 Only finished sessions (with `session.json`) are read; an interrupted run's folder is
 invisible. Parsing 100k JSON lines costs seconds, so `export_parquet` writes a columnar copy
 of both tables, and the loaders use it whenever it is still current: newer than every
-session folder and covering exactly the finished sessions on disk. Otherwise they fall back
-to the JSON lines, so a stale export can never hide a session.
+session folder, covering exactly the finished sessions on disk, and holding every column
+this version's tables have. Otherwise they fall back to the JSON lines, so a stale export
+(or one written before a column was added) can never hide a session or a column.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import orjson
 import pandas as pd
+import pyarrow.parquet as pq
 
 from colabkit.errors import ColabkitError
 from colabkit.store.atomic import atomic_path
@@ -67,6 +69,9 @@ def _current_parquet(out: Path, name: str, finished: list[tuple[str, Path, int]]
     except FileNotFoundError:
         return None
     if any(mtime >= stamp for _, _, mtime in finished):
+        return None
+    columns = EVENT_COLUMNS if name == EVENTS_PARQUET else SESSION_COLUMNS
+    if not set(columns) <= set(pq.read_schema(path).names):  # written by an older version
         return None
     exported = set(pd.read_parquet(sessions_path, columns=["session_id"])["session_id"])
     on_disk = {sid for sid, _, _ in finished}
