@@ -32,7 +32,7 @@ from typing import Literal
 
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
-from colabkit.session.observation import clip
+from colabkit.session.observation import clip, unstated_query
 from colabkit.session.react import ask, prompt_messages
 from colabkit.session.settings import SessionSpec
 from colabkit.team import (
@@ -56,8 +56,7 @@ def _render_proposal(pid: str, proposal: MemorySlots, limit: int | None) -> str:
 
 
 def _user_text(query: str, briefing: str, instructions: str, extra: list[str]) -> str:
-    # The team layer's briefings open with the query; as in task-phase observations, say it once.
-    parts = [] if query.strip() in briefing else [f"# Task\n{query}"]
+    parts = [f"# Task\n{query}"] if unstated_query(query, briefing) else []
     parts += [f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{instructions}", *extra]
     return "\n\n".join(parts)
 

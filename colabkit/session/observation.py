@@ -42,6 +42,12 @@ _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity
                  "editor", "requests_for_me", "my_requests"}
 
 
+def unstated_query(query: str, briefing: str) -> str:
+    """The query, or "" when the briefing already states it (the team layer's briefings open
+    with it): a prompt says it once, in the build phase and the task phase alike."""
+    return "" if query.strip() in briefing else query
+
+
 def clip(text: str, limit: int | None) -> str:
     """`text` cut to `limit` characters (None: whole), saying how much was cut."""
     text = text.strip()
@@ -318,8 +324,7 @@ def build_observation(
         round=round,
         actions_left=actions_left,
         budget_holder=budget_holder,
-        # The team layer's briefings already open with the query; do not spend tokens twice.
-        query="" if query.strip() in briefing else clip(query, profile.query_chars),
+        query=clip(unstated_query(query, briefing), profile.query_chars),
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,
         editor=clip(workspace.editor.text, profile.editor_chars),
