@@ -37,7 +37,6 @@ from colabkit.session.gating import Gatekeeper, Request
 from colabkit.session.profile import ObservationProfile
 
 T = TypeVar("T")
-_RULE_CHARS = 120
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
                  "editor", "requests_for_me", "my_requests"}
 
@@ -201,9 +200,9 @@ def request_view(request: Request, profile: ObservationProfile,
         proposer=request.proposer,
         signatory=request.signatory,
         action=request.action.describe(profile.activity_chars),
-        condition=clip(request.condition, _RULE_CHARS),
+        condition=request.condition,  # whole: the team's note is bounded when written (NOTE_MAX_CHARS)
         status=request.status,
-        reason=clip(request.reason, _RULE_CHARS),
+        reason=clip(request.reason, profile.message_chars),  # a signatory's word to the proposer
         proposal=f"{request.action.type}{target}:\n{clip(payload, profile.request_chars)}" if payload
         else request.action.type,
         depends_on=tuple(depends_on),
