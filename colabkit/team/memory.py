@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -95,6 +96,7 @@ class Ratification(BaseModel):
         return self
 
 
+@cache  # one class per size, however many sessions a process runs (as `step_schema`)
 def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> type[MemorySlots]:
     """The structured-output schema for the build phase of a memory variant, `slot_chars` per slot."""
     base = MemoryProposal if with_gates else MemorySlots
@@ -105,6 +107,7 @@ def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> type[Me
     return cast(type[MemorySlots], create_model(f"{base.__name__}{slot_chars}", __base__=base, **fields))
 
 
+@cache
 def ratification_schema(slot_chars: int = SLOT_MAX_CHARS) -> type[Ratification]:
     """The ratification's structured output with an amendment of up to one slot (`slot_chars`).
 
