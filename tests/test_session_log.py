@@ -167,6 +167,10 @@ def test_there_is_one_ended_by_and_one_hashing_helper():
     assert config.identity() == hashing.sha256_hex(config.model_dump(mode="json")) == hashing.sha256_hex(config)
     assert hashing.canonical_json({"b": 1, "a": "é"}) == '{"a":"é","b":1}'
     assert variant("single").identity() == hashing.sha256_hex(variant("single"))
+    package = Path(hashing.__file__).parent
+    own_hashing = [p.relative_to(package) for p in package.rglob("*.py")
+                   if p.name != "hashing.py" and "import hashlib" in p.read_text()]
+    assert own_hashing == []  # everything hashes through colabkit.hashing
 
 
 @pytest.mark.parametrize("role", ["judge", "Judge", "reviewer"])

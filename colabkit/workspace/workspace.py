@@ -11,7 +11,6 @@ decision (`colabkit.session.observation`: every cell is shared, chat by addresse
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import shutil
 import stat
@@ -24,6 +23,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.errors import ColabkitError
+from colabkit.hashing import sha256_stream
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
 from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, choose, report
@@ -379,7 +379,7 @@ def _record(path: Path, rel: str) -> FileRecord | None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as fh:
-                digest = hashlib.file_digest(fh, "sha256").hexdigest()
+                digest = sha256_stream(fh)
         except OSError:
             digest = None
     return FileRecord(path=rel, kind="file", size=st.st_size, sha256=digest)
