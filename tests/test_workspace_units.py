@@ -187,7 +187,7 @@ def test_open_rejects_missing_and_clashing_files(tmp_path):
 def test_kernel_uid_cannot_swap_the_data_copy(tmp_path):
     import subprocess
 
-    from colabkit.workspace.isolation import fresh_uid
+    from colabkit.workspace.processes import fresh_uid
     from colabkit.workspace.workspace import _prepare
 
     (tmp_path / "x.csv").write_text("a\n1\n")
