@@ -149,6 +149,9 @@ def test_loaders_export_the_join_keys_and_provenance(stored):
     pending = events[events["status"] == "pending"]
     assert pending[["gate_scope", "gate_signatory"]].values.tolist() == [["all", "R"], ["all", "R"]]
     assert events.loc[events["n_calls"] > 0, "prompt_hashes"].str.len().min() >= 64
+    called = events[events["n_calls"] > 0]
+    assert (called["output_modes"].str.split(";").str.len() == called["n_calls"]).all()
+    assert set(";".join(called["output_modes"]).split(";")) == {"json_schema"}  # scripted: a custom provider
     row = sessions.iloc[0]
     assert row["task_digest"] == TASK.task_digest and row["schema_version"] == 2
     assert json.loads(row["persona_versions_json"])["R"] == persona("R").version

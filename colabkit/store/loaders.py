@@ -36,7 +36,7 @@ _GATE_FIELDS = ("gate_scope", "gate_note", "gate_signatory")
 _CALL_TOTALS = ("n_calls", "prompt_tokens", "completion_tokens", "tokens", "cost", "latency_s",
                 "cache_hits", "llm_errors")
 EVENT_COLUMNS = ("session_id", "event_id", "seq", "schema_version", "task_id", "variant", "seed", *_EVENT_FIELDS,
-                 *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes")
+                 *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes", "output_modes")
 SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "memory", "gate_source",
                    "seed", "model", "models_json", "profile", "context_window", "action_budget", "idle_rounds", "max_rounds", "ended_by",
                    "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
@@ -141,6 +141,7 @@ def _append_events(folder: Path, rec: dict, cols: dict[str, list]) -> None:
         cols["gate_signatory"].append(gate.get("signatory"))
         cols["args_json"].append(_json(ev.get("args") or {}))
         cols["prompt_hashes"].append(";".join(c.get("prompt_hash") or "" for c in calls))
+        cols["output_modes"].append(";".join(c.get("output_mode") or "" for c in calls))
         prompt = sum(c["prompt_tokens"] for c in calls)
         completion = sum(c["completion_tokens"] for c in calls)
         cols["n_calls"].append(len(calls))
@@ -192,7 +193,8 @@ def load_events(out: Path | str, session_ids: Iterable[str] | None = None) -> pd
     (gate_scope, gate_note, gate_signatory), `args_json` (the action's arguments as JSON
     text: their shape varies by action), the totals of the LLM calls behind the event
     (n_calls, prompt_tokens, completion_tokens, tokens, cost, latency_s, cache_hits,
-    llm_errors) and their `prompt_hashes` (";"-joined, keys into `prompts.jsonl`).
+    llm_errors), their `prompt_hashes` (";"-joined, keys into `prompts.jsonl`) and their
+    `output_modes` (";"-joined: how each call asked for its format, see `colabkit.llm.gateway`).
     """
     return _load(out, EVENTS_PARQUET, session_ids, events=True)
 
