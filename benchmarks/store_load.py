@@ -20,6 +20,7 @@ from pathlib import Path
 import colabkit
 from colabkit.llm import CallRecord, ModelConfig
 from colabkit.session import Event, SessionSettings, SessionSpec
+from colabkit.session.totals import session_totals
 from colabkit.store import SessionRecord, atomic_write_text, export_parquet, load_events, load_sessions
 from colabkit.store.layout import EVENTS_FILE, SESSION_FILE
 from colabkit.team import variant
@@ -41,28 +42,30 @@ def synthesise(out: Path, n_sessions: int, n_events: int, seed: int = 0) -> None
         sid = spec.session_id
         folder = out / sid
         folder.mkdir(parents=True)
-        lines = []
+        events = []
         for seq in range(n_events):
             action = rng.choice(ACTIONS)
             calls = () if action == "wait" and rng.random() < 0.5 else (CallRecord(
                 caller="ai", model="local/smollm2-135m", prompt_tokens=rng.randint(800, 1600),
                 completion_tokens=rng.randint(20, 200), latency_s=rng.uniform(1, 12), cache_hit=rng.random() < 0.2,
                 attempts=1),)
-            lines.append(Event(
-                session_id=sid, seq=seq, phase="task", round=seq // 3 + 1, participant=rng.choice(("ai", "D", "R")),
+            events.append(Event(
+                session_id=sid, seq=seq, phase="task", round=seq // 3 + 1, participant=rng.choice(spec.participants),
                 action=action, args={"text": "x" * rng.randint(10, 200)}, status="ok",
                 result="y" * rng.randint(10, 400), thought="z" * rng.randint(10, 120), llm_calls=calls,
                 cell_index=seq if action == "execute_code" else None,
                 time=1.7e9 + seq,
-            ).model_dump_json())
-        (folder / EVENTS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+            ))
+        (folder / EVENTS_FILE).write_text("".join(e.model_dump_json() + "\n" for e in events), encoding="utf-8")
+        sides = {p: spec.variant.persona(p).role for p in spec.participants}
+        totals = session_totals(events, spec.settings, sides, rounds=events[-1].round if events else 0)
         record = SessionRecord(
             session_id=sid, spec_identity=spec.identity(), task_id=spec.task_id, task_digest="0" * 64, seed=spec.seed,
             briefings={p: "b" * 1500 for p in spec.participants},
             persona_versions={p: spec.variant.persona(p).version for p in spec.participants},
             variant_hash=spec.variant.identity(), spec=spec, models={p: spec.model_for(p) for p in spec.participants},
             memory=None, memory_digest=None, final_hypothesis="h" * 200, ended_by="budget", n_events=n_events,
-            totals={"actions": 30.0, "llm_calls": float(n_events), "cost": 0.0}, isolation=isolation,
+            totals=totals, isolation=isolation,
             isolation_level=isolation.level, package_version=colabkit.__version__,
             started=start + timedelta(minutes=i), finished=start + timedelta(minutes=i + 3),
         )

@@ -10,6 +10,7 @@ so there is exactly one definition of "the same content".
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -41,4 +42,10 @@ def sha256_bytes(data: bytes) -> str:
 def sha256_file(path: Path | str) -> str:
     """sha256 hex of a file's bytes, read in chunks (data files can be large)."""
     with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+        return sha256_stream(fh)
+
+
+def sha256_stream(fh: io.BufferedReader) -> str:
+    """sha256 hex of an open binary file's remaining bytes, for callers that must open it
+    themselves (the workspace opens files model code wrote without following links)."""
+    return hashlib.file_digest(fh, "sha256").hexdigest()

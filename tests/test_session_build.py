@@ -8,7 +8,7 @@ import asyncio
 from helpers.scripted import use_scripted
 
 from colabkit.llm import Gateway, ModelConfig
-from colabkit.session import ListSink, SessionSpec
+from colabkit.session import ListSink, SessionSettings, SessionSpec
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import EventLog
 from colabkit.team import variant
@@ -17,10 +17,10 @@ SLOTS = {"expertise": "E", "responsibility": "Resp", "plan": "P", "evidence_stan
 ACCEPT = {"decision": "accept"}
 
 
-def build(var_name: str, scripts: dict, seed: int = 0):
+def build(var_name: str, scripts: dict, seed: int = 0, settings: SessionSettings | None = None):
     var = variant(var_name)
     model = use_scripted(scripts)
-    spec = SessionSpec(task_id="t/0/0", variant=var, seed=seed,
+    spec = SessionSpec(task_id="t/0/0", variant=var, seed=seed, settings=settings or SessionSettings(),
                        models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team})
     sink = ListSink()
     memory = asyncio.run(build_memory(spec, "Which query?", {pid: f"briefing of {pid}" for pid in var.team},
@@ -112,3 +112,24 @@ def test_a_failed_ratification_is_no_amendment_and_a_failed_amending_freezes_the
     assert ratify.status == "failed_step" and "amendment text" in ratify.result
     assert events[-1].args["ratification"] == {"D": "failed"} and events[-1].args["source"] == "consolidation"
     assert not any(e.action == "amend_memory" for e in events) and memory.plan == "DRAFT"
+
+
+def test_the_ratification_is_sized_by_the_profile_like_the_slots():
+    """A large-window model may amend a slot at a slot's length; the compact profile keeps it short."""
+    long_amendment = "R checks that Belau_PC1 is openness, " * 12  # ~450 characters
+    scripts = {"ai": [{**SLOTS}, {**SLOTS}, {**SLOTS, "plan": "AMENDED"}],
+               "R": [{**SLOTS}, {"decision": "amend", "amendment": long_amendment}]}
+    memory, events, model = build("memory-r", scripts, settings=SessionSettings(context_window=128_000))
+    [ratify] = [e for e in events if e.action == "ratify_memory"]
+    assert ratify.status == "ok" and memory.plan == "AMENDED"
+    prompt = [c for c in model.calls if c["name"] == "R"][-1]["messages"][-1]["content"]
+    assert "at most 1200 characters" in prompt
+    # compact: the same amendment is too long (repaired once, then a failed step)
+    scripts = {"ai": [{**SLOTS}, {**SLOTS}],
+               "R": [{**SLOTS}, {"decision": "amend", "amendment": long_amendment},
+                     {"decision": "amend", "amendment": long_amendment}]}
+    memory, events, model = build("memory-r", scripts)
+    [ratify] = [e for e in events if e.action == "ratify_memory"]
+    assert ratify.status == "failed_step" and events[-1].args["ratification"] == {"R": "failed"}
+    prompt = [c for c in model.calls if c["name"] == "R"][-1]["messages"][-1]["content"]
+    assert "at most 280 characters" in prompt

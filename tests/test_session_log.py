@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pandas as pd
 import pytest
 from helpers.scripted import use_scripted
 
@@ -148,9 +149,16 @@ def test_loaders_export_the_join_keys_and_provenance(stored):
     pending = events[events["status"] == "pending"]
     assert pending[["gate_scope", "gate_signatory"]].values.tolist() == [["all", "R"], ["all", "R"]]
     assert events.loc[events["n_calls"] > 0, "prompt_hashes"].str.len().min() >= 64
+    called = events[events["n_calls"] > 0]
+    assert (called["output_modes"].str.split(";").str.len() == called["n_calls"]).all()
+    assert set(";".join(called["output_modes"]).split(";")) == {"json_schema"}  # scripted: a custom provider
     row = sessions.iloc[0]
     assert row["task_digest"] == TASK.task_digest and row["schema_version"] == 2
     assert json.loads(row["persona_versions_json"])["R"] == persona("R").version
+    # the profile is a factor; the per-side budgets and what each side used are columns of their own
+    assert row["profile"] == "compact" and pd.isna(row["context_window"])  # scripted models: unknown window
+    assert str(sessions["context_window"].dtype) == "Int64"
+    assert (row["ai_budget"], row["human_budget"], row["ai_actions"], row["human_actions"]) == (30, 30, 4, 4)
 
 
 def test_there_is_one_ended_by_and_one_hashing_helper():
@@ -162,6 +170,10 @@ def test_there_is_one_ended_by_and_one_hashing_helper():
     assert config.identity() == hashing.sha256_hex(config.model_dump(mode="json")) == hashing.sha256_hex(config)
     assert hashing.canonical_json({"b": 1, "a": "é"}) == '{"a":"é","b":1}'
     assert variant("single").identity() == hashing.sha256_hex(variant("single"))
+    package = Path(hashing.__file__).parent
+    own_hashing = [p.relative_to(package) for p in package.rglob("*.py")
+                   if p.name != "hashing.py" and "import hashlib" in p.read_text()]
+    assert own_hashing == []  # everything hashes through colabkit.hashing
 
 
 @pytest.mark.parametrize("role", ["judge", "Judge", "reviewer"])

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 import pytest
-from helpers.discoverybench import discoverybench_root
+from helpers.env import shared_data
 from helpers.scripted import use_scripted
 
 from colabkit.llm import Gateway, ModelConfig
@@ -89,7 +89,7 @@ def test_the_profile_is_recorded_and_part_of_the_identity():
 
 @pytest.fixture(scope="module")
 def archaeology_task():
-    return load_tasks(discoverybench_root()).get("archaeology/0/0")
+    return load_tasks(shared_data()).get("archaeology/0/0")
 
 
 def _column_named(name: str, text: str) -> bool:

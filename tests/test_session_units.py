@@ -282,6 +282,21 @@ def test_a_signatory_sees_the_proposed_action_whole_and_the_cells_it_depends_on(
     assert "No cells had been run when it was proposed." in none
 
 
+def test_the_signatory_reads_the_teams_whole_note_and_the_proposer_the_reason_as_the_profile_allows():
+    note = "n" * 119 + "!"  # as long as a team may write it
+    rule = GateRule(action="execute_code", signatory="D", scope="data_changing", note=note)
+    gates = Gatekeeper(GateTable(rules=(rule,)), TEAM)
+    action = to_action(step("execute_code", "df = df.dropna()"), "ai", TEAM)
+    request = gates.open(action, "ai", gates.rule_for(action, "ai"), round=1)
+    assert f"(rule: data-changing code only; note: {note})" in observe("D", gatekeeper=gates).render()
+    reason = "the rows dropped here are the 1950s samples we need; " * 6  # ~320 characters
+    gates.decide(request.request_id, "D", "rejected", reason)
+    assert reason.strip() in observe("ai", profile=FULL, gatekeeper=gates).render()
+    compact = observe("ai", gatekeeper=gates)
+    shown = compact.my_requests[0].reason  # the compact profile clips it like a chat message
+    assert shown.startswith(reason[:150]) and shown.endswith(" chars]") and len(shown) < COMPACT.message_chars + 20
+
+
 # --- events ----------------------------------------------------------------------------------
 
 

@@ -134,6 +134,17 @@ def test_loaders_read_a_current_export_and_ignore_a_stale_one(store, tmp_path):
     assert folders[1].name not in set(load_events(out).session_id)
 
 
+def test_an_export_without_a_column_this_version_has_is_stale(store, tmp_path):
+    out, _ = copy_store(store, tmp_path)
+    export_parquet(out)
+    for name, column in (("sessions.parquet", "profile"), ("events.parquet", "gate_scope")):
+        stamp = (out / name).stat().st_mtime_ns
+        old = pd.read_parquet(out / name).drop(columns=[column])  # as an older version wrote it
+        old.to_parquet(out / name, index=False)
+        os.utime(out / name, ns=(stamp, stamp))
+    assert "profile" in load_sessions(out).columns and "gate_scope" in load_events(out).columns
+
+
 def test_loaders_can_restrict_to_given_sessions(store, tmp_path):
     out, folders = copy_store(store, tmp_path)
     wanted = [folders[2].name]

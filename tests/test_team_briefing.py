@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from helpers.discoverybench import discoverybench_root
+from helpers.env import shared_data
 
 from colabkit.tasks import Column, DatasetInfo, Task, load_tasks
 from colabkit.team import DEFAULT_MAX_CHARS, Persona, private_briefing
@@ -91,7 +91,7 @@ def test_short_briefings_are_not_marked_shortened(task):
 
 
 def _real_suite():
-    return load_tasks(discoverybench_root())
+    return load_tasks(shared_data())
 
 
 def test_real_tasks_split_and_no_gold():

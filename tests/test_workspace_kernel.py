@@ -133,16 +133,6 @@ def test_timeout_can_be_set_per_cell(runner, ws):
     assert run(runner, ws, "print(x)").output == "42\n"
 
 
-def test_views_show_only_own_cells_unless_sees_all(runner, ws):
-    mine = run(runner, ws, "y = 1", author="D")
-    own = ws.cells_visible_to("D", sees_all=False)
-    assert own == [mine]
-    assert len(ws.cells_visible_to("D", sees_all=True)) == len(ws.cells)
-    ws.chat.post("ai", "for R only", to=["R"])
-    view = ws.view_for("D", sees_all=False)
-    assert view.cells == (mine,) and all(m.visible_to("D") for m in view.messages)
-
-
 def test_snapshot_records_cells_chat_editor_and_created_files(runner, ws, tmp_path):
     run(runner, ws, """
         import os

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from colabkit.errors import ColabkitError
-from colabkit.workspace import CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot, visible_cells
+from colabkit.workspace import CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot
 from colabkit.workspace.boot import DROPPED_MIME
 from colabkit.workspace.isolation import SANDBOX_WORKDIR, IsolationReport, Layout, Sandbox, kernel_env, rlimits
 from colabkit.workspace.output import OutputCollector, clip_middle, strip_ansi, write_no_follow
@@ -62,13 +62,6 @@ def test_editor_keeps_every_version_and_latest_text():
 def _cell(index, author):
     return CellResult(index=index, author=author, code="1", status="ok", output="", error=None,
                       images=(), truncated=False, restarted=False, duration_s=0.0)
-
-
-def test_cells_visible_only_to_their_author_unless_sees_all():
-    cells = [_cell(0, "ai"), _cell(1, "D"), _cell(2, "ai")]
-    assert [c.index for c in visible_cells(cells, "D", sees_all=False)] == [1]
-    assert [c.index for c in visible_cells(cells, "D", sees_all=True)] == [0, 1, 2]
-    assert visible_cells(cells, "R", sees_all=False) == []
 
 
 def test_output_truncation_note_counts_every_dropped_character(tmp_path):
@@ -194,7 +187,7 @@ def test_open_rejects_missing_and_clashing_files(tmp_path):
 def test_kernel_uid_cannot_swap_the_data_copy(tmp_path):
     import subprocess
 
-    from colabkit.workspace.isolation import fresh_uid
+    from colabkit.workspace.processes import fresh_uid
     from colabkit.workspace.workspace import _prepare
 
     (tmp_path / "x.csv").write_text("a\n1\n")

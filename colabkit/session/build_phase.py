@@ -32,17 +32,17 @@ from typing import Literal
 
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
-from colabkit.session.observation import clip
+from colabkit.session.observation import clip, unstated_query
 from colabkit.session.react import ask, prompt_messages
 from colabkit.session.settings import SessionSpec
 from colabkit.team import (
     MemoryRecord,
     MemorySlots,
     Persona,
-    Ratification,
     build_instructions,
     memory_from_consolidation,
     memory_schema,
+    ratification_schema,
 )
 
 PROPOSE, CONSOLIDATE, RATIFY, AMEND = BUILD_ACTIONS
@@ -56,8 +56,7 @@ def _render_proposal(pid: str, proposal: MemorySlots, limit: int | None) -> str:
 
 
 def _user_text(query: str, briefing: str, instructions: str, extra: list[str]) -> str:
-    # The team layer's briefings open with the query; as in task-phase observations, say it once.
-    parts = [] if query.strip() in briefing else [f"# Task\n{query}"]
+    parts = [f"# Task\n{query}"] if unstated_query(query, briefing) else []
     parts += [f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{instructions}", *extra]
     return "\n\n".join(parts)
 
@@ -73,6 +72,7 @@ class _Build:
         self.with_gates = self.variant.gate_source == "self"
         self.profile = spec.profile  # the compact one keeps the embedded model's answers short
         self.schema = memory_schema(self.with_gates, self.profile.slot_chars)
+        self.ratification = ratification_schema(self.profile.slot_chars)  # an amendment: one slot's worth
         self.team: tuple[Persona, ...] = self.variant.team_personas()
 
     def order(self, members: list[str], step: int) -> list[str]:
@@ -128,12 +128,13 @@ class _Build:
     async def ratify(self, draft: MemorySlots) -> tuple[dict[str, str], dict[str, str]]:
         """Each human's answer ("accept", "amend" or "failed") and the amendments by member."""
         enforced, _ = memory_from_consolidation(draft, self.team, with_gates=self.with_gates)
-        shown = [f"# Consolidated memory (draft)\n{enforced.render(draft=True)}"]
+        # Shown as the task phase will show it: the same profile budget, the gate line whole.
+        shown = [f"# Consolidated memory (draft)\n{enforced.render(self.profile.memory_chars, draft=True)}"]
         answers: dict[str, str] = {}
         amendments: dict[str, str] = {}
         for pid in self.order(list(self.variant.humans), 3):
             answer = await ask(self.gateway, self.spec.model_for(pid), self.messages(pid, RATIFY_NOTE, "ratify", shown),
-                               Ratification, caller=pid, sample=self.sample)
+                               self.ratification, caller=pid, sample=self.sample)
             if answer.value is None:
                 answers[pid] = "failed"
                 self.log.emit(phase="build", round=3, participant=pid, action=RATIFY, status="failed_step",

@@ -37,9 +37,14 @@ from colabkit.session.gating import Gatekeeper, Request
 from colabkit.session.profile import ObservationProfile
 
 T = TypeVar("T")
-_RULE_CHARS = 120
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
                  "editor", "requests_for_me", "my_requests"}
+
+
+def unstated_query(query: str, briefing: str) -> str:
+    """The query, or "" when the briefing already states it (the team layer's briefings open
+    with it): a prompt says it once, in the build phase and the task phase alike."""
+    return "" if query.strip() in briefing else query
 
 
 def clip(text: str, limit: int | None) -> str:
@@ -195,9 +200,9 @@ def request_view(request: Request, profile: ObservationProfile,
         proposer=request.proposer,
         signatory=request.signatory,
         action=request.action.describe(profile.activity_chars),
-        condition=clip(request.condition, _RULE_CHARS),
+        condition=request.condition,  # whole: the team's note is bounded when written (NOTE_MAX_CHARS)
         status=request.status,
-        reason=clip(request.reason, _RULE_CHARS),
+        reason=clip(request.reason, profile.message_chars),  # a signatory's word to the proposer
         proposal=f"{request.action.type}{target}:\n{clip(payload, profile.request_chars)}" if payload
         else request.action.type,
         depends_on=tuple(depends_on),
@@ -318,8 +323,7 @@ def build_observation(
         round=round,
         actions_left=actions_left,
         budget_holder=budget_holder,
-        # The team layer's briefings already open with the query; do not spend tokens twice.
-        query="" if query.strip() in briefing else clip(query, profile.query_chars),
+        query=clip(unstated_query(query, briefing), profile.query_chars),
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,
         editor=clip(workspace.editor.text, profile.editor_chars),

@@ -7,8 +7,9 @@ factor columns (task, variant, seed) so an analysis never needs a join to group.
 Only finished sessions (with `session.json`) are read; an interrupted run's folder is
 invisible. Parsing 100k JSON lines costs seconds, so `export_parquet` writes a columnar copy
 of both tables, and the loaders use it whenever it is still current: newer than every
-session folder and covering exactly the finished sessions on disk. Otherwise they fall back
-to the JSON lines, so a stale export can never hide a session.
+session folder, covering exactly the finished sessions on disk, and holding every column
+this version's tables have. Otherwise they fall back to the JSON lines, so a stale export
+(or one written before a column was added) can never hide a session or a column.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import orjson
 import pandas as pd
+import pyarrow.parquet as pq
 
 from colabkit.errors import ColabkitError
 from colabkit.store.atomic import atomic_path
@@ -34,9 +36,9 @@ _GATE_FIELDS = ("gate_scope", "gate_note", "gate_signatory")
 _CALL_TOTALS = ("n_calls", "prompt_tokens", "completion_tokens", "tokens", "cost", "latency_s",
                 "cache_hits", "llm_errors")
 EVENT_COLUMNS = ("session_id", "event_id", "seq", "schema_version", "task_id", "variant", "seed", *_EVENT_FIELDS,
-                 *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes")
+                 *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes", "output_modes")
 SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "memory", "gate_source",
-                   "seed", "model", "models_json", "action_budget", "idle_rounds", "max_rounds", "ended_by",
+                   "seed", "model", "models_json", "profile", "context_window", "action_budget", "idle_rounds", "max_rounds", "ended_by",
                    "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
                    "isolation_level", "package_version", "started", "finished", "duration_s")
 _INDEX_COLUMNS = ("cell_index", "message_index", "editor_version")  # nullable: only creating events have one
@@ -68,6 +70,9 @@ def _current_parquet(out: Path, name: str, finished: list[tuple[str, Path, int]]
         return None
     if any(mtime >= stamp for _, _, mtime in finished):
         return None
+    columns = EVENT_COLUMNS if name == EVENTS_PARQUET else SESSION_COLUMNS
+    if not set(columns) <= set(pq.read_schema(path).names):  # written by an older version
+        return None
     exported = set(pd.read_parquet(sessions_path, columns=["session_id"])["session_id"])
     on_disk = {sid for sid, _, _ in finished}
     return path if (on_disk <= exported if filtered else on_disk == exported) else None
@@ -87,6 +92,8 @@ def _session_row(rec: dict) -> dict:
         "variant_hash": rec["variant_hash"], "humans": ",".join(variant["humans"]), "memory": variant["memory"],
         "gate_source": variant["gate_source"], "seed": rec["seed"], "model": rec["models"]["ai"]["model"],
         "models_json": _json(rec["models"]),
+        # The observation profile is a factor: sessions compared with each other must share it.
+        "profile": spec.get("profile", {}).get("name"), "context_window": spec.get("profile", {}).get("context_window"),
         "action_budget": settings["action_budget"], "idle_rounds": settings["idle_rounds"],
         "max_rounds": settings["max_rounds"], "ended_by": rec["ended_by"],
         "final_hypothesis": rec["final_hypothesis"], "n_events": rec["n_events"],
@@ -106,6 +113,7 @@ def _sessions_frame(rows: list[dict]) -> pd.DataFrame:
     df["duration_s"] = (df["finished"] - df["started"]).dt.total_seconds()
     totals = [c for c in df.columns if c not in SESSION_COLUMNS]
     df[totals] = df[totals].astype("float64")
+    df["context_window"] = df["context_window"].astype("Int64")  # None: unknown window
     df = df.astype({"seed": "int64", "schema_version": "int64", "n_events": "int64", "action_budget": "int64", "idle_rounds": "int64",
                     "max_rounds": "int64", "memory": "bool"})
     return df[[*SESSION_COLUMNS, *totals]].reset_index(drop=True)
@@ -133,6 +141,7 @@ def _append_events(folder: Path, rec: dict, cols: dict[str, list]) -> None:
         cols["gate_signatory"].append(gate.get("signatory"))
         cols["args_json"].append(_json(ev.get("args") or {}))
         cols["prompt_hashes"].append(";".join(c.get("prompt_hash") or "" for c in calls))
+        cols["output_modes"].append(";".join(c.get("output_mode") or "" for c in calls))
         prompt = sum(c["prompt_tokens"] for c in calls)
         completion = sum(c["completion_tokens"] for c in calls)
         cols["n_calls"].append(len(calls))
@@ -184,7 +193,8 @@ def load_events(out: Path | str, session_ids: Iterable[str] | None = None) -> pd
     (gate_scope, gate_note, gate_signatory), `args_json` (the action's arguments as JSON
     text: their shape varies by action), the totals of the LLM calls behind the event
     (n_calls, prompt_tokens, completion_tokens, tokens, cost, latency_s, cache_hits,
-    llm_errors) and their `prompt_hashes` (";"-joined, keys into `prompts.jsonl`).
+    llm_errors), their `prompt_hashes` (";"-joined, keys into `prompts.jsonl`) and their
+    `output_modes` (";"-joined: how each call asked for its format, see `colabkit.llm.gateway`).
     """
     return _load(out, EVENTS_PARQUET, session_ids, events=True)
 
@@ -192,7 +202,8 @@ def load_events(out: Path | str, session_ids: Iterable[str] | None = None) -> pd
 def load_sessions(out: Path | str, session_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per finished session under `out` (or of `session_ids`), sorted by session id.
 
-    Columns: factors (task, variant and its parts, seed, model), settings, outcome
+    Columns: factors (task, variant and its parts, seed, model, the observation profile's
+    name and the context window it came from), settings, outcome
     (ended_by, final_hypothesis, n_events), provenance (schema version, task digest, persona
     versions and briefings as JSON, isolation, package version, times),
     then one float column per key of the session's totals (actions, llm_calls, cost, ...).

@@ -23,7 +23,8 @@ from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
 RECORD_SCHEMA_VERSION: Final = 2
-"""Version 2 added schema_version, task_digest, briefings and persona_versions."""
+"""Version 2 added schema_version, task_digest, briefings and persona_versions; its `totals`
+carry each side's budget and use, and its `spec` the observation profile."""
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:

@@ -23,6 +23,7 @@ from colabkit.team.memory import (
     build_instructions,
     memory_from_consolidation,
     memory_schema,
+    ratification_schema,
 )
 from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
 from colabkit.team.variants import VARIANT_NAMES, VARIANTS, VariantConfig, variant
@@ -52,5 +53,6 @@ __all__ = [
     "memory_schema",
     "persona",
     "private_briefing",
+    "ratification_schema",
     "variant",
 ]

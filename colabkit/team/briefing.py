@@ -6,8 +6,10 @@ quirks, and the AI agent neither -- only the query and the file names, which eve
 What a persona holds is its `knows` field, so custom personas can take any slice.
 
 Briefings are built from the participant-safe `Task` only (it carries no gold). They are
-whole unless the session's observation profile caps them (`max_chars`: the compact profile
-of the embedded model, whose context is tiny, uses `DEFAULT_MAX_CHARS`). Shortening is deliberate rather than a blunt cut: numbered domain-knowledge points
+whole unless the session's observation profile caps them (`max_chars`, the profile's
+`briefing_chars`: only the compact profile of the embedded model, whose context is tiny, sets
+one; `DEFAULT_MAX_CHARS` is this function's own default for callers without a profile).
+Shortening is deliberate rather than a blunt cut: numbered domain-knowledge points
 are trimmed evenly (the longest first), the data quirks are kept whole, columns related to
 the query or carrying a description are kept before the rest, and the briefing says when it
 was shortened. The query and the file names are never cut.

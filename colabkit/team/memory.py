@@ -10,14 +10,15 @@ the schemas here as structured outputs, then calls `memory_from_consolidation` t
 immutable `MemoryRecord`. Slot lengths are bounded in the schemas (they appear as maxLength
 in the JSON schema given to the model) at what the session's observation profile allows:
 `SLOT_MAX_CHARS` for the embedded model (compact profile), more for models with large
-windows; `render(max_chars=...)` fits a tighter observation budget by trimming the slots
-evenly.
+windows; a ratification's amendment is bounded like one slot. `render(max_chars=...)` fits a
+tighter observation budget by trimming the slots evenly.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -29,7 +30,7 @@ from colabkit.team.textfit import fit_all
 
 SLOT_MAX_CHARS = 280  # the compact (embedded-model) answer length; a session profile may allow more
 SLOT_CEILING = 4000  # what a frozen record may hold, whatever the profile
-AMENDMENT_MAX_CHARS = 280
+AMENDMENT_MAX_CHARS = SLOT_MAX_CHARS  # an amendment changes a slot, so it may be as long as one
 MAX_GATES = 8
 SLOTS = ("expertise", "responsibility", "plan", "evidence_standards")
 
@@ -95,6 +96,7 @@ class Ratification(BaseModel):
         return self
 
 
+@cache  # one class per size, however many sessions a process runs (as `step_schema`)
 def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> type[MemorySlots]:
     """The structured-output schema for the build phase of a memory variant, `slot_chars` per slot."""
     base = MemoryProposal if with_gates else MemorySlots
@@ -103,6 +105,21 @@ def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> type[Me
     fields: dict[str, Any] = {
         slot: (str, Field(max_length=min(slot_chars, SLOT_CEILING), description=_SLOT_HELP[slot])) for slot in SLOTS}
     return cast(type[MemorySlots], create_model(f"{base.__name__}{slot_chars}", __base__=base, **fields))
+
+
+@cache
+def ratification_schema(slot_chars: int = SLOT_MAX_CHARS) -> type[Ratification]:
+    """The ratification's structured output with an amendment of up to one slot (`slot_chars`).
+
+    Sized by the same profile as the slots, so a member with a large-window model may name
+    an amendment as long as the slot it changes, and the embedded model keeps short answers.
+    """
+    if slot_chars == AMENDMENT_MAX_CHARS:
+        return Ratification
+    amendment = Field("", max_length=min(slot_chars, SLOT_CEILING),
+                      description=Ratification.model_fields["amendment"].description)
+    return cast(type[Ratification], create_model(f"Ratification{slot_chars}", __base__=Ratification,
+                                                 amendment=(str, amendment)))
 
 
 class MemoryRecord(BaseModel):
@@ -147,7 +164,7 @@ def build_instructions(
         return (
             f"Memory build. Team: {members}. Below is the consolidated shared memory. Reply with decision "
             f"'accept' if you can work with it, or 'amend' and the one change you need (at most "
-            f"{AMENDMENT_MAX_CHARS} characters). The AI agent applies the amendments once; then it is frozen."
+            f"{slot_chars} characters). The AI agent applies the amendments once; then it is frozen."
         )
     if stage == "amend":
         return (

@@ -14,12 +14,9 @@ from colabkit.workspace.workspace import (
                                           Workspace,
                                           WorkspaceEvent,
                                           WorkspaceSnapshot,
-                                          WorkspaceView,
-                                          visible_cells,
 )
 
 __all__ = [
     "CellResult", "Chat", "Editor", "EditorVersion", "FileRecord", "IsolationReport", "Limits",
-    "Message", "Workspace", "WorkspaceEvent", "WorkspaceSnapshot", "WorkspaceView",
-    "release_mounts", "visible_cells",
+    "Message", "Workspace", "WorkspaceEvent", "WorkspaceSnapshot", "release_mounts",
 ]

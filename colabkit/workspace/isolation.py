@@ -26,13 +26,10 @@ import json
 import logging
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -40,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 from colabkit.errors import ColabkitError
+from colabkit.workspace.processes import fresh_uid, kill_uid, user_task_count
 
 log = logging.getLogger("colabkit.workspace")
 
@@ -229,62 +227,6 @@ def _ancestors(dests: list[str]) -> list[str]:
             if p != "/" and p not in out and p not in dests:
                 out.append(p)
     return out
-
-
-def fresh_uid() -> int:
-    """An unprivileged uid no process uses, so this kernel's process count is its own."""
-    used = {uid for _, uid in _processes()}
-    while True:
-        uid = 200_000 + secrets.randbelow(800_000)
-        if uid not in used:
-            return uid
-
-
-def _processes() -> Iterator[tuple[Path, int]]:
-    """(/proc entry, owner uid) of every visible process; empty where /proc is absent."""
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            yield entry, entry.stat().st_uid
-        except OSError:
-            continue
-
-
-def user_task_count(uid: int) -> int:
-    """Threads+processes the user runs now (RLIMIT_NPROC counts both)."""
-    total = 0
-    for entry, owner in _processes():
-        if owner == uid:
-            try:
-                total += sum(1 for _ in (entry / "task").iterdir())
-            except OSError:
-                continue
-    return total
-
-
-def kill_uid(uid: int, wait_s: float = 5.0) -> bool:
-    """SIGKILL every process of a throw-away kernel uid and wait until none runs.
-
-    Catches daemons that left the process group; waiting matters because a pid namespace
-    is torn down asynchronously after its init dies.  Zombies are dead and not waited for.
-    """
-    deadline = time.monotonic() + wait_s
-    while True:
-        pids = [int(entry.name) for entry, owner in _processes() if owner == uid and _running(entry)]
-        if not pids or time.monotonic() > deadline:
-            return not pids
-        for pid in pids:
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
-        time.sleep(0.01)
-
-
-def _running(entry: Path) -> bool:
-    try:
-        return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def choose(preference: IsolationChoice = "auto") -> tuple[Sandbox, tuple[str, ...]]:

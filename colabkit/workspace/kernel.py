@@ -40,8 +40,9 @@ import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 
 from colabkit.errors import ColabkitError
-from colabkit.workspace.isolation import Layout, Limits, Sandbox, boot_config, kill_uid
+from colabkit.workspace.isolation import Layout, Limits, Sandbox, boot_config
 from colabkit.workspace.output import OutputCollector
+from colabkit.workspace.processes import kill_uid
 
 log = logging.getLogger("colabkit.workspace")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024

@@ -4,13 +4,13 @@
 working folder with a read-only `data/` copy; the original files are only read once), the
 kernel (restarted and brought back to its state by replaying earlier successful cells
 when it dies or hangs), and the record: cells, messages, editor versions, kernel events
-and the files participants created.  Views answer "what can participant X see now".
+and the files participants created.  What a participant sees is the session layer's
+decision (`colabkit.session.observation`: every cell is shared, chat by addressee).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import shutil
 import stat
@@ -23,6 +23,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.errors import ColabkitError
+from colabkit.hashing import sha256_stream
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
 from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, choose, report
@@ -76,17 +77,6 @@ class FileRecord(BaseModel):
     sha256: str | None
 
 
-class WorkspaceView(BaseModel):
-    """What one participant can see at this moment."""
-
-    model_config = ConfigDict(frozen=True)
-
-    participant: str
-    cells: tuple[CellResult, ...]
-    messages: tuple[Message, ...]
-    editor_text: str
-
-
 class WorkspaceSnapshot(BaseModel):
     """Everything the workspace holds, for the trajectory."""
 
@@ -108,11 +98,6 @@ class WorkspaceSnapshot(BaseModel):
         path = Path(path)
         path.write_text(self.model_dump_json(indent=2))
         return path
-
-
-def visible_cells(cells: Sequence[CellResult], participant: str, *, sees_all: bool) -> list[CellResult]:
-    """Cells a participant may see: all of them, or only the ones they wrote."""
-    return [c for c in cells if sees_all or c.author == participant]
 
 
 class Workspace:
@@ -279,16 +264,7 @@ class Workspace:
         self.events.append(WorkspaceEvent(index=len(self.events), kind=kind, time=self._clock(),
                                           cell=cell, detail=detail))
 
-    # -- views and record ----------------------------------------------------------------
-    def cells_visible_to(self, participant: str, *, sees_all: bool) -> list[CellResult]:
-        return visible_cells(self.cells, participant, sees_all=sees_all)
-
-    def view_for(self, participant: str, *, sees_all: bool) -> WorkspaceView:
-        return WorkspaceView(participant=participant,
-                             cells=tuple(self.cells_visible_to(participant, sees_all=sees_all)),
-                             messages=tuple(self.chat.visible_to(participant)),
-                             editor_text=self.editor.text)
-
+    # -- record ----------------------------------------------------------------------------
     def snapshot(self) -> WorkspaceSnapshot:
         files, omitted = self._final_files if self._final_files else list_files(self.workdir)
         return WorkspaceSnapshot(
@@ -405,7 +381,7 @@ def _record(path: Path, rel: str) -> FileRecord | None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as fh:
-                digest = hashlib.file_digest(fh, "sha256").hexdigest()
+                digest = sha256_stream(fh)
         except OSError:
             digest = None
     return FileRecord(path=rel, kind="file", size=st.st_size, sha256=digest)

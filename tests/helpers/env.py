@@ -1,7 +1,8 @@
 """What a test needs from the machine, and what happens when it is missing.
 
 On a developer's machine a missing bubblewrap or a missing `../shared` copy of
-DiscoveryBench skips the tests that need them; in CI (`CI=true`) the same absence fails,
+DiscoveryBench (or wherever `COLABKIT_DISCOVERYBENCH` points) skips the tests that need
+them; in CI (`CI=true`) the same absence fails,
 so a CI image that lost bubblewrap or the data cannot turn the sandbox and real-data
 proofs into silent skips.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 _REPO = Path(__file__).resolve().parents[2]
+ENV = "COLABKIT_DISCOVERYBENCH"
 
 
 def in_ci() -> bool:
@@ -30,7 +32,10 @@ def require(condition: bool, reason: str) -> None:
 
 
 def discoverybench_root() -> Path:
-    """`shared/discoverybench` beside the repository (or beside a folder holding worktrees)."""
+    """`$COLABKIT_DISCOVERYBENCH`, else `shared/discoverybench` beside the repository (or beside
+    a folder holding worktrees). Not checked: `shared_data()` is the test's requirement."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
     for ancestor in _REPO.parents:
         candidate = ancestor / "shared" / "discoverybench"
         if candidate.is_dir():
