@@ -308,6 +308,27 @@ def test_a_decision_is_the_signatorys_step_never_the_proposers(tmp_path):
     assert [e.action for e in applied] == ["edit_result", "finish"]
 
 
+def test_a_spent_side_may_still_decide_the_requests_addressed_to_it_and_nothing_else(tmp_path):
+    """preassigned-r, the humans' budget 2: R spends it chatting, then the AI's gated edit and
+    finish still get decided (past the budget, counted), and R's further chat is refused."""
+    scripts = {"ai": [say("execute_code", "x = 1"), say("execute_code", "x + 1"), say("edit_result", "H1"),
+                      say("finish", "done")],
+               "R": [say("send_message", "one", "all"), say("send_message", "two", "all"),
+                     say("send_message", "three", "all"), say("approve", "fits", "req-1"),
+                     say("approve", "ok", "req-2")]}
+    seed = ai_first_seed(("ai", "R"), 6)
+    result, events, _, observations = run(tmp_path, variant("preassigned-r"), scripts, seed=seed,
+                                          human_action_budget=2)
+    assert result.ended_by == "finish" and result.final_hypothesis == "H1"
+    r_steps = [(e.action, e.status) for e in events if e.participant == "R" and e.phase == "task"]
+    assert r_steps[:2] == [("send_message", "ok"), ("send_message", "ok")]
+    assert ("send_message", "failed_step") in r_steps  # the third message: the side is spent
+    assert [s for s in r_steps if s[0] == "approve"] == [("approve", "approved"), ("approve", "approved")]
+    assert result.totals.human_actions > result.totals.human_budget  # decisions past the budget are counted
+    spent_views = [o for o in observations["R"] if "send_message" not in o.valid_actions]
+    assert spent_views and all(set(o.valid_actions) <= {"approve", "reject", "wait"} for o in spent_views)
+
+
 def test_the_team_wide_cap_is_an_option(tmp_path):
     scripts = {"ai": [say("execute_code", f"a = {i}") for i in range(5)],
                "D": [say("send_message", f"m{i}", "all") for i in range(5)]}

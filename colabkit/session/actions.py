@@ -160,13 +160,20 @@ def to_action(step: StepSchema, actor: str, team: Sequence[str]) -> Action:
     return Action(type="wait")
 
 
-def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool) -> tuple[str, ...]:
-    """What this participant may do now: no messaging alone, no decisions without a request."""
+DECISIONS = ("approve", "reject", "wait")
+
+
+def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool,
+                  decisions_only: bool = False) -> tuple[str, ...]:
+    """What this participant may do now: no messaging alone, no decisions without a request,
+    and only decisions once its side has spent its budget (see `colabkit.session.scheduler`)."""
     allowed = []
     for kind in ACTION_HELP:
         if kind == "send_message" and len(team) < 2:
             continue
         if kind in ("approve", "reject") and not has_requests:
+            continue
+        if decisions_only and kind not in DECISIONS:
             continue
         allowed.append(kind)
     return tuple(allowed)

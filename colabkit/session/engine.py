@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError
-from colabkit.session.actions import Action, InvalidAction, StepSchema, to_action, valid_actions
+from colabkit.session.actions import DECISIONS, Action, InvalidAction, StepSchema, to_action, valid_actions
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_table
@@ -124,7 +124,8 @@ class _Session:
             cells_at_request=self.cells_at_request,
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
-            valid_actions=valid_actions(pid, self.team, has_requests=bool(self.gates.addressed_to(pid))),
+            valid_actions=valid_actions(pid, self.team, has_requests=bool(self.gates.addressed_to(pid)),
+                                        decisions_only=self.sched.actions_left(pid) == 0),
         )
 
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
@@ -134,8 +135,9 @@ class _Session:
         """One participant's step, if it has anything new in view; the end it caused, if any."""
         observation = self.observe(pid)
         key = observation.view_key()
-        if not self.sched.eligible(pid, key):
+        if not self.sched.eligible(pid, key, has_requests=bool(self.gates.addressed_to(pid))):
             return None
+        spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
         messages = step_messages(self.variant.persona(pid).prompt, observation.render())
         schema = step_schema(self.profile.thought_chars, self.profile.content_chars)
         answer = await ask(self.gateway, self.spec.model_for(pid), messages, schema,
@@ -146,11 +148,11 @@ class _Session:
             self.emit(pid, INVALID_OUTPUT, "failed_step", result=answer.error or "", llm_calls=answer.records)
         else:
             self.scratch[pid].append(f"r{self.round} {step.action}: {step.thought}")
-            if await self.act(pid, step, thought=step.thought, llm_calls=answer.records):
+            if await self.act(pid, step, spent=spent, thought=step.thought, llm_calls=answer.records):
                 return "finish"
         return "budget" if self.sched.budget_spent else None
 
-    async def act(self, pid: str, step: StepSchema, **fields: Any) -> bool:
+    async def act(self, pid: str, step: StepSchema, *, spent: bool = False, **fields: Any) -> bool:
         """Validate and carry out (or hold, or decide) a step; True when a finish took effect."""
         try:
             action = to_action(step, pid, self.team)
@@ -160,6 +162,10 @@ class _Session:
             return False
         if action.type == "wait":
             self.emit(pid, "wait", "ok", **fields)
+            return False
+        if spent and action.type not in DECISIONS:
+            self.emit(pid, action.type, "failed_step", args=action.args(), result=(
+                f"your side has spent its action budget: only {', '.join(DECISIONS)} are possible now"), **fields)
             return False
         if action.type in ("approve", "reject"):
             return await self.decide(pid, action, **fields)

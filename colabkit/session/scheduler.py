@@ -11,7 +11,10 @@ Budgets are per side (`SessionSettings.budget_for`): the AI agent's steps and th
 humans' steps (together) are counted apart, so a talkative teammate never spends the AI
 agent's steps and the single agent has exactly the AI agent's budget of a team. A side that
 has spent its budget takes no more steps (its members are skipped, without a model call);
-the others go on with theirs. Co-Gym's environment ends the whole session when either side
+the others go on with theirs. One exception keeps every gate decidable: a member of a spent
+side to whom a request is addressed may still approve or reject it (nothing else); such a
+decision is counted, past the budget, so `Totals` shows it. Without it a gated variant would
+lose a result because the humans talked more, a confound of exactly the kind budgets remove. Co-Gym's environment ends the whole session when either side
 reaches `max_steps`; here that would let one side's activity cut the other's work short,
 which is the confound per-side budgets remove. An approve/reject is the signatory's step.
 
@@ -69,9 +72,9 @@ class Scheduler:
         return (cap is not None and self.actions >= cap) or all(
             self.used[side] >= self.settings.budget_for(side) for side in self.used)
 
-    def eligible(self, participant: str, view_key: str) -> bool:
+    def eligible(self, participant: str, view_key: str, *, has_requests: bool = False) -> bool:
         """Whether `participant` gets a step now (see the module docstring)."""
-        if self.actions_left(participant) == 0:
+        if self.actions_left(participant) == 0 and not has_requests:
             return False
         if participant not in self._seen or not self._waited[participant]:
             return True
