@@ -101,6 +101,32 @@ def test_a_session_that_cannot_start_is_recorded_as_failed_and_the_batch_goes_on
     assert "1 failed" in summary.line()
 
 
+def test_a_provider_refusal_stops_the_batch_once_and_a_rerun_resumes(tmp_path):
+    import litellm
+
+    from colabkit.errors import ColabkitError
+    from colabkit.runner.batch import ProviderRefused
+
+    refusal = litellm.AuthenticationError("HTTP 401 bad key", llm_provider="scripted", model="everyone")
+    use_scripted({"everyone": [refusal] * 4}, default=CODE)
+    exp = load_experiment(experiment(tmp_path))
+    out = tmp_path / "out"
+    with pytest.raises(ProviderRefused, match=r"bad key.*1 session\(s\) refused, 3 not started"):
+        asyncio.run(arun_sessions(exp.sessions(), out=out, sessions=1, progress=False))
+    first = exp.sessions()[0][0]
+    assert SessionRecord.model_validate_json((session_dir(first, out) / "session.json").read_text()).ended_by \
+        == "provider_error"
+    assert sum(is_finished(session_dir(spec, out)) for spec, _ in exp.sessions()) == 1  # the others never started
+    use_scripted({}, default=CODE)  # the key is fixed: the refused session is no result and runs again
+    summary = asyncio.run(arun_sessions(exp.sessions(), out=out, sessions=1, progress=False))
+    assert [o.status for o in summary.outcomes] == ["done"] * 4
+    (tmp_path / "bad").mkdir()
+    bad = load_experiment(experiment(tmp_path / "bad", models={"default": "nosuchprovider/x"}))
+    with pytest.raises(ColabkitError, match="nosuchprovider"):  # preflight: one line, before anything runs
+        asyncio.run(arun_sessions(bad.sessions(), out=tmp_path / "bad-out", progress=False))
+    assert workspaces(tmp_path / "bad-out") == [] and not any((tmp_path / "bad-out").glob("*/events.jsonl*"))
+
+
 def test_retry_errors_reruns_only_sessions_that_ended_in_error(tmp_path):
     use_scripted({}, default=CODE)
     path = experiment(tmp_path, variants=["single"])

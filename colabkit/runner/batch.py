@@ -18,7 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from colabkit.errors import ColabkitError
 from colabkit.llm import Budget
+from colabkit.llm.preflight import preflight
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
 from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome, journal
 from colabkit.runner.recorder import (
@@ -62,15 +64,28 @@ def session_budget(caps: LLMBudget) -> Budget | None:
     return Budget(max_cost=caps.max_cost_per_session, max_tokens=caps.max_tokens_per_session)
 
 
+class ProviderRefused(ColabkitError):
+    """A provider refused a session in a way no retry fixes (bad key, unknown model): the
+    batch stops starting sessions and reports it once, instead of failing every session."""
+
+
 async def run_one(spec: SessionSpec, task: Task, *, out: Path, limit: asyncio.Semaphore,
                   caps: LLMBudget = LLMBudget(),
-                  on_event: Callable[[Event], None] | None = None) -> SessionOutcome:
-    """Run one session of a batch (or find it done); never raises for the session's own failure."""
+                  on_event: Callable[[Event], None] | None = None,
+                  refused: list[str] | None = None) -> SessionOutcome:
+    """Run one session of a batch (or find it done); never raises for the session's own failure.
+
+    Once a provider has refused an earlier session (`refused` holds that refusal), the
+    session is not started: its outcome is "skipped".
+    """
     folder = session_dir(spec, out)
     if not needs_run(folder):
         return outcome_of(spec, folder, ran=False)
     while True:
         async with limit:
+            if refused:
+                return SessionOutcome(session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name,
+                                      seed=spec.seed, status="skipped", ran_here=False, error=refused[0])
             try:
                 folder, ran = await record_if_needed(spec, task, out=out, progress=on_event,
                                                      budget=session_budget(caps), wait=False)
@@ -87,6 +102,8 @@ async def run_one(spec: SessionSpec, task: Task, *, out: Path, limit: asyncio.Se
     outcome = outcome_of(spec, folder, ran=ran)
     if ran:
         journal(out, outcome)
+        if outcome.ended_by == "provider_error" and refused is not None:
+            refused.append(outcome.error or "a provider refused the session")
     return outcome
 
 
@@ -99,18 +116,30 @@ async def _until_free(out: Path, session_id: str) -> None:
 async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, sessions: int = 4,
                         kernels: int = 4, retry_errors: bool = False, caps: LLMBudget = LLMBudget(),
                         progress: bool = True, desc: str = "sessions") -> BatchSummary:
-    """Run every (spec, task) not finished yet into `out`; return what became of each."""
+    """Run every (spec, task) not finished yet into `out`; return what became of each.
+
+    Every model of the sessions still to run is preflighted first (a missing key or an
+    unknown provider is one line before anything runs); a provider refusal during the batch
+    stops it from starting more sessions and raises `ProviderRefused` once, at the end.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sweep(out)  # workspaces a killed run left behind
     if retry_errors:
         reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC))
+    else:  # a refused session is no result: it reruns, like `colabkit run` reruns it
+        reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC),
+                         endings=frozenset({"provider_error"}))
+    preflight(spec.model_for(role) for spec, _ in items if needs_run(session_dir(spec, out))
+              for role in spec.participants)
+    refused: list[str] = []
     limit = asyncio.Semaphore(min(sessions, kernels))
     bar = Progress(len(items), desc=desc, enabled=progress)
     outcomes: list[SessionOutcome | None] = [None] * len(items)
 
     async def one(index: int, spec: SessionSpec, task: Task) -> None:
-        outcome = await run_one(spec, task, out=out, limit=limit, caps=caps, on_event=bar.on_event)
+        outcome = await run_one(spec, task, out=out, limit=limit, caps=caps, on_event=bar.on_event,
+                                refused=refused)
         outcomes[index] = outcome
         bar.finished(outcome)
 
@@ -124,6 +153,10 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
         raise
     finally:
         bar.close()
+    if refused:
+        skipped = sum(1 for o in outcomes if o is not None and o.status == "skipped")
+        raise ProviderRefused(f"{refused[0]} ({len(refused)} session(s) refused, {skipped} not started; "
+                              "fix it and run again to resume)")
     return BatchSummary(outcomes=[o for o in outcomes if o is not None])
 
 

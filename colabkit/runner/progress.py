@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from colabkit.session import Event
 
 JOURNAL = "runs.jsonl"
-Status = Literal["done", "failed", "cached"]
+Status = Literal["done", "failed", "cached", "skipped"]
 
 
 class SessionOutcome(BaseModel):
@@ -34,7 +34,8 @@ class SessionOutcome(BaseModel):
     seed: int
     status: Status
     """done: ran here and ended normally; failed: ran here and ended in error or raised;
-    cached: finished before (or by another process while this one waited)."""
+    cached: finished before (or by another process while this one waited); skipped: not
+    started, because a provider refused an earlier session of the batch."""
     ran_here: bool
     ended_by: str | None = None
     error: str | None = None
@@ -67,7 +68,7 @@ class Progress:
     def __init__(self, total: int, *, desc: str, enabled: bool = True) -> None:
         from tqdm.auto import tqdm
 
-        self.counts = {"done": 0, "failed": 0, "cached": 0}
+        self.counts = {"done": 0, "failed": 0, "cached": 0, "skipped": 0}
         self.tokens, self.cost = 0, 0.0
         self._shown = 0.0
         self.bar = tqdm(total=total, desc=desc, unit="session", disable=not enabled, dynamic_ncols=True)
