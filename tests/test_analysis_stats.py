@@ -177,3 +177,21 @@ def test_gate_summary_and_rubber_stamps_by_hand():
     counts = decision_counts(gates)
     assert counts.query("action == 'edit_result' and signatory == 'R' and decision == 'approved'")["count"].item() == 3
     assert counts["count"].sum() == len(gates)
+
+
+def test_a_session_scored_by_two_judges_must_be_selected_first():
+    scores = score_table(n_tasks=2, seeds=1)
+    twice = pd.concat([scores.assign(judge_model="a"), scores.head(3).assign(judge_model="b")])
+    with pytest.raises(ColabkitError, match=r"3 session\(s\) scored more than once \(judge_model: a, b\)"):
+        study_table(twice)
+    assert len(study_table(twice[twice["judge_model"] == "a"])) == 13 * 7
+
+
+def test_an_empty_score_table_is_a_clear_error_and_empty_gates_an_empty_figure():
+    with pytest.raises(ColabkitError, match="score table is empty"):
+        study_table(score_table().iloc[0:0])
+    from colabkit.analysis import gate_figure
+
+    fig = gate_figure(gate_table().iloc[0:0])
+    assert [t.get_text() for t in fig.texts] == ["no gated requests"]
+    assert len(gate_figure(gate_table()).axes) == 2

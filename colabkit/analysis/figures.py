@@ -67,8 +67,12 @@ def gate_figure(gates: pd.DataFrame) -> Figure:
     table = check_gates(gates).assign(decision=lambda t: t["decision"].fillna("undecided"),
                                       gate=lambda t: t["action"] + " / " + t["signatory"])
     fig = Figure(figsize=(10, 3.6), layout="constrained")
+    if table.empty:  # a run without gated requests still gets its (empty) figure
+        fig.text(0.5, 0.5, "no gated requests", ha="center", va="center")
+        return fig
     left, right = fig.subplots(1, 2, width_ratios=(3, 2))
-    sns.countplot(data=table, y="gate", hue="decision", hue_order=["approved", "rejected", "undecided"],
+    decisions = ["approved", "rejected", *sorted(set(table["decision"]) - {"approved", "rejected"})]
+    sns.countplot(data=table, y="gate", hue="decision", hue_order=decisions,
                   order=sorted(table["gate"].unique()), ax=left)
     left.set_title("Gated requests by action / signatory")
     left.set_ylabel("")

@@ -2,8 +2,8 @@
 
 Input: the gated-events table (`colabkit.evaluation.load_gate_annotations`), one row per gated
 request. The judge's four labels (expertise_fit, grounded, correct_in_hindsight,
-changed_course) are booleans, NaN where the judge could not answer; every rate counts only
-the rows with a label. A *rubber stamp* is an approval the judge found not grounded (it cites
+changed_course) are booleans, NaN where the judge could not answer (or the request expired
+undecided); every rate counts only the rows with a label. A *rubber stamp* is an approval the judge found not grounded (it cites
 no data, evidence or evidence standard), the failure TeamBench reports for verifiers.
 """
 
@@ -19,6 +19,7 @@ GATE_COLUMNS = ("session_id", "variant", "request_id", "action", "proposer", "si
                 "latency_events", "latency_rounds", "expertise_fit", "grounded", "correct_in_hindsight",
                 "changed_course")
 JUDGE_LABELS = ("expertise_fit", "grounded", "correct_in_hindsight", "changed_course")
+DECIDED = ("approved", "rejected")
 SUMMARY_COLUMNS = ("n_gated", "n_sessions", "approval_rate", "rejection_rate", "undecided_rate",
                    "latency_rounds", "rubber_stamp_rate", *(f"{label}_rate" for label in JUDGE_LABELS))
 
@@ -54,7 +55,7 @@ def gate_summary(gates: pd.DataFrame, by: str = "variant") -> pd.DataFrame:
         row = {by: key, "n_gated": len(group), "n_sessions": group["session_id"].nunique(),
                "approval_rate": float((group["decision"] == "approved").mean()),
                "rejection_rate": float((group["decision"] == "rejected").mean()),
-               "undecided_rate": float(group["decision"].isna().mean()),
+               "undecided_rate": float((~group["decision"].isin(DECIDED)).mean()),
                "latency_rounds": float(pd.to_numeric(group["latency_rounds"], errors="coerce").mean()),
                "rubber_stamp_rate": rubber_stamp_rate(group)}
         row |= {f"{label}_rate": _rate(group[label]) for label in JUDGE_LABELS}
@@ -63,7 +64,7 @@ def gate_summary(gates: pd.DataFrame, by: str = "variant") -> pd.DataFrame:
 
 
 def decision_counts(gates: pd.DataFrame) -> pd.DataFrame:
-    """Counts of decisions (approved / rejected / undecided) per action type and signatory."""
+    """Counts of decisions (approved / rejected / expired or undecided) per action type and signatory."""
     table = check_gates(gates).assign(decision=lambda t: t["decision"].fillna("undecided"))
     counts = table.groupby(["action", "signatory", "decision"]).size().rename("count").reset_index()
     return counts.sort_values(["action", "signatory", "decision"], ignore_index=True)

@@ -52,6 +52,14 @@ def check_scores(scores: pd.DataFrame, metrics: Iterable[str] = ()) -> pd.DataFr
     unknown = sorted(set(scores["structure"]) - set(STRUCTURES))
     if unknown:
         raise ColabkitError(f"score table has unknown structure value(s): {', '.join(map(str, unknown))}")
+    if scores.empty:
+        raise ColabkitError("score table is empty: no scored sessions (score the experiment first)")
+    repeated = scores["session_id"].duplicated(keep=False)
+    if repeated.any():
+        judges = ", ".join(sorted(map(str, scores.loc[repeated, "judge_model"].unique()))) \
+            if "judge_model" in scores.columns else "unknown"
+        raise ColabkitError(f"score table has {scores.loc[repeated, 'session_id'].nunique()} session(s) scored more "
+                            f"than once (judge_model: {judges}); select one judge's rows first")
     table = scores.copy()
     for metric in metrics:
         try:

@@ -52,7 +52,7 @@ def gate_table() -> pd.DataFrame:
         ("s1", "scaffolded-dr", "req-3", "finish", "ai", "R", "rejected", 3, 2, True, True, True, True),
         ("s2", "preassigned-dr", "req-1", "execute_code", "ai", "D", "approved", 1, 0, False, False, None, False),
         ("s2", "preassigned-dr", "req-2", "edit_result", "ai", "R", "approved", 2, 1, None, None, None, None),
-        ("s2", "preassigned-dr", "req-3", "finish", "ai", "R", None, 4, 3, None, None, None, None),
+        ("s2", "preassigned-dr", "req-3", "finish", "ai", "R", "expired", 4, 3, None, None, None, None),
     ]
     columns = ["session_id", "variant", "request_id", "action", "proposer", "signatory", "decision",
                "latency_events", "latency_rounds", "expertise_fit", "grounded", "correct_in_hindsight",
