@@ -69,9 +69,10 @@ def execute(name: str, tmp: Path, **parameters) -> nbformat.NotebookNode:
 
 def nbval_lax(name: str, tmp: Path, **parameters) -> subprocess.CompletedProcess:
     """Run nbval (lax) on a copy of the notebook with `parameters` injected as papermill does."""
+    from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
-    nb = parameterize_notebook(nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4), parameters)
+    nb = parameterize_notebook(load_notebook_node(str(NOTEBOOKS / f"{name}.ipynb")), parameters)
     copy = tmp / "nbval" / f"{name}.ipynb"
     copy.parent.mkdir(exist_ok=True)
     nbformat.write(nb, copy)
