@@ -82,6 +82,8 @@ def test_the_study_table_reports_mean_se_and_task_se_per_variant():
     wide = format_study_table(table)
     assert wide.loc["default-d", "Performance"] == "0.54 ± 0.12 [0.15]"
     assert list(wide.columns) == ["sessions", "Performance", "Delivery"]
+    one = format_study_table(study_table(small_table().query("seed == 0 and task_id == 't1'"), ["performance"]))
+    assert one.loc["default-d", "Performance"] == "0.50"  # one session: no SE to show
 
 
 def test_a_paired_contrast_by_hand():

@@ -67,12 +67,17 @@ def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) ->
 
 
 def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """The paper's layout: a row per variant, a column per metric, "mean ± SE [task SE]"."""
+    """The paper's layout: a row per variant, a column per metric, "mean ± SE [task SE]".
+
+    A statistic that cannot be computed is left out of its cell, and a metric no session
+    has (H_init,norm of the single agent) shows "–".
+    """
     def cell(row: pd.Series) -> str:
         if np.isnan(row["mean"]):
             return "–"
-        parts = f"{row['mean']:.{digits}f} ± {row['se']:.{digits}f}"
-        return parts + (f" [{row['se_task']:.{digits}f}]" if not np.isnan(row["se_task"]) else "")
+        text = f"{row['mean']:.{digits}f}"  # one session has no SE: the mean alone, never "± nan"
+        text += f" ± {row['se']:.{digits}f}" if not np.isnan(row["se"]) else ""
+        return text + (f" [{row['se_task']:.{digits}f}]" if not np.isnan(row["se_task"]) else "")
 
     shown = table.assign(cell=table.apply(cell, axis=1),
                          label=table["metric"].map(lambda m: METRIC_LABELS.get(m, m)))
