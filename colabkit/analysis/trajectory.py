@@ -23,10 +23,8 @@ from typing import Any
 import pandas as pd
 
 from colabkit.errors import ColabkitError
-from colabkit.store import load_events, load_sessions
-from colabkit.store.recorder import SESSION_FILE
+from colabkit.store import SESSION_FILE, SNAPSHOT_FILE, load_events, load_sessions
 
-SNAPSHOT_FILE = "snapshot.json"
 ALL = "all"
 PHASES = (ALL, "build", "task")
 COLOURS = {"ai": "#1f6fb4", "D": "#2a8a3e", "R": "#c2610c", "system": "#666666"}

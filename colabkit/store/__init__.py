@@ -15,11 +15,22 @@ lands in the same folder and a finished session is never run twice.
 from colabkit.store.atomic import atomic_path, atomic_write_bytes, atomic_write_text
 from colabkit.store.build import build_session
 from colabkit.store.loaders import export_parquet, load_events, load_sessions
-from colabkit.store.recorder import arecord_session, is_finished, record_session, session_dir
+from colabkit.store.recorder import (
+    EVENTS_FILE,
+    SESSION_FILE,
+    SNAPSHOT_FILE,
+    arecord_session,
+    is_finished,
+    record_session,
+    session_dir,
+)
 from colabkit.store.records import SessionRecord
 from colabkit.store.sink import JsonlEventSink
 
 __all__ = [
+    "EVENTS_FILE",
+    "SESSION_FILE",
+    "SNAPSHOT_FILE",
     "JsonlEventSink",
     "SessionRecord",
     "arecord_session",
