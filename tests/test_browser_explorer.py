@@ -29,6 +29,8 @@ import nbformat
 import pytest
 from helpers.stored_session import record_scaffolded_session
 
+from colabkit.store import load_events
+
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explore_trajectory.ipynb"
 pytestmark = pytest.mark.slow
 
@@ -89,7 +91,7 @@ def lab(tmp_path):
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError((tmp_path / "lab.log").read_text(errors="replace")[-3000:]) from None
                 time.sleep(0.5)
-        yield f"{base}/lab/tree/explore.ipynb?token={token}", folder.name
+        yield f"{base}/lab/tree/explore.ipynb?token={token}", folder
     finally:
         server.terminate()
         try:
@@ -103,7 +105,9 @@ def test_the_explorer_renders_in_jupyterlab_and_stepping_changes_the_view(chromi
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect, sync_playwright
 
-    url, session_id = lab
+    url, folder = lab
+    events = load_events(folder.parent, [folder.name])
+    n_all, n_r = len(events), int((events["participant"] == "R").sum())
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
         try:
@@ -121,7 +125,7 @@ def test_the_explorer_renders_in_jupyterlab_and_stepping_changes_the_view(chromi
             page.get_by_text("Run All Cells", exact=True).click()
 
             counter = page.locator(".widget-html .ck-step-counter")
-            expect(counter).to_have_text("step 1 of 18", timeout=120_000)
+            expect(counter).to_have_text(f"step 1 of {n_all}", timeout=120_000)
             step = page.locator(".widget-html .ck-step")
             first = step.inner_text()
             assert "session_start" in first
@@ -129,17 +133,17 @@ def test_the_explorer_renders_in_jupyterlab_and_stepping_changes_the_view(chromi
             expect(page.locator(".widget-slider")).to_be_visible()
 
             page.get_by_role("button", name="next ▶").click()
-            expect(counter).to_have_text("step 2 of 18", timeout=30_000)
+            expect(counter).to_have_text(f"step 2 of {n_all}", timeout=30_000)
             second = step.inner_text()
             assert second != first and "propose_memory" in second
 
             page.locator(".widget-dropdown select").nth(2).select_option("R")  # participant filter
-            expect(counter).to_have_text("step 1 of 4", timeout=30_000)
+            expect(counter).to_have_text(f"step 1 of {n_r}", timeout=30_000)
             assert "R" in step.inner_text() and "propose_memory" in step.inner_text()
 
             # the kernel-free rendering (the other .ck-session is the widget's "Whole session" tab)
             static = page.locator(".ck-session:not(.widget-html-content .ck-session)")
-            expect(static).to_contain_text(session_id, timeout=60_000)
+            expect(static).to_contain_text(folder.name, timeout=60_000)
             expect(static).to_contain_text("AI-THOUGHT: count the hoards first")
         finally:
             browser.close()

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from colabkit.llm import ModelConfig
+from colabkit.team import memory as team_memory
 from colabkit.session import SessionSpec
 from colabkit.session.scheduler import round_order
 from colabkit.tasks import load_tasks
@@ -21,6 +22,9 @@ TASK_ID = "demo_archaeology/0/0"
 HYPOTHESIS = "Axes are most frequent in hoards of the 12th century BCE."
 SLOTS = {"expertise": "D knows the columns; R knows the periods", "responsibility": "R checks the answer",
          "plan": "AI explores, D checks counts, R signs the result", "evidence_standards": "counts by century"}
+# The build protocol gains a ratification round (each human accepts or names one amendment)
+# on the fidelity-log branch; the script answers it wherever the engine asks.
+RATIFY = [{"decision": "accept", "amendment": ""}] if hasattr(team_memory, "Ratification") else []
 WAIT = json.dumps({"thought": "nothing for me now", "action": "wait"})
 
 
@@ -47,8 +51,8 @@ def record_scaffolded_session(out: Path) -> Path:
                say("edit_result", HYPOTHESIS, thought="AI-THOUGHT: write it down"),
                say("send_message", "R, please sign the hypothesis.", "R"),
                say("finish", "done", thought="AI-THOUGHT: approved, submit")],
-        "D": [{**SLOTS, "gates": []}, say("execute_code", "print('D-CELL')", thought="D-THOUGHT: check the data")],
-        "R": [{**SLOTS, "gates": []}, say("send_message", "Yes, the 12th century fits.", "ai", thought="R-THOUGHT"),
+        "D": [{**SLOTS, "gates": []}, *RATIFY, say("execute_code", "print('D-CELL')", thought="D-THOUGHT: check the data")],
+        "R": [{**SLOTS, "gates": []}, *RATIFY, say("send_message", "Yes, the 12th century fits.", "ai", thought="R-THOUGHT"),
               say("approve", "matches the counts", "req-1", thought="R-THOUGHT: the counts support it")],
     }
     use_scripted(scripts, default=WAIT)
