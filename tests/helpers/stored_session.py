@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 from colabkit.llm import ModelConfig
-from colabkit.team import memory as team_memory
 from colabkit.session import SessionSpec
 from colabkit.session.scheduler import round_order
 from colabkit.tasks import load_tasks
+from colabkit.team import memory as team_memory
 from colabkit.team import variant
 from helpers.scripted import use_scripted
 
