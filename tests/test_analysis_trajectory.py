@@ -3,6 +3,7 @@ explorer widget's wiring: selecting, filtering and stepping change what it shows
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from helpers.stored_session import HYPOTHESIS, record_scaffolded_session
 
@@ -10,6 +11,7 @@ from colabkit.analysis.explorer import TrajectoryExplorer
 from colabkit.analysis.trajectory import (
     experiments,
     load_trajectory,
+    render_event,
     render_memory,
     render_session,
     render_step,
@@ -72,3 +74,13 @@ def test_the_explorer_steps_and_filters(stored):
                                             for i in explorer.steps)
     assert "signed by" in explorer.memory.value and "R-THOUGHT" in explorer.thoughts.value
     assert "no finished sessions" in TrajectoryExplorer(root / "empty").view.value
+
+
+def test_missing_values_of_any_kind_are_left_out_of_a_card(stored):
+    root, folder = stored
+    traj = load_trajectory(root / "exp", folder.name)
+    code = next(i for i in traj.events.index if traj.events.loc[i, "action"] == "execute_code")
+    events = traj.events.astype({"round": "Int64"}).assign(cell_index=pd.NA, gate_note=None)
+    events["cell_index"] = events["cell_index"].astype("Int64")  # nullable, as newer stores write it
+    card = render_event(type(traj)(traj.session_id, traj.record, events, traj.snapshot), code)
+    assert "print(6 * 7)" in card and "cell 0 → ok" in card and "note" not in card  # found by code and time

@@ -96,8 +96,9 @@ def _who(participant: str) -> str:
 
 
 def _present(row: pd.Series, field: str) -> Any:
+    """The field's value, or None when the column is absent or the value missing (None/NaN/NA)."""
     value = row.get(field)
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+    return None if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)) else value
 
 
 def _cell_of(traj: Trajectory, row: pd.Series, args: dict[str, Any]) -> dict[str, Any] | None:
@@ -142,6 +143,8 @@ def render_event(traj: Trajectory, position: int) -> str:
         gate = [f"request {_esc(row['request_id'])}"]
         gate += [f"signatory {_esc(row['signatory'])}"] if _present(row, "signatory") else []
         gate += [f"proposer {_esc(row['proposer'])}"] if _present(row, "proposer") else []
+        gate += [f"scope {_esc(row['gate_scope'])}"] if _present(row, "gate_scope") else []
+        gate += [f"note «{_esc(row['gate_note'])}»"] if _present(row, "gate_note") else []
         gate += [f"<b>{_esc(row['decision'])}</b>: {_esc(row['decision_reason'])}"] if _present(row, "decision") else []
         parts.append(f'<div style="color:#7a2e8a">🔒 {" · ".join(gate)}</div>')
     if _present(row, "result"):
