@@ -47,16 +47,17 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
     """Forest plot of A - B per composition (paired mean and its 95% CI), a panel per metric."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
-    fig = Figure(figsize=(3.2 * max(len(metrics), 1), 2.8), layout="constrained")
-    axes = fig.subplots(1, max(len(metrics), 1), squeeze=False)[0]
-    for ax, metric in zip(axes, metrics):
+    fig = Figure(figsize=(2.2 * max(len(metrics), 1) + 2, 0.5 * contrast_table.groupby("metric").size().max() + 1.5),
+                 layout="constrained")
+    axes = fig.subplots(1, max(len(metrics), 1), squeeze=False, sharey=True)[0]
+    for ax, metric in zip(axes, metrics):  # every metric has the same rows, in the same order
         rows = contrast_table[contrast_table["metric"] == metric].reset_index(drop=True)
-        labels = [f"{r.a} − {r.b}" for r in rows.itertuples()]
         ax.errorbar(rows["diff"], range(len(rows)), fmt="o", color="black", capsize=3,
                     xerr=[rows["diff"] - rows["ci_low"], rows["ci_high"] - rows["diff"]])
         ax.axvline(0, color="grey", linewidth=0.8, linestyle="--")
-        ax.set_yticks(range(len(rows)), labels)
-        ax.invert_yaxis()
+        if ax is axes[0]:
+            ax.set_yticks(range(len(rows)), [f"{r.a} − {r.b}" for r in rows.itertuples()])
+            ax.invert_yaxis()
         ax.set_title(METRIC_LABELS.get(metric, metric))
         ax.set_xlabel("paired difference (95% CI)")
     return fig
