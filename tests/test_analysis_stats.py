@@ -197,3 +197,17 @@ def test_an_empty_score_table_is_a_clear_error_and_empty_gates_an_empty_figure()
     fig = gate_figure(gate_table().iloc[0:0])
     assert [t.get_text() for t in fig.texts] == ["no gated requests"]
     assert len(gate_figure(gate_table()).axes) == 2
+
+
+@pytest.mark.parametrize("variants", [["default-dr", "scaffolded-dr"], ["single", "default-dr", "preassigned-dr"]])
+def test_figures_of_a_small_grid(variants):
+    """One composition (no dodging), one task and seed (no SE): the demo's grid still plots."""
+    from colabkit.analysis import WORK_METRICS, ablation_figure, contrast_figure, figure_bytes
+
+    scores = score_table(n_tasks=1, seeds=1).query("variant in @variants")
+    fig = ablation_figure(scores)
+    assert [ax.get_title() for ax in fig.axes] == ["H_init,norm", "S_hyp", "Performance", "HMS"]
+    assert figure_bytes(ablation_figure(scores, WORK_METRICS), "svg").startswith(b"<?xml")
+    table = contrasts(scores, metrics=["performance"])
+    assert len(table) == ("scaffolded-dr" in variants)
+    assert figure_bytes(contrast_figure(table), "png")[:4] == b"\x89PNG"

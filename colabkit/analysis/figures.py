@@ -33,8 +33,8 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics):
         sns.pointplot(data=table, x="structure", y=metric, hue="composition", order=structures,
-                      hue_order=compositions, errorbar="se", dodge=0.35, linestyle="none", capsize=0.1,
-                      markers="o", ax=ax, legend=ax is axes[-1])
+                      hue_order=compositions, errorbar="se", dodge=0.35 if len(compositions) > 1 else False,
+                      linestyle="none", capsize=0.1, markers="o", ax=ax, legend=ax is axes[-1])
         ax.set_title(METRIC_LABELS.get(metric, metric))
         ax.set_xlabel("")
         ax.set_ylabel("mean ± SE")
@@ -47,9 +47,13 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
     """Forest plot of A - B per composition (paired mean and its 95% CI), a panel per metric."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
-    fig = Figure(figsize=(2.2 * max(len(metrics), 1) + 2, 0.5 * contrast_table.groupby("metric").size().max() + 1.5),
+    if not metrics:  # the grid has no pair of variants to contrast
+        fig = Figure(figsize=(4, 1.5))
+        fig.text(0.5, 0.5, "no contrast: the grid lacks one of each pair", ha="center", va="center")
+        return fig
+    fig = Figure(figsize=(2.2 * len(metrics) + 2, 0.5 * contrast_table.groupby("metric").size().max() + 1.5),
                  layout="constrained")
-    axes = fig.subplots(1, max(len(metrics), 1), squeeze=False, sharey=True)[0]
+    axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
     for ax, metric in zip(axes, metrics):  # every metric has the same rows, in the same order
         rows = contrast_table[contrast_table["metric"] == metric].reset_index(drop=True)
         ax.errorbar(rows["diff"], range(len(rows)), fmt="o", color="black", capsize=3,
