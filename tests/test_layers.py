@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "colabkit"
-ORDER = ["errors", "hashing", "tasks", "llm", "workspace", "team", "session", "store", "runner", "cli"]
-# `llm` is a base utility beside `tasks`: neither needs the other.
-INDEPENDENT = {("tasks", "llm"), ("llm", "tasks")}
+ORDER = ["errors", "hashing", "tasks", "llm", "workspace", "team", "session", "store", "evaluation", "analysis",
+         "runner", "cli"]
+# `llm` is a base utility beside `tasks`; `analysis` and `runner` both sit on evaluation:
+# neither of a pair needs the other.
+INDEPENDENT = {("tasks", "llm"), ("llm", "tasks"), ("analysis", "runner"), ("runner", "analysis")}
+# Layers built on parallel branches; a branch that lacks one skips it (drop once all are merged).
+PARALLEL = {"evaluation"}
 
 
 def imported_layers(path: Path) -> set[str]:
@@ -27,6 +31,8 @@ def imported_layers(path: Path) -> set[str]:
 def test_layer_imports_only_lower_layers(layer):
     rank = ORDER.index(layer)
     paths = [PACKAGE / f"{layer}.py"] if (PACKAGE / f"{layer}.py").exists() else sorted((PACKAGE / layer).rglob("*.py"))
+    if not paths and layer in PARALLEL:
+        pytest.skip(f"layer {layer} is not on this branch yet")
     assert paths, f"layer {layer} not found"
     for path in paths:
         for other in imported_layers(path) - {layer}:

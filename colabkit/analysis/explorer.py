@@ -1,0 +1,105 @@
+"""An ipywidgets stepper over stored sessions; all of what it shows comes from `trajectory`.
+
+Pick an experiment (a results folder under a root) and a session, filter by participant and
+phase, then step through the events with the slider or the buttons: the step view shows the
+event (thought, code and output, message, editor text, gate and decision) and the workspace
+at that moment; tabs hold the frozen memory, each participant's thoughts and the whole
+session. The widget holds no logic of its own beyond wiring, so the executed notebook's
+static rendering (`trajectory.render_session`) shows the same content without a kernel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+
+from colabkit.analysis.trajectory import (
+    ALL,
+    PHASES,
+    Trajectory,
+    experiments,
+    load_trajectory,
+    render_memory,
+    render_session,
+    render_step,
+    render_thoughts,
+    select_steps,
+    session_list,
+)
+
+
+class TrajectoryExplorer:
+    """The widget tree (`.widget`) and its state; `show(...)` selects programmatically."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.trajectory: Trajectory | None = None
+        self.steps: list[int] = []
+        found = experiments(self.root)
+        self.experiment = widgets.Dropdown(description="experiment", options=[(str(p), p) for p in found],
+                                           layout=widgets.Layout(width="60%"))
+        self.session = widgets.Dropdown(description="session", layout=widgets.Layout(width="60%"))
+        self.participant = widgets.Dropdown(description="participant", options=[ALL])
+        self.phase = widgets.ToggleButtons(description="phase", options=list(PHASES))
+        self.step = widgets.IntSlider(description="step", min=1, max=1, value=1, continuous_update=False)
+        self.previous = widgets.Button(description="◀ previous")
+        self.next = widgets.Button(description="next ▶")
+        self.view = widgets.HTML()
+        self.memory, self.thoughts, self.full = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        tabs = widgets.Tab(children=[self.view, self.memory, self.thoughts, self.full])
+        for i, title in enumerate(("Step", "Memory", "Thoughts", "Whole session")):
+            tabs.set_title(i, title)
+        self.widget = widgets.VBox([self.experiment, self.session, widgets.HBox([self.participant, self.phase]),
+                                    widgets.HBox([self.previous, self.step, self.next]), tabs])
+        self.experiment.observe(self._on_experiment, names="value")
+        self.session.observe(self._on_session, names="value")
+        self.participant.observe(self._on_filter, names="value")
+        self.phase.observe(self._on_filter, names="value")
+        self.step.observe(self._on_step, names="value")
+        self.previous.on_click(lambda _: self.move(-1))
+        self.next.on_click(lambda _: self.move(+1))
+        if not found:
+            self.view.value = f"<i>no finished sessions under {self.root}</i>"
+        else:
+            self._on_experiment()
+
+    def show(self, experiment: Path | str | None = None, session_id: str | None = None) -> None:
+        """Select an experiment and a session (e.g. from a notebook's parameters)."""
+        if experiment is not None:
+            self.experiment.value = Path(experiment)
+        if session_id:
+            self.session.value = session_id
+
+    def move(self, delta: int) -> None:
+        """Step forward or back within the filtered events."""
+        self.step.value = max(self.step.min, min(self.step.max, self.step.value + delta))
+
+    def _on_experiment(self, _: Any = None) -> None:
+        rows = session_list(self.experiment.value)
+        self.session.options = [(f"{r.session_id} · {r.variant} · {r.task_id} · seed {r.seed}", r.session_id)
+                                for r in rows.itertuples()]
+
+    def _on_session(self, _: Any = None) -> None:
+        if self.session.value is None:
+            return
+        self.trajectory = load_trajectory(self.experiment.value, self.session.value)
+        self.participant.options = [ALL, *self.trajectory.participants]
+        self.memory.value = render_memory(self.trajectory)
+        self.thoughts.value = "".join(render_thoughts(self.trajectory, p)
+                                      for p in self.trajectory.participants if p != "system")
+        self._on_filter()
+
+    def _on_filter(self, _: Any = None) -> None:
+        if self.trajectory is None:
+            return
+        self.steps = select_steps(self.trajectory, self.participant.value, self.phase.value)
+        self.step.max = max(len(self.steps), 1)
+        self.step.value = 1
+        self.full.value = render_session(self.trajectory, self.participant.value, self.phase.value)
+        self._on_step()
+
+    def _on_step(self, _: Any = None) -> None:
+        if self.trajectory is not None:
+            self.view.value = render_step(self.trajectory, self.steps, self.step.value - 1)

@@ -1,0 +1,89 @@
+"""Means with their standard errors: over sessions, and clustered by task.
+
+The study reports mean ± SE over sessions (38 tasks x 3 seeds per variant). Sessions of the
+same task are not independent (a hard task is hard for every seed), so the table also gives
+the task-clustered SE, the cluster-robust (CR1) standard error of the mean:
+
+    SE_cl = sqrt( G/(G-1) * sum_g (sum_{i in g} (y_i - mean))^2 ) / N
+
+with G tasks and N sessions. It equals statsmodels' `OLS(y, 1).fit(cov_type="cluster")`
+(whose small-sample factor G/(G-1) * (N-1)/(N-K) reduces to G/(G-1) for K = 1), and it is
+written out here so a reader can check the arithmetic. Missing values (NaN) are dropped,
+never read as 0; a statistic with too few values is NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from colabkit.analysis.scores import METRIC_LABELS, STUDY_METRICS, check_scores, variant_order
+
+STUDY_COLUMNS = ("variant", "structure", "composition", "metric", "n", "n_tasks", "mean", "se", "se_task")
+
+
+def standard_error(values: Sequence[float] | pd.Series) -> float:
+    """sd (n-1 denominator) / sqrt(n) of the non-missing values; NaN below two values."""
+    y = pd.Series(values, dtype="float64").dropna()
+    return float(y.std(ddof=1) / math.sqrt(len(y))) if len(y) >= 2 else math.nan
+
+
+def clustered_standard_error(values: Sequence[float] | pd.Series, clusters: Sequence[object] | pd.Series) -> float:
+    """The cluster-robust (CR1) SE of the mean (module docstring); NaN below two clusters."""
+    frame = pd.DataFrame({"y": pd.Series(values, dtype="float64").to_numpy(), "g": pd.Series(clusters).to_numpy()})
+    frame = frame.dropna(subset=["y"])
+    n, g = len(frame), frame["g"].nunique()
+    if g < 2:
+        return math.nan
+    residual_sums = (frame["y"] - frame["y"].mean()).groupby(frame["g"]).sum()
+    return float(math.sqrt(g / (g - 1) * float((residual_sums**2).sum())) / n)
+
+
+def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) -> pd.DataFrame:
+    """One row per variant and metric: n, tasks, mean, SE over sessions, task-clustered SE.
+
+    Long format (columns `STUDY_COLUMNS`), variants in the study's order; `format_study_table`
+    gives the paper's wide layout.
+    """
+    metrics = list(metrics)
+    table = check_scores(scores, metrics)
+    rows = []
+    for name in variant_order(table["variant"]):
+        sessions = table[table["variant"] == name]
+        structure, composition = sessions["structure"].iloc[0], sessions["composition"].iloc[0]
+        for metric in metrics:
+            present = sessions.dropna(subset=[metric])
+            rows.append({
+                "variant": name, "structure": structure, "composition": composition, "metric": metric,
+                "n": len(present), "n_tasks": present["task_id"].nunique(),
+                "mean": float(present[metric].mean()) if len(present) else math.nan,
+                "se": standard_error(present[metric]),
+                "se_task": clustered_standard_error(present[metric], present["task_id"]),
+            })
+    return pd.DataFrame(rows, columns=list(STUDY_COLUMNS))
+
+
+def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """The paper's layout: a row per variant, a column per metric, "mean ± SE [task SE]".
+
+    A statistic that cannot be computed is left out of its cell, and a metric no session
+    has (H_init,norm of the single agent) shows "–".
+    """
+    def cell(row: pd.Series) -> str:
+        if np.isnan(row["mean"]):
+            return "–"
+        text = f"{row['mean']:.{digits}f}"  # one session has no SE: the mean alone, never "± nan"
+        text += f" ± {row['se']:.{digits}f}" if not np.isnan(row["se"]) else ""
+        return text + (f" [{row['se_task']:.{digits}f}]" if not np.isnan(row["se_task"]) else "")
+
+    shown = table.assign(cell=table.apply(cell, axis=1),
+                         label=table["metric"].map(lambda m: METRIC_LABELS.get(m, m)))
+    wide = shown.pivot(index="variant", columns="label", values="cell")
+    sessions = table.groupby("variant")["n"].max()
+    wide.insert(0, "sessions", sessions)
+    order = variant_order(table["variant"])
+    labels = [METRIC_LABELS.get(m, m) for m in dict.fromkeys(table["metric"])]
+    return wide.loc[order, ["sessions", *labels]].rename_axis(columns=None)

@@ -1,0 +1,213 @@
+"""The analysis statistics against values computed by hand on a constructed table.
+
+The arithmetic is written out in each test so a reader can check it without trusting the code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from helpers.score_tables import gate_table, score_table
+
+from colabkit.analysis import (
+    DECOMPOSITION,
+    clustered_standard_error,
+    contrasts,
+    correct,
+    decision_counts,
+    format_study_table,
+    gate_summary,
+    mixed_model_contrast,
+    paired_contrast,
+    pooled_sd,
+    power_table,
+    rubber_stamp_rate,
+    standard_error,
+    study_table,
+)
+from colabkit.errors import ColabkitError
+
+NAN = math.nan
+# default-d and scaffolded-d on three tasks x two seeds; default-d has one missing score.
+PERFORMANCE = {
+    "default-d": {("t1", 0): 0.5, ("t1", 1): 0.7, ("t2", 0): 0.2, ("t2", 1): 0.4, ("t3", 0): 0.9, ("t3", 1): NAN},
+    "scaffolded-d": {("t1", 0): 0.6, ("t1", 1): 0.9, ("t2", 0): 0.3, ("t2", 1): 0.3, ("t3", 0): 1.0, ("t3", 1): 0.8},
+}
+
+
+def small_table() -> pd.DataFrame:
+    rows = []
+    for variant, cells in PERFORMANCE.items():
+        for (task, seed), value in cells.items():
+            rows.append({"session_id": f"{variant}-{task}-{seed}", "task_id": task, "variant": variant,
+                         "structure": variant.split("-")[0], "composition": "d", "seed": seed,
+                         "performance": value, "delivered": value == value})
+    return pd.DataFrame(rows)
+
+
+def test_standard_error_over_sessions_by_hand():
+    # default-d: 0.5 0.7 0.2 0.4 0.9 (the NaN is dropped), mean 2.7 / 5 = 0.54
+    # squared deviations .0016 + .0256 + .1156 + .0196 + .1296 = .292; var = .292 / 4 = .073
+    expected = math.sqrt(0.073 / 5)  # 0.12083
+    assert standard_error([0.5, 0.7, 0.2, 0.4, 0.9, NAN]) == pytest.approx(expected, abs=1e-12)
+    assert math.isnan(standard_error([0.3, NAN]))  # one value: no SE, not 0
+
+
+def test_task_clustered_standard_error_by_hand_and_as_statsmodels_has_it():
+    values, tasks = [0.5, 0.7, 0.2, 0.4, 0.9, NAN], ["t1", "t1", "t2", "t2", "t3", "t3"]
+    # residuals from 0.54 summed per task: t1 -.04 + .16 = .12, t2 -.34 - .14 = -.48, t3 .36
+    # G = 3 clusters, N = 5: sqrt(3/2 * (.0144 + .2304 + .1296)) / 5
+    expected = math.sqrt(3 / 2 * (0.12**2 + 0.48**2 + 0.36**2)) / 5  # 0.14988
+    assert clustered_standard_error(values, tasks) == pytest.approx(expected, abs=1e-12)
+    y = np.array(values[:5])
+    ols = sm.OLS(y, np.ones(5)).fit(cov_type="cluster", cov_kwds={"groups": np.array([0, 0, 1, 1, 2])})
+    assert ols.bse[0] == pytest.approx(expected, rel=1e-9)
+    assert math.isnan(clustered_standard_error([0.1, 0.2], ["t1", "t1"]))  # one cluster
+
+
+def test_the_study_table_reports_mean_se_and_task_se_per_variant():
+    table = study_table(small_table(), metrics=["performance", "delivered"])
+    row = table[(table["variant"] == "default-d") & (table["metric"] == "performance")].iloc[0]
+    assert (row["n"], row["n_tasks"]) == (5, 3)
+    assert row["mean"] == pytest.approx(0.54)
+    assert row["se"] == pytest.approx(math.sqrt(0.073 / 5))
+    assert row["se_task"] == pytest.approx(math.sqrt(1.5 * 0.3744) / 5)
+    delivered = table[(table["variant"] == "default-d") & (table["metric"] == "delivered")].iloc[0]
+    assert delivered["mean"] == pytest.approx(5 / 6) and delivered["n"] == 6  # a rate over all sessions
+    assert list(table["variant"].unique()) == ["default-d", "scaffolded-d"]  # the study's order
+    wide = format_study_table(table)
+    assert wide.loc["default-d", "Performance"] == "0.54 ± 0.12 [0.15]"
+    assert list(wide.columns) == ["sessions", "Performance", "Delivery"]
+    one = format_study_table(study_table(small_table().query("seed == 0 and task_id == 't1'"), ["performance"]))
+    assert one.loc["default-d", "Performance"] == "0.50"  # one session: no SE to show
+
+
+def test_a_paired_contrast_by_hand():
+    # pairs on (task, seed) where both have a value; (t3, 1) drops out:
+    # d = .6-.5, .9-.7, .3-.2, .3-.4, 1.0-.9 = .1 .2 .1 -.1 .1; mean .4 / 5 = .08
+    # squared deviations .0004 + .0144 + .0004 + .0324 + .0004 = .048; var .012; se sqrt(.012 / 5)
+    result = paired_contrast(small_table(), "scaffolded-d", "default-d", "performance")
+    se = math.sqrt(0.012 / 5)
+    assert result["n_pairs"] == 5
+    assert result["diff"] == pytest.approx(0.08)
+    assert result["se"] == pytest.approx(se)
+    t_crit = 2.7764451051977987  # t(0.975, df = 4)
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx((0.08 - t_crit * se, 0.08 + t_crit * se))
+    from scipy import stats
+
+    assert result["p_paired"] == pytest.approx(stats.ttest_rel([.6, .9, .3, .3, 1.0], [.5, .7, .2, .4, .9]).pvalue)
+
+
+def balanced_table() -> pd.DataFrame:
+    """Six tasks with a strong task effect, two seeds, scaffolded = default + 0.1 + noise."""
+    rows = []
+    noise = [0.02, -0.01, 0.0, 0.03, -0.02, 0.01, -0.03, 0.02, 0.01, -0.01, 0.0, 0.02]
+    for t in range(6):
+        for seed in range(2):
+            base = 0.2 + 0.1 * t + (0.01 if seed else -0.01)
+            for variant, shift in (("default-dr", 0.0), ("scaffolded-dr", 0.1 + noise[2 * t + seed])):
+                rows.append({"session_id": f"{variant}-{t}-{seed}", "task_id": f"t{t}", "variant": variant,
+                             "structure": variant.split("-")[0], "composition": "dr", "seed": seed,
+                             "performance": base + shift})
+    return pd.DataFrame(rows)
+
+
+def test_the_mixed_model_estimates_the_difference_in_a_balanced_design():
+    table = balanced_table()
+    # balanced: every task has both variants equally often, so the GLS estimate of the
+    # treatment effect is the plain difference of means: 0.1 + mean(noise) = 0.1 + 0.04 / 12
+    result = mixed_model_contrast(table, "scaffolded-dr", "default-dr", "performance")
+    assert result["mixed_flags"] == ""
+    assert result["mixed_coef"] == pytest.approx(0.1 + 0.04 / 12, abs=1e-6)
+    assert 0 < result["mixed_se"] < 0.02 and result["mixed_p"] < 1e-6
+
+
+def test_the_mixed_model_fails_closed_on_too_little_data():
+    one_task = balanced_table().query("task_id == 't0'")
+    result = mixed_model_contrast(one_task, "scaffolded-dr", "default-dr", "performance")
+    assert math.isnan(result["mixed_coef"]) and result["mixed_flags"] == "mixedlm_too_little_data"
+
+
+def test_holm_correction_by_hand_and_nan_stays_out_of_the_family():
+    # Holm on .01 .04 .03 (m = 3): sorted .01*3 = .03, .03*2 = .06, .04*1 -> max(.06, .04) = .06
+    adjusted, reject = correct([0.01, 0.04, NAN, 0.03])
+    assert adjusted[[0, 1, 3]] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(adjusted[2])
+    assert list(reject) == [True, False, False, False]
+
+
+def test_contrasts_cover_each_composition_and_the_decomposition():
+    scores = score_table()
+    main = contrasts(scores, metrics=["performance", "w_total"])
+    assert list(zip(main["a"], main["b"], main["metric"])) == [
+        (f"scaffolded-{c}", f"default-{c}", m) for c in ("d", "r", "dr") for m in ("performance", "w_total")]
+    assert (main["n_pairs"] == 18).all()  # 6 tasks x 3 seeds
+    manual = paired_contrast(scores, "scaffolded-r", "default-r", "performance")
+    assert main.iloc[2]["diff"] == pytest.approx(manual["diff"])
+    assert (main["p_adjusted"].dropna() >= main["mixed_p"].dropna()).all()
+    decomposition = contrasts(scores, DECOMPOSITION, metrics=["performance"])
+    assert len(decomposition) == 3 * len(DECOMPOSITION)
+    assert set(decomposition["component"]) == {label for _, _, label in DECOMPOSITION}
+    with pytest.raises(ColabkitError, match="lacks column.*hms"):
+        contrasts(scores.drop(columns="hms"), metrics=["hms"])
+
+
+def test_power_from_the_observed_variance():
+    scores = score_table()
+    row = power_table(scores, metrics=["performance"], delta=0.05).iloc[0]
+    sd = pooled_sd(scores, "performance")
+    variances = scores.groupby("variant")["performance"].var(ddof=1)  # 18 sessions per variant
+    assert sd == pytest.approx(math.sqrt(variances.mean()))  # equal df: the mean variance
+    # normal approximation n = 2 (z_.975 + z_.8)^2 / (delta / sd)^2; the t test needs a little more
+    n_normal = 2 * (1.959964 + 0.841621) ** 2 / (0.05 / sd) ** 2
+    assert n_normal <= row["n_per_variant"] <= n_normal + 2
+    assert row["sessions_per_variant_now"] == 18 and row["n_pairs"] > 0
+
+
+def test_gate_summary_and_rubber_stamps_by_hand():
+    gates = gate_table()
+    # approvals with a grounded label: s1 req-1 (yes), s1 req-2 (no), s2 req-1 (no); s2 req-2 unjudged
+    assert rubber_stamp_rate(gates) == pytest.approx(2 / 3)
+    summary = gate_summary(gates).set_index("variant")
+    assert summary.loc["scaffolded-dr", "approval_rate"] == pytest.approx(2 / 3)
+    assert summary.loc["scaffolded-dr", "rubber_stamp_rate"] == pytest.approx(1 / 2)
+    assert summary.loc["preassigned-dr", "undecided_rate"] == pytest.approx(1 / 3)
+    assert summary.loc["preassigned-dr", "expertise_fit_rate"] == pytest.approx(0.0)  # one judged, False
+    counts = decision_counts(gates)
+    assert counts.query("action == 'edit_result' and signatory == 'R' and decision == 'approved'")["count"].item() == 3
+    assert counts["count"].sum() == len(gates)
+
+
+def test_a_session_scored_by_two_judges_must_be_selected_first():
+    scores = score_table(n_tasks=2, seeds=1)
+    twice = pd.concat([scores.assign(judge_model="a"), scores.head(3).assign(judge_model="b")])
+    with pytest.raises(ColabkitError, match=r"3 session\(s\) scored more than once \(judge_model: a, b\)"):
+        study_table(twice)
+    assert len(study_table(twice[twice["judge_model"] == "a"])) == 13 * 7
+
+
+def test_an_empty_score_table_is_a_clear_error_and_empty_gates_an_empty_figure():
+    with pytest.raises(ColabkitError, match="score table is empty"):
+        study_table(score_table().iloc[0:0])
+    from colabkit.analysis import gate_figure
+
+    fig = gate_figure(gate_table().iloc[0:0])
+    assert [t.get_text() for t in fig.texts] == ["no gated requests"]
+    assert len(gate_figure(gate_table()).axes) == 2
+
+
+@pytest.mark.parametrize("variants", [["default-dr", "scaffolded-dr"], ["single", "default-dr", "preassigned-dr"]])
+def test_figures_of_a_small_grid(variants):
+    """One composition (no dodging), one task and seed (no SE): the demo's grid still plots."""
+    from colabkit.analysis import WORK_METRICS, ablation_figure, contrast_figure, figure_bytes
+
+    scores = score_table(n_tasks=1, seeds=1).query("variant in @variants")
+    fig = ablation_figure(scores)
+    assert [ax.get_title() for ax in fig.axes] == ["H_init,norm", "S_hyp", "Performance", "HMS"]
+    assert figure_bytes(ablation_figure(scores, WORK_METRICS), "svg").startswith(b"<?xml")
+    table = contrasts(scores, metrics=["performance"])
+    assert len(table) == ("scaffolded-dr" in variants)
+    assert figure_bytes(contrast_figure(table), "png")[:4] == b"\x89PNG"

@@ -1,0 +1,86 @@
+"""The trajectory views on a real stored session (scripted participants, real kernel), and the
+explorer widget's wiring: selecting, filtering and stepping change what it shows."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from helpers.stored_session import HYPOTHESIS, record_scaffolded_session
+
+from colabkit.analysis.explorer import TrajectoryExplorer
+from colabkit.analysis.trajectory import (
+    experiments,
+    load_trajectory,
+    render_event,
+    render_memory,
+    render_session,
+    render_step,
+    select_steps,
+    workspace_at,
+)
+from colabkit.errors import ColabkitError
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("trajectories")
+    folder = record_scaffolded_session(root / "exp")
+    return root, folder
+
+
+def test_a_stored_session_renders_every_kind_of_event(stored):
+    root, folder = stored
+    assert experiments(root) == [root / "exp"]
+    traj = load_trajectory(root / "exp", folder.name)
+    page = render_session(traj)
+    for expected in ("AI-THOUGHT: count the hoards first", "D-THOUGHT: check the data",  # thoughts
+                     "print(6 * 7)", "42",  # a cell and its output from the snapshot
+                     "Yes, the 12th century fits.",  # chat
+                     "request req-1", "<b>approved</b>: matches the counts",  # the gate and its decision
+                     "counts by century", "signed by",  # the frozen memory with its gate table
+                     HYPOTHESIS.replace("'", "&#x27;")):
+        assert expected in page, expected
+    assert "<script" not in page and "&lt;" not in render_memory(traj)  # escaped, no markup injected
+
+
+def test_filters_and_the_workspace_at_a_step(stored):
+    root, folder = stored
+    traj = load_trajectory(root / "exp", folder.name)
+    build = select_steps(traj, phase="build")
+    assert build and {traj.events.loc[i, "phase"] for i in build} == {"build"}
+    d_steps = select_steps(traj, participant="D", phase="task")
+    assert {traj.events.loc[i, "participant"] for i in d_steps} == {"D"}
+    first_code = next(i for i in select_steps(traj) if traj.events.loc[i, "action"] == "execute_code")
+    last = select_steps(traj)[-1]
+    assert len(workspace_at(traj, first_code)["cells"]) == 1 and len(workspace_at(traj, last)["cells"]) == 2
+    assert workspace_at(traj, first_code)["editor_versions"] == [] and workspace_at(traj, last)["editor_versions"]
+    steps = select_steps(traj)
+    assert "step 1 of" in render_step(traj, steps, 0) and "editor empty" in render_step(traj, steps, 0)
+    assert HYPOTHESIS[:20] in render_step(traj, steps, len(steps) - 1)
+    with pytest.raises(ColabkitError, match="no finished session 'nope'"):
+        load_trajectory(root / "exp", "nope")
+
+
+def test_the_explorer_steps_and_filters(stored):
+    root, folder = stored
+    explorer = TrajectoryExplorer(root)
+    explorer.show(root / "exp", folder.name)
+    first = explorer.view.value
+    assert "step 1 of" in first and explorer.step.max == len(explorer.steps) > 5
+    explorer.next.click()
+    assert explorer.step.value == 2 and explorer.view.value != first and "step 2 of" in explorer.view.value
+    explorer.participant.value = "R"
+    assert explorer.step.value == 1 and all(explorer.trajectory.events.loc[i, "participant"] == "R"
+                                            for i in explorer.steps)
+    assert "signed by" in explorer.memory.value and "R-THOUGHT" in explorer.thoughts.value
+    assert "no finished sessions" in TrajectoryExplorer(root / "empty").view.value
+
+
+def test_missing_values_of_any_kind_are_left_out_of_a_card(stored):
+    root, folder = stored
+    traj = load_trajectory(root / "exp", folder.name)
+    code = next(i for i in traj.events.index if traj.events.loc[i, "action"] == "execute_code")
+    events = traj.events.astype({"round": "Int64"}).assign(cell_index=pd.NA, gate_note=None)
+    events["cell_index"] = events["cell_index"].astype("Int64")  # nullable, as newer stores write it
+    card = render_event(type(traj)(traj.session_id, traj.record, events, traj.snapshot), code)
+    assert "print(6 * 7)" in card and "cell 0 → ok" in card and "note" not in card  # found by code and time

@@ -1,0 +1,149 @@
+"""The trajectory explorer in a real JupyterLab, in a real headless browser.
+
+A JupyterLab server is started on a copy of `explore_trajectory.ipynb` parameterised to a
+stored session (scripted participants, real kernel); Debian's `chromium`, driven by playwright
+through its executable path (never `playwright install`, which downloads a browser), opens
+the notebook, runs all cells, and checks that the widgets render and that stepping changes
+what is shown.
+
+Setup on a fresh machine: the `chromium` fixture installs Debian's `chromium` package with
+apt-get when it is missing and the tests run as root (as the Makefile does for bubblewrap);
+elsewhere install it yourself (`apt-get install chromium`, or set COLABKIT_CHROMIUM to any
+Chromium binary). Without a browser the test is skipped, except under CI (`CI` set), where
+it fails. playwright itself is a test extra (pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from helpers.stored_session import record_scaffolded_session
+
+from colabkit.store import load_events
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explore_trajectory.ipynb"
+pytestmark = pytest.mark.slow
+
+
+def _find_chromium() -> str | None:
+    explicit = os.environ.get("COLABKIT_CHROMIUM")
+    return explicit if explicit and Path(explicit).is_file() else shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path = _find_chromium()
+    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, capture_output=True, timeout=600)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, check=False,
+                       capture_output=True, timeout=1200)
+        path = _find_chromium()
+    if path is None:
+        message = "no chromium: apt-get install chromium (as root), or set COLABKIT_CHROMIUM"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A JupyterLab server over a folder holding the parameterised explorer notebook."""
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    folder = record_scaffolded_session(tmp_path / "results" / "exp")
+    workdir = tmp_path / "lab"
+    workdir.mkdir()
+    nb = parameterize_notebook(load_notebook_node(str(NOTEBOOK)),
+                               {"results": str(tmp_path / "results"), "session_id": folder.name})
+    nbformat.write(nb, workdir / "explore.ipynb")
+    port, token = _free_port(), secrets.token_hex(16)
+    log = (tmp_path / "lab.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workdir}", "--allow-root",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "JUPYTER_NO_CONFIG": "1"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((tmp_path / "lab.log").read_text(errors="replace")[-3000:]) from None
+                time.sleep(0.5)
+        yield f"{base}/lab/tree/explore.ipynb?token={token}", folder
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def test_the_explorer_renders_in_jupyterlab_and_stepping_changes_the_view(chromium, lab):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect, sync_playwright
+
+    url, folder = lab
+    events = load_events(folder.parent, [folder.name])
+    n_all, n_r = len(events), int((events["participant"] == "R").sum())
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url, timeout=120_000)
+            page.locator(".jp-Notebook").wait_for(timeout=120_000)
+            select = page.get_by_role("button", name="Select Kernel", exact=True)
+            try:  # Lab may ask which kernel to start; the notebook's own (python3) is preselected
+                select.wait_for(timeout=15_000)
+                select.click()
+            except PlaywrightTimeout:
+                pass
+            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_attached(timeout=120_000)
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_text("Run All Cells", exact=True).click()
+
+            counter = page.locator(".widget-html .ck-step-counter")
+            expect(counter).to_have_text(f"step 1 of {n_all}", timeout=120_000)
+            step = page.locator(".widget-html .ck-step")
+            first = step.inner_text()
+            assert "session_start" in first
+            expect(page.locator(".widget-dropdown select").first).to_be_visible()
+            expect(page.locator(".widget-slider")).to_be_visible()
+
+            page.get_by_role("button", name="next ▶").click()
+            expect(counter).to_have_text(f"step 2 of {n_all}", timeout=30_000)
+            second = step.inner_text()
+            assert second != first and "propose_memory" in second
+
+            page.locator(".widget-dropdown select").nth(2).select_option("R")  # participant filter
+            expect(counter).to_have_text(f"step 1 of {n_r}", timeout=30_000)
+            assert "R" in step.inner_text() and "propose_memory" in step.inner_text()
+
+            # the kernel-free rendering (the other .ck-session is the widget's "Whole session" tab)
+            static = page.locator(".ck-session:not(.widget-html-content .ck-session)")
+            expect(static).to_contain_text(folder.name, timeout=60_000)
+            expect(static).to_contain_text("AI-THOUGHT: count the hoards first")
+        finally:
+            browser.close()

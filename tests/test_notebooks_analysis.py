@@ -1,0 +1,193 @@
+"""The experiment notebooks: thin and parameterised, run by papermill and nbval (lax), with
+assertions on what they stored.
+
+`ablations` and `explore_trajectory` run here on constructed inputs (a score table in the
+evaluation format; a session recorded with scripted participants and a real kernel).
+`run_variant`, `score` and `annotate_gates` call the runner and evaluation layers, built on
+parallel branches: their test skips until both are merged, then runs them end to end on the
+embedded model (slow).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from helpers.score_tables import score_table
+from helpers.stored_session import record_scaffolded_session
+
+from colabkit.analysis.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
+from colabkit.analysis.stats import STUDY_COLUMNS
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+PARAMETERS = {
+    "run_variant": ["experiment", "results", "variant"],
+    "score": ["experiment", "results"],
+    "annotate_gates": ["experiment", "results"],
+    "ablations": ["experiment", "results", "scores_file", "out"],
+    "explore_trajectory": ["results", "experiment_dir", "session_id"],
+}
+TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power")
+FIGURES = ("ablation_quality", "ablation_work", "contrasts")
+
+
+def code_cells(nb) -> list:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("name", sorted(PARAMETERS))
+def test_each_notebook_is_thin_parameterised_and_committed_clean(name):
+    path = NOTEBOOKS / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    cells = code_cells(nb)
+    tagged = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1 and tagged[0] is cells[0]
+    assert [line.split(":")[0] for line in tagged[0].source.splitlines()] == PARAMETERS[name]
+    assert all(len(c.source.splitlines()) <= 8 for c in cells)  # the logic lives in the package
+    assert all(not c.outputs and c.execution_count is None for c in cells)
+    help_text = subprocess.run([sys.executable, "-m", "papermill", "--help-notebook", str(path)],
+                               capture_output=True, text=True, check=True)
+    shown = help_text.stdout + help_text.stderr
+    assert "warn" not in shown.lower() and "Unknown type" not in shown
+    for parameter in PARAMETERS[name]:
+        assert f"  {parameter}: str (default" in shown, parameter
+
+
+def execute(name: str, tmp: Path, **parameters) -> nbformat.NotebookNode:
+    import papermill
+
+    executed = tmp / f"{name}.executed.ipynb"
+    papermill.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(executed), cwd=str(NOTEBOOKS),
+                               kernel_name="python3", progress_bar=False, parameters=parameters)
+    return nbformat.read(executed, as_version=4)
+
+
+def nbval_lax(name: str, tmp: Path, **parameters) -> None:
+    """Run nbval (lax) on a copy of the notebook with `parameters` injected as papermill does."""
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    nb = parameterize_notebook(load_notebook_node(str(NOTEBOOKS / f"{name}.ipynb")), parameters)
+    copy = tmp / "nbval" / f"{name}.ipynb"
+    copy.parent.mkdir(exist_ok=True)
+    nbformat.write(nb, copy)
+    run = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-p", "no:cacheprovider",
+                          "--rootdir", str(copy.parent), str(copy)],
+                         cwd=copy.parent, capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, f"{name}:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
+    assert " passed" in run.stdout and "failed" not in run.stdout
+
+
+@pytest.fixture(scope="module")
+def scores_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("scores") / "scores.parquet"
+    score_table(n_tasks=6, seeds=3).to_parquet(path)
+    return path
+
+
+def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
+    out = tmp_path / "analysis"
+    nb = execute("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(scores_file),
+                 out=str(out))
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{t}.csv" for t in TABLES] + [f"{f}.{ext}" for f in FIGURES for ext in ("png", "svg")])
+    study = pd.read_csv(out / "study_table.csv")
+    assert list(study.columns) == list(STUDY_COLUMNS) and len(study) == 13 * 7
+    assert (study.loc[study["metric"] == "performance", "n"] == 18).all()
+    formatted = pd.read_csv(out / "study_table_formatted.csv")
+    assert formatted["variant"].tolist()[:2] == ["single", "default-d"] and len(formatted) == 13
+    assert "Performance" in formatted.columns and formatted["Performance"].str.contains(" ± ").all()
+    contrasts = pd.read_csv(out / "contrasts.csv")
+    assert list(contrasts.columns) == list(CONTRAST_COLUMNS) and len(contrasts) == 3 * 7
+    assert set(contrasts["a"]) == {"scaffolded-d", "scaffolded-r", "scaffolded-dr"}
+    assert len(pd.read_csv(out / "decomposition.csv")) == 3 * len(DECOMPOSITION) * 7
+    power = pd.read_csv(out / "power.csv")
+    assert power["metric"].tolist() == ["performance", "h_init_norm", "s_hyp", "hms"]
+    assert (power["n_per_variant"] > 0).all()
+    for figure in FIGURES:
+        assert (out / f"{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert b"<svg" in (out / f"{figure}.svg").read_bytes()[:2000]
+    shown = [o for c in code_cells(nb) for o in c.outputs if o.get("output_type") == "display_data"]
+    assert sum("image/png" in o.get("data", {}) for o in shown) == len(FIGURES)  # figures displayed too
+
+
+@pytest.fixture(scope="module")
+def stored_root(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("stored")
+    return root, record_scaffolded_session(root / "exp")
+
+
+def test_explore_trajectory_renders_the_session_statically_and_as_widgets(tmp_path, stored_root):
+    root, folder = stored_root
+    nb = execute("explore_trajectory", tmp_path, results=str(root), experiment_dir="exp", session_id=folder.name)
+    cells = code_cells(nb)
+    widget_outputs = [o for o in cells[-2].outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widget_outputs) == 1
+    static = "".join(o.get("data", {}).get("text/html", "") for o in cells[-1].outputs)
+    assert folder.name in static and "AI-THOUGHT: count the hoards first" in static and "signed by" in static
+
+
+def test_explore_trajectory_with_no_sessions_says_so(tmp_path):
+    nb = execute("explore_trajectory", tmp_path, results=str(tmp_path / "nothing"))
+    printed = "".join(o.get("text", "") for o in code_cells(nb)[-1].outputs)
+    assert printed.strip() == f"no finished sessions under {tmp_path / 'nothing'}"
+
+
+def test_nbval_lax_passes_on_the_analysis_notebooks(tmp_path, scores_file, stored_root):
+    root, folder = stored_root
+    nbval_lax("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(scores_file),
+              out=str(tmp_path / "analysis"))
+    nbval_lax("explore_trajectory", tmp_path, results=str(root), session_id=folder.name)
+    assert (tmp_path / "analysis" / "study_table.csv").is_file()
+
+
+EXPERIMENT_YAML = """\
+name: nbtest
+tasks:
+  ids: [demo_archaeology/0/0]
+variants: [default-dr, scaffolded-dr]
+seeds: [0]
+models:
+  default: local/smollm2-135m
+judge: local/smollm2-135m
+settings:
+  action_budget: 2
+  max_rounds: 2
+concurrency:
+  sessions: 2
+  kernels: 2
+"""
+
+
+@pytest.mark.slow
+def test_the_experiment_notebooks_run_score_annotate_and_analyse(tmp_path):
+    """Needs the runner and evaluation layers (parallel branches): skipped until merged."""
+    runner = pytest.importorskip("colabkit.runner")
+    evaluation = pytest.importorskip("colabkit.evaluation")
+    config = tmp_path / "nbtest.yaml"
+    config.write_text(EXPERIMENT_YAML)
+    root = tmp_path / "results"
+    folder = runner.load_experiment(config, results=root).folder()
+    for name in ("default-dr", "scaffolded-dr"):
+        nb = execute("run_variant", tmp_path, experiment=str(config), results=str(root), variant=name)
+        table = code_cells(nb)[-1].outputs[-1]["data"]["text/plain"]
+        assert "demo_archaeology/0/0" in table
+    from colabkit.store import load_sessions
+
+    sessions = load_sessions(folder)
+    assert sorted(sessions["variant"]) == ["default-dr", "scaffolded-dr"]
+    nbval_lax("score", tmp_path, experiment=str(config), results=str(root))
+    scores = evaluation.load_scores(folder)
+    assert sorted(scores["session_id"]) == sorted(sessions["session_id"])
+    nbval_lax("annotate_gates", tmp_path, experiment=str(config), results=str(root))
+    gates = evaluation.load_gate_annotations(folder)
+    assert {"request_id", "decision", "grounded"} <= set(gates.columns)
+    execute("ablations", tmp_path, experiment=str(config), results=str(root))
+    study = pd.read_csv(folder / "analysis" / "study_table.csv")
+    assert sorted(study["variant"].unique()) == ["default-dr", "scaffolded-dr"]
+    assert (folder / "analysis" / "ablation_quality.svg").is_file()
