@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "colabkit"
-ORDER = ["errors", "tasks", "llm", "workspace", "team", "session", "store", "cli"]
+ORDER = ["errors", "tasks", "llm", "workspace", "team", "session", "store", "evaluation", "cli"]
 # `llm` is a base utility beside `tasks`: neither needs the other.
 INDEPENDENT = {("tasks", "llm"), ("llm", "tasks")}
 
@@ -33,3 +33,29 @@ def test_layer_imports_only_lower_layers(layer):
             assert other in ORDER, f"{path} imports unknown layer colabkit.{other}"
             assert ORDER.index(other) < rank and (layer, other) not in INDEPENDENT, \
                 f"{path.relative_to(PACKAGE.parent)} imports higher layer colabkit.{other}"
+
+
+# Gold answers reach only scoring: the evaluation layer, and `tasks show --with-gold` (where a
+# researcher asks for them explicitly). Any other caller could leak them into a prompt.
+SHOW_COMMAND = (PACKAGE / "cli" / "tasks_cmd.py", "_show")
+
+
+def gold_callers(path: Path) -> list[tuple[str, int]]:
+    """(innermost enclosing function or "<module>", line) of every `.gold_for` reference."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "gold_for":
+            inside = [f for f in functions if f.lineno <= node.lineno <= (f.end_lineno or f.lineno)]
+            found.append((max(inside, key=lambda f: f.lineno).name if inside else "<module>", node.lineno))
+    return found
+
+
+def test_gold_is_read_only_by_the_evaluation_layer():
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{line} in {func}"
+                 for path in sorted(PACKAGE.rglob("*.py")) if (PACKAGE / "evaluation") not in path.parents
+                 for func, line in gold_callers(path) if (path, func) != SHOW_COMMAND]
+    assert not offenders, f"gold_for used outside colabkit/evaluation and `tasks show`: {offenders}"
+    assert [f for f, _ in gold_callers(SHOW_COMMAND[0])] == ["_show"], "the check must see the allowed caller"
+    assert any(gold_callers(p) for p in (PACKAGE / "evaluation").rglob("*.py"))

@@ -96,6 +96,18 @@ class Gateway:
         Raises `StructuredOutputError` (transport failure after retries, or invalid output
         after repair) or `BudgetExceeded`; nothing else escapes.
         """
+        value, _, records = await self.structured_with_text(config, messages, schema,
+                                                            caller=caller, sample=sample)
+        return value, records
+
+    async def structured_with_text(self, config: ModelConfig, messages: list[dict],
+                                   schema: type[T], *, caller: str,
+                                   sample: int = 0) -> tuple[T, str, list[CallRecord]]:
+        """Like `structured`, plus the model's raw text of the answer that validated.
+
+        Judges store what the model actually said next to what was parsed from it; on
+        failure the raw text of the last answer is on the error (`StructuredOutputError.raw`).
+        """
         try:
             plan = self._plan(config, schema)
         except Exception as exc:  # a broken litellm install or schema must not crash a batch
@@ -105,6 +117,7 @@ class Gateway:
         if plan.instructions:
             conversation = _with_system_text(conversation, plan.instructions)
         records: list[CallRecord] = []
+        raw: str | None = None
         for round_number in (1, 2):
             answer, record = await self._request(
                 config, conversation, caller=caller, sample=sample,
@@ -113,8 +126,9 @@ class Gateway:
             records.append(record)
             if answer is None:
                 break
+            raw = answer.text
             try:
-                return parse_as(schema, answer.text), records
+                return parse_as(schema, answer.text), answer.text, records
             except ValueError as exc:
                 problem = str(exc)
                 if answer.finish_reason == "length":
@@ -127,7 +141,7 @@ class Gateway:
         raise StructuredOutputError(
             f"{config.model} ({caller}): no valid {schema.__name__} after {len(records)} "
             f"request(s), {attempts} attempt(s): {records[-1].error}",
-            attempts=attempts, records=records)
+            attempts=attempts, records=records, raw=raw)
 
     def close(self) -> None:
         """Release the persistent cache (the gateway is not usable afterwards)."""
