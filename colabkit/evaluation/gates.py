@@ -27,8 +27,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import clip, task_events
-from colabkit.evaluation.records import GateAnnotation
+from colabkit.evaluation.process import ask_each, clip, task_events, transient, values_of, verdict_flags
+from colabkit.evaluation.profile import persona_cards
+from colabkit.evaluation.records import GateAnnotation, Judgement, ScoreResult
+from colabkit.evaluation.scorer import Scorer, SessionContext, combine_values, register_scorer
 from colabkit.session.events import SYSTEM, Event
 from colabkit.team import Persona
 
@@ -196,3 +198,45 @@ def following_events(events: Sequence[Event], request: GateRequest) -> list[Even
     if request.decision_seq is None:
         return []
     return [e for e in task_events(events) if e.seq > request.decision_seq and e.action != "wait"]
+
+
+_LABELS = ("expertise_fit", "grounded", "correct_in_hindsight", "changed_course")
+
+
+@register_scorer
+class GatesScorer(Scorer):
+    """Per-request facts and judge labels, and the session's approval and rejection rates."""
+
+    name = "gates"
+    version = "1"
+    prompts = (GATE_PROMPT,)
+    columns = ("n_gated", "approval_rate", "rejection_rate")
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        requests = gate_requests(ctx.events)
+        rates = gate_rates(requests)
+        cards = persona_cards(ctx.record.spec.variant)
+        decided = [r for r in requests if r.decision != "expired"]
+        asked = await ask_each(ctx, GATE_PROMPT, {
+            r.request_id: gate_fields(r, cards, following_events(ctx.events, r), ctx.hypothesis) for r in decided
+        }, GateVerdict)
+        flags = verdict_flags(asked)
+        judgements = [Judgement.of(v, metric=label, item=f"gate:{request_id}",
+                                   label=None if v.value is None else str(getattr(v.value, label)).lower())
+                      for request_id, v in asked.items() for label in _LABELS]
+        return ScoreResult(values=rates.model_dump(), flags=flags, judgements=judgements,
+                           gate_annotations=gate_annotations(requests, values_of(asked)),
+                           complete=not transient(flags))
+
+    def combine(self, results: list[ScoreResult]) -> ScoreResult:
+        """As the default, but each gate label is the majority over the repeats (tie: missing)."""
+        combined = super().combine(results)
+        if len(results) == 1:
+            return combined
+        rows = []
+        for i, row in enumerate(results[0].gate_annotations):
+            same = [r.gate_annotations[i] for r in results if len(r.gate_annotations) > i]
+            votes = {label: combine_values([v for a in same if (v := getattr(a, label)) is not None])
+                     for label in _LABELS}
+            rows.append(row.model_copy(update=votes))
+        return combined.model_copy(update={"gate_annotations": rows})

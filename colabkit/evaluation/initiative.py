@@ -33,7 +33,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import ChatTurn, clip, humans_of, missing, missing_flag
+from colabkit.evaluation.process import (
+    ChatTurn,
+    ask_each,
+    chat_turns,
+    clip,
+    humans_of,
+    missing,
+    missing_flag,
+    transient,
+    values_of,
+    verdict_flags,
+)
+from colabkit.evaluation.records import Judgement, ScoreResult
+from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.team import AI_ID
 
 METRIC = "initiative"
@@ -182,3 +195,39 @@ def initiative(
     h_norm, h_zero = initiative_entropy(per_member, team)
     return InitiativeResult(h_init_norm=h_norm, h_init_zero_rule=h_zero, ca_plus=ca_plus, ca_minus=ca_minus,
                             initiative_counts=per_member, n_messages=len(turns), flags=tuple(flags))
+
+
+@register_scorer
+class InitiativeScorer(Scorer):
+    """H_init,norm (and its zero-rule variant) and CA+/CA- from judged task-phase messages."""
+
+    name = "initiative"
+    version = "1"
+    prompts = (INITIATIVE_PROMPT, REPLY_PROMPT)
+    columns = ("h_init_norm", "h_init_zero_rule", "ca_plus", "ca_minus")
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        team = ctx.record.spec.variant.team
+        turns = chat_turns(ctx.events)
+        if len(team) < 2:  # N/A: nothing to ask
+            return ScoreResult(values=dict.fromkeys(self.columns))
+        labels = await ask_each(ctx, INITIATIVE_PROMPT,
+                                {t.item_id: initiative_fields(turns, i) for i, t in enumerate(turns)},
+                                InitiativeVerdict)
+        replies = await ask_each(ctx, REPLY_PROMPT,
+                                 {turns[i].item_id: reply_fields(turns, i) for i in reply_items(turns, team)},
+                                 ReplyVerdict)
+        result = initiative(turns, team, values_of(labels), values_of(replies))
+        flags = [*result.flags, *verdict_flags(labels, replies)]
+        judgements = [Judgement.of(v, metric="h_init_norm", item=f"message:{item}",
+                                   label=v.value.initiative if v.value else None) for item, v in labels.items()]
+        for item, v in replies.items():
+            judgements.append(Judgement.of(v, metric="ca_plus", item=f"confirms:{item}",
+                                           label=None if v.value is None else str(v.value.confirms).lower()))
+            judgements.append(Judgement.of(v, metric="ca_minus", item=f"halts:{item}",
+                                           label=None if v.value is None else str(v.value.halts).lower()))
+        return ScoreResult(
+            values={"h_init_norm": result.h_init_norm, "h_init_zero_rule": result.h_init_zero_rule,
+                    "ca_plus": result.ca_plus, "ca_minus": result.ca_minus},
+            flags=flags, judgements=judgements, complete=not transient(flags),
+            details={"initiative_counts": result.initiative_counts, "n_messages": result.n_messages})

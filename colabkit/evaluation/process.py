@@ -18,16 +18,22 @@ Conventions shared by every metric here:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from colabkit.evaluation.judge import JudgePrompt, Verdict
+from colabkit.evaluation.scorer import SessionContext
 from colabkit.session.events import SYSTEM, Event
 from colabkit.team import AI_ID
 from colabkit.workspace import CellResult, WorkspaceSnapshot
 
 L = TypeVar("L")
+T = TypeVar("T", bound=BaseModel)
+# Judge questions in flight at once per scorer: fast with a remote judge, polite to its limits.
+CONCURRENT_QUESTIONS = 4
 # Clip long payloads shown to a judge: enough to judge a step, bounded for small contexts.
 JUDGE_TEXT_CHARS = 1200
 
@@ -114,3 +120,37 @@ def missing(labels: Mapping[str, L | None], items: Iterable[str]) -> list[str]:
 def missing_flag(metric: str, absent: Sequence[str]) -> str:
     """The flag for a value left missing because `absent` items have no judge label."""
     return f"{metric}:judge_missing({len(absent)})"
+
+
+async def ask_each(ctx: SessionContext, prompt: JudgePrompt, fields: Mapping[str, Mapping[str, Any]],
+                   schema: type[T]) -> dict[str, Verdict[T]]:
+    """Ask `prompt` once per item (item id -> its fields); every item gets a verdict back."""
+    gate = asyncio.Semaphore(CONCURRENT_QUESTIONS)
+
+    async def one(item_fields: Mapping[str, Any]) -> Verdict[T]:
+        async with gate:
+            return await ctx.verdict(prompt, item_fields, schema)
+
+    answers = await asyncio.gather(*(one(f) for f in fields.values()))
+    return dict(zip(fields, answers))
+
+
+def values_of(verdicts: Mapping[str, Verdict[T]]) -> dict[str, T | None]:
+    """The parsed answers by item (None where the judge failed)."""
+    return {item: v.value for item, v in verdicts.items()}
+
+
+def verdict_flags(*groups: Mapping[str, Verdict[Any]]) -> list[str]:
+    """One flag per distinct judge failure, `<prompt id>: <why>` with how many items it hit."""
+    seen: dict[str, int] = {}
+    for verdicts in groups:
+        for v in verdicts.values():
+            if v.flag is not None:
+                key = f"{v.prompt_id}: {v.flag}"
+                seen[key] = seen.get(key, 0) + 1
+    return [f"{key} (x{n})" if n > 1 else key for key, n in seen.items()]
+
+
+def transient(flags: Iterable[str]) -> bool:
+    """Whether a flag records a judge that gave no answer (a rerun may get one)."""
+    return any("judge_error" in f for f in flags)

@@ -23,18 +23,25 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from colabkit.evaluation.initiative import InitiativeVerdict
+from colabkit.evaluation.initiative import INITIATIVE_PROMPT, InitiativeVerdict, initiative_fields
 from colabkit.evaluation.judge import JudgePrompt
 from colabkit.evaluation.process import (
     ChatTurn,
+    ask_each,
+    chat_turns,
     clip,
     event_item,
     humans_of,
     missing,
     missing_flag,
     task_events,
+    transient,
+    values_of,
+    verdict_flags,
     workspace_actions,
 )
+from colabkit.evaluation.records import Judgement, ScoreResult
+from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.session.events import Event
 from colabkit.team import AI_ID, PERSONA_IDS, Persona, VariantConfig
 
@@ -158,3 +165,43 @@ def profile_fields(item: Contribution, cards: Sequence[Persona]) -> dict[str, An
     return {"persona_cards": [{"id": p.id, "name": p.name, "card": clip(p.prompt, 900)} for p in cards],
             "contribution": {"kind": kind, "content": clip(item.content)},
             "answer_with_one_of": [*(p.id for p in cards), GENERIC]}
+
+
+@register_scorer
+class ProfileScorer(Scorer):
+    """A_profile. Asks the initiative question again for the humans' messages (with the same
+    fields, so a session already scored for initiative replays it from the cache) rather
+    than depending on another scorer's stored result."""
+
+    name = "a_profile"
+    version = "1"
+    prompts = (INITIATIVE_PROMPT, PROFILE_PROMPT)
+    columns = ("a_profile",)
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        variant = ctx.record.spec.variant
+        team = variant.team
+        if not humans_of(team):
+            return ScoreResult(values={"a_profile": None})
+        turns = chat_turns(ctx.events)
+        humans = set(humans_of(team))
+        asked = await ask_each(ctx, INITIATIVE_PROMPT, {t.item_id: initiative_fields(turns, i)
+                                                        for i, t in enumerate(turns) if t.sender in humans},
+                               InitiativeVerdict)
+        items, upstream = contributions(ctx.events, turns, team, values_of(asked))
+        cards = persona_cards(variant)
+        schema = verdict_schema(tuple(c.id for c in cards))
+        judged = await ask_each(ctx, PROFILE_PROMPT, {c.item_id: profile_fields(c, cards) for c in items or ()},
+                                schema)
+        labels = {item: getattr(v.value, "expertise", None) for item, v in judged.items()}
+        result = a_profile(items, labels, team, upstream)
+        flags = [*result.flags, *verdict_flags(asked, judged)]
+        by_item = {c.item_id: c for c in items or ()}
+        judgements = [Judgement.of(v, metric="a_profile", item=f"contribution:{item}",
+                                   label=None if labels[item] is None else
+                                   ("own" if labels[item] == by_item[item].contributor else
+                                    GENERIC if labels[item] == GENERIC else "other"))
+                      for item, v in judged.items()]
+        return ScoreResult(values={"a_profile": result.a_profile}, flags=flags, judgements=judgements,
+                           complete=not transient(flags),
+                           details=result.model_dump(include={"own", "other", "generic", "n_contributions"}))

@@ -22,8 +22,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import clip, missing, missing_flag, render_cell
+from colabkit.evaluation.judge import JudgePrompt, Verdict
+from colabkit.evaluation.process import (
+    ask_each,
+    clip,
+    missing,
+    missing_flag,
+    render_cell,
+    successful_cells,
+    transient,
+    values_of,
+    verdict_flags,
+)
+from colabkit.evaluation.records import Judgement, ScoreResult
+from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.workspace import CellResult
 
 METRIC = "s_hyp"
@@ -114,3 +126,39 @@ def claims_fields(query: str, hypothesis: str) -> dict[str, Any]:
 def support_fields(claim: str, hypothesis: str, cells: Sequence[CellResult]) -> dict[str, Any]:
     return {"claim": claim, "hypothesis": clip(hypothesis, 1000),
             "cells": [clip(render_cell(c, CELL_CHARS), CELL_CHARS + 100) for c in cells]}
+
+
+@register_scorer
+class SupportScorer(Scorer):
+    """S_hyp and s_hyp_all: claims extracted from the submission, each checked on the cells."""
+
+    name = "s_hyp"
+    version = "1"
+    prompts = (CLAIMS_PROMPT, SUPPORT_PROMPT)
+    columns = ("s_hyp", "s_hyp_all")
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        cells = successful_cells(ctx.snapshot)
+        claims: list[str] | None = None
+        extraction: dict[str, Verdict[ClaimList]] = {}
+        checks: dict[str, Verdict[ClaimVerdict]] = {}
+        if ctx.delivered and cells:  # otherwise the value is 0 whatever the claims are
+            query = ctx.task.query if ctx.task is not None else ""
+            extraction = await ask_each(ctx, CLAIMS_PROMPT, {"claims": claims_fields(query, ctx.hypothesis)},
+                                        ClaimList)
+            answer = extraction["claims"].value
+            claims = None if answer is None else [c.strip() for c in answer.claims if c.strip()]
+            checks = await ask_each(ctx, SUPPORT_PROMPT, {claim_item(i): support_fields(c, ctx.hypothesis, cells)
+                                                          for i, c in enumerate(claims or ())}, ClaimVerdict)
+        result = hypothesis_support(ctx.delivered, claims, values_of(checks), cells)
+        flags = [*result.flags, *verdict_flags(extraction, checks)]
+        judgements = [Judgement.of(v, metric="s_hyp", item="claims",
+                                   score=None if v.value is None else float(len(v.value.claims)))
+                      for v in extraction.values()]
+        judgements += [Judgement.of(v, metric="s_hyp", item=f"claim:{item}",
+                                    label=None if v.value is None else str(v.value.supported).lower())
+                       for item, v in checks.items()]
+        return ScoreResult(values={"s_hyp": result.s_hyp, "s_hyp_all": result.s_hyp_all}, flags=flags,
+                           judgements=judgements, complete=not transient(flags),
+                           details={"claims": claims, "n_claims": result.n_claims,
+                                    "n_supported": result.n_supported})

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.evaluation.process import humans_of, workspace_actions
+from colabkit.evaluation.records import ScoreResult
+from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.session.events import Event
 
 
@@ -45,3 +47,17 @@ def work(events: Iterable[Event], team: Sequence[str]) -> WorkResult:
         # An actor outside the team would mean a log that does not belong to this record.
         flags=tuple(f"work:actor_not_in_team({name})" for name in strangers),
     )
+
+
+@register_scorer
+class WorkScorer(Scorer):
+    """W_total and W_human from the log: rule-based, scored once whatever the judge."""
+
+    name = "work"
+    version = "1"
+    columns = ("w_total", "w_human")
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        result = work(ctx.events, ctx.record.spec.variant.team)
+        return ScoreResult(values={"w_total": result.w_total, "w_human": result.w_human},
+                           flags=list(result.flags), details={"by_member": result.by_member})

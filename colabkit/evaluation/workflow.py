@@ -28,7 +28,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from colabkit.errors import ColabkitError
 from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import clip, missing, missing_flag, render_cell
+from colabkit.evaluation.process import (
+    ask_each,
+    clip,
+    missing,
+    missing_flag,
+    render_cell,
+    successful_cells,
+    transient,
+    values_of,
+    verdict_flags,
+)
+from colabkit.evaluation.records import Judgement, ScoreResult
+from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.workspace import CellResult
 
 METRIC = "c_wf"
@@ -217,3 +229,32 @@ def workflow_fields(query: str, node: WorkflowNode, cells: Sequence[CellResult])
     """What the workflow judge sees about one node."""
     return {"query": query, "step": node.description,
             "cells": [clip(render_cell(c, CELL_CHARS), CELL_CHARS + 100) for c in cells]}
+
+
+@register_scorer
+class WorkflowScorer(Scorer):
+    """C_wf against the task family's reference graph (rules first, the judge for the rest)."""
+
+    name = "c_wf"
+    version = "1"
+    prompts = (WORKFLOW_PROMPT,)
+    columns = ("c_wf",)
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        if ctx.task is None:
+            return ScoreResult(values={"c_wf": None}, flags=[f"{METRIC}:task_unknown({ctx.record.task_id})"])
+        graph = workflow_for(ctx.task.workflow_tags)
+        cells = successful_cells(ctx.snapshot)
+        rules = rule_hits(graph, cells, [d.name for d in ctx.task.datasets]) if graph is not None else {}
+        judged = [n for n in graph.nodes if n.check == "judged"] if graph is not None and cells else []
+        asked = await ask_each(ctx, WORKFLOW_PROMPT,
+                               {n.id: workflow_fields(ctx.task.query, n, cells) for n in judged}, NodeVerdict)
+        result = coverage(graph, rules, values_of(asked), cells)
+        flags = [*result.flags, *verdict_flags(asked)]
+        judgements = [Judgement.of(v, metric="c_wf", item=f"node:{node}",
+                                   label=None if v.value is None else str(v.value.implemented).lower())
+                      for node, v in asked.items()]
+        return ScoreResult(values={"c_wf": result.c_wf}, flags=flags, judgements=judgements,
+                           complete=not transient(flags),
+                           details={"family": result.family, "graph_version": graph.version if graph else None,
+                                    "matched": result.matched, "rules": rules})
