@@ -97,13 +97,13 @@ If a message does both "task" and "dialogue", answer "task". The input is JSON: 
 "message"; "earlier_messages" are there as context. Answer in JSON.""")
 
 REPLY_PROMPT = JudgePrompt(id="reply", version=1, instructions="""\
-You annotate the chat of a team doing a data-analysis task together. For ONE message from a
-human teammate, answer two questions:
-- confirms: does the message answer a yes/no question or a request for confirmation asked in
-  the previous message? Saying yes and saying no both count as confirming. Giving unrelated
+You annotate the chat of a team doing a data-analysis task together. The input is JSON:
+"message" is ONE message from a human teammate, "previous_message" the one sent just before
+it. Answer two questions about "message":
+- confirms: does it answer a yes/no question or a request for confirmation asked in the
+  previous message? Saying yes and saying no both count as confirming. Giving unrelated
   information does not.
-The input is JSON: "message" is the one to annotate, "previous_message" the one before it.
-- halts: does the message tell a teammate to stop, or not to go on with, what they are
+- halts: does it tell a teammate to stop, or not to go on with, what they are
   currently doing? Disagreeing with a statement is not halting; stopping work is.
 Answer in JSON.""")
 

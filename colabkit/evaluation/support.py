@@ -18,7 +18,7 @@ both values missing and flagged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,12 +41,14 @@ from colabkit.workspace import CellResult
 METRIC = "s_hyp"
 CELL_CHARS = 700
 MAX_CLAIMS = 12
+CLAIM_CHARS = 200
 
 
 class ClaimList(BaseModel):
     """The extraction judge's answer."""
 
-    claims: list[str] = Field(max_length=MAX_CLAIMS, description="atomic claims, each one short sentence")
+    claims: list[Annotated[str, Field(max_length=CLAIM_CHARS)]] = Field(
+        max_length=MAX_CLAIMS, description="atomic claims, each one short sentence")
 
 
 class ClaimVerdict(BaseModel):
