@@ -239,3 +239,11 @@ def test_gates_scorer_rates_annotations_and_majority_over_repeats(tmp_path):
     assert rows["req-2"].grounded is False     # F, F and one missing
     assert rows["req-3"].decision is None and rows["req-3"].grounded is None
     assert any("judge_invalid" in f for f in result.flags)
+
+
+def test_workflow_judge_error_is_missing_flagged_and_incomplete(tmp_path):
+    no = {"reason": "r", "implemented": False, "cell": None}
+    use_judge_double({"workflow_node": [no, no, RuntimeError("judge down"), no, no]}, fallback=None)
+    result = score("c_wf", context(tmp_path, workflow_session()))
+    assert result.values["c_wf"] is None
+    assert "c_wf:judge_missing(1)" in result.flags and not result.complete
