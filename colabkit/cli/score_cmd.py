@@ -26,6 +26,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--repeats", default="1", metavar="K", help="ask every judge question K times")
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench data folder the sessions ran on (default: the demo tasks)")
+    parser.add_argument("--sanity-tasks", default="3", metavar="N",
+                        help="tasks the judge's sanity check runs on (default 3)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=_score)
 
@@ -38,6 +40,7 @@ def _score(args: argparse.Namespace) -> int:
     from colabkit.evaluation import judge_config, load_scores, score_results
 
     repeats = parse_int(args.repeats, "--repeats", minimum=1)
+    sanity_tasks = parse_int(args.sanity_tasks, "--sanity-tasks", minimum=1)
     metrics = [m for item in args.metrics or () for m in item.split(",") if m] or None
     if not args.results.is_dir():
         raise ColabkitError(f"results folder not found: {args.results}")
@@ -51,7 +54,8 @@ def _score(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the plumbing warning is printed below, once, loudly
         report = score_results(args.results, metrics=metrics, repeats=repeats, data_root=args.data_root,
-                               judge=judge_config(args.judge) if args.judge else None, progress=progress)
+                               judge=judge_config(args.judge) if args.judge else None, progress=progress,
+                               sanity_tasks=sanity_tasks)
     if bar is not None:
         bar.close()
     for warning in report.warnings:

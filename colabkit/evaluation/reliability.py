@@ -126,21 +126,24 @@ def _case_passed(kind: str, recall: float | None, hms: float | None) -> bool:
     return recall == 0 and hms == 0
 
 
-async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], results: Path) -> SanityCheck:
+async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], results: Path, *,
+                           n_tasks: int = SANITY_TASKS) -> SanityCheck:
     """Run (or reuse from `results/judge-checks/`) the sanity check for `judge`.
 
-    Tasks are the first `SANITY_TASKS` of `task_ids` that have gold (topped up from the suite);
-    each is paired with the next task whose gold differs for the 'other' case.
+    Tasks are the first `n_tasks` of `task_ids` that have gold (topped up from the suite);
+    each is paired with the next task whose gold differs for the 'other' case. A stored check
+    is reused if it covered at least `n_tasks` tasks and no case failed on a judge error.
     """
     from colabkit.evaluation.hypothesis import judge_hypotheses  # the Performance pipeline
 
     path = results / CHECKS_DIR / f"{judge_id(judge.config)}-v{SANITY_VERSION}.json"
     if path.is_file():
         stored = SanityCheck.model_validate_json(path.read_bytes())
-        if all("judge_error" not in f for c in stored.cases for f in c.flags):
+        enough = len({c.task_id for c in stored.cases}) >= n_tasks or stored.passed is None
+        if enough and all("judge_error" not in f for c in stored.cases for f in c.flags):
             return stored
     with_gold = [t for t in dict.fromkeys([*task_ids, *suite.ids]) if t in suite.ids and suite.gold_for(t)]
-    chosen = with_gold[:SANITY_TASKS]
+    chosen = with_gold[:max(1, n_tasks)]
     ask = partial(judge.verdict, repeat=0)
     cases: list[SanityCase] = []
     for task_id in chosen:

@@ -22,7 +22,12 @@ from typing import Any, TypeVar
 import colabkit
 from colabkit.evaluation.judge import PLUMBING_WARNING, Judge, judge_config
 from colabkit.evaluation.records import ScoreFile, ScoreResult
-from colabkit.evaluation.reliability import SanityCheck, repeat_agreement, run_sanity_check
+from colabkit.evaluation.reliability import (
+    SANITY_TASKS,
+    SanityCheck,
+    repeat_agreement,
+    run_sanity_check,
+)
 from colabkit.evaluation.scorer import Scorer, SessionContext, scorers_for
 from colabkit.evaluation.storage import (
     finished_sessions,
@@ -60,6 +65,7 @@ async def ascore_results(results: Path | str, *, metrics: list[str] | None = Non
                          judge: ModelConfig | None = None, repeats: int = 1,
                          data_root: Path | None = None, suite: TaskSuite | None = None,
                          gateway: Gateway | None = None, concurrency: int = 4,
+                         sanity_tasks: int = SANITY_TASKS,
                          progress: Callable[[int, int], None] | None = None) -> ScoringReport:
     """Score the finished sessions under `results` with the `metrics` scorers (all if None).
 
@@ -83,7 +89,8 @@ async def ascore_results(results: Path | str, *, metrics: list[str] | None = Non
             report.judge = the_judge.describe()
             if the_judge.grade == "plumbing":
                 report.warnings.append(PLUMBING_WARNING)
-            report.sanity = await run_sanity_check(the_judge, suite, _task_ids(folders), results)
+            report.sanity = await run_sanity_check(the_judge, suite, _task_ids(folders), results,
+                                                   n_tasks=sanity_tasks)
         await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress)
     except BudgetExceeded as exc:
         report.stopped = f"budget: {exc.reason}"

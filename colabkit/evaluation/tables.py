@@ -37,10 +37,11 @@ JUDGE_COLUMNS = ("judge_model", "judge_grade", "judge_reliable", "flags")
 SCORE_COLUMNS = (*SESSION_KEYS, *METRIC_COLUMNS, *JUDGE_COLUMNS)
 BOOL_COLUMNS = ("delivered", "s_hyp_all", "judge_reliable")
 JUDGEMENT_COLUMNS = ("session_id", "task_id", "variant", "scorer", "scorer_id", "metric", "item", "repeat",
-                     "label", "score", "flag", "raw", "prompt_id", "prompt_version", "judge_model")
+                     "label", "score", "flag", "raw", "prompt_id", "prompt_version", "judge_model",
+                     "judge_reliable")
 GATE_COLUMNS = ("session_id", "variant", "request_id", "action", "proposer", "signatory", "decision",
                 "latency_events", "latency_rounds", "expertise_fit", "grounded", "correct_in_hindsight",
-                "changed_course", "flags", "judge_model")
+                "changed_course", "flags", "judge_model", "judge_reliable")
 
 
 def structure_of(record: SessionRecord) -> tuple[str, str]:
@@ -89,21 +90,24 @@ def _build(results: Path) -> dict[str, pd.DataFrame]:
             row["flags"] = ";".join(flags)
             score_rows.append(row)
         for score in latest.values():
-            judge_model = score.judge.model if score.judge else None
+            judge = {"judge_model": score.judge.model if score.judge else None,
+                     "judge_reliable": score.judge_reliable}
             judgement_rows.extend({
                 **{k: keys[k] for k in ("session_id", "task_id", "variant")}, "scorer": score.scorer,
-                "scorer_id": score.scorer_id, **j.model_dump(include=set(JUDGEMENT_COLUMNS)),
-                "judge_model": judge_model} for j in score.result.judgements)
+                "scorer_id": score.scorer_id, **j.model_dump(include=set(JUDGEMENT_COLUMNS)), **judge}
+                for j in score.result.judgements)
             gate_rows.extend({
                 "session_id": record.session_id, "variant": keys["variant"],
-                **g.model_dump(exclude={"flags"}), "flags": ";".join(g.flags), "judge_model": judge_model}
+                **g.model_dump(exclude={"flags"}), "flags": ";".join(g.flags), **judge}
                 for g in score.result.gate_annotations)
     return {SCORES_PARQUET: _scores_frame(score_rows),
             JUDGEMENTS_PARQUET: _typed(pd.DataFrame(judgement_rows, columns=list(JUDGEMENT_COLUMNS)),
-                                       floats=("score",), ints=("repeat", "prompt_version")),
+                                       floats=("score",), ints=("repeat", "prompt_version"),
+                                       bools=("judge_reliable",)),
             GATES_PARQUET: _typed(pd.DataFrame(gate_rows, columns=list(GATE_COLUMNS)),
                                   floats=("latency_events", "latency_rounds"),
-                                  bools=("expertise_fit", "grounded", "correct_in_hindsight", "changed_course"))}
+                                  bools=("expertise_fit", "grounded", "correct_in_hindsight", "changed_course",
+                                         "judge_reliable"))}
 
 
 def _scores_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

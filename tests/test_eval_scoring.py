@@ -1,0 +1,298 @@
+"""Scoring stored sessions: storage, resumption, judge changes, cache replay, repeats, the
+sanity check and the tables, with judge doubles behind the real gateway."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers.judges import perfect_answer, use_judge_double
+from helpers.stored import store_session
+
+import colabkit.session
+from colabkit.cli import main
+from colabkit.evaluation import (
+    Judge,
+    Judgement,
+    Scorer,
+    ScoreResult,
+    SessionContext,
+    fleiss_kappa,
+    judge_config,
+    judgement_agreement,
+    load_judgements,
+    load_scores,
+    score_results,
+    scorer_id,
+    scorers_for,
+    stored_scores,
+)
+from colabkit.evaluation import scorer as scorer_module
+from colabkit.evaluation.judge import PLUMBING_WARNING
+from colabkit.evaluation.tables import SCORE_COLUMNS
+from colabkit.llm import DEFAULT_MODEL, Gateway, RetryPolicy
+from colabkit.tasks import load_tasks
+
+SUITE = load_tasks()
+TASK = "demo_archaeology/0/0"
+GOLD = SUITE.gold_for(TASK).hypothesis
+OTHER_GOLD = SUITE.gold_for("demo_archaeology/1/0").hypothesis
+PERFECT = judge_config("judgedouble/perfect")
+METRICS = ["performance"]
+FAST = {"metrics": METRICS, "sanity_tasks": 1}  # one sanity task is enough where the check is not the point
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    """Three finished sessions on one task: the gold itself, nothing, another task's gold."""
+    store_session(tmp_path, TASK, GOLD, seed=0)
+    store_session(tmp_path, TASK, "", seed=1)
+    store_session(tmp_path, TASK, OTHER_GOLD, seed=2)
+    return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def no_sessions_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring must never run a session: any attempt fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("scoring ran a session")
+    monkeypatch.setattr(colabkit.session, "run_session", refuse)
+    monkeypatch.setattr("colabkit.store.recorder.run_session", refuse)
+
+
+def by_seed(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.sort_values(["seed", "judge_model"]).reset_index(drop=True)
+
+
+def session_files(results: Path, *, scores: bool = False) -> dict[str, tuple[bytes, int]]:
+    """Bytes and modification times of the session folders' files (their scores if asked)."""
+    return {str(p.relative_to(results)): (p.read_bytes(), p.stat().st_mtime_ns)
+            for folder in results.iterdir() if (folder / "session.json").is_file()
+            for p in folder.rglob("*") if p.is_file() and (p.parent.name == "scores") == scores}
+
+
+def test_a_perfect_judge_scores_stored_sessions_and_the_tables_show_them(results):
+    use_judge_double()
+    report = score_results(results, metrics=METRICS, judge=PERFECT)
+
+    assert (report.sessions, report.scored, report.reused, report.incomplete) == (3, 3, 0, 0)
+    assert report.sanity is not None and report.sanity.passed is True
+    assert {c.kind for c in report.sanity.cases} == {"self", "other", "empty"}
+    assert list((results / "judge-checks").glob("*.json"))
+    scores = by_seed(load_scores(results))
+    assert list(scores.columns[:len(SCORE_COLUMNS)]) == list(SCORE_COLUMNS)
+    # gold vs gold: recall 1, HMS 1; empty: undelivered -> 0 without asking; other gold: 0
+    assert scores["delivered"].tolist() == [True, False, True]
+    assert scores["performance"].tolist() == [1.0, 0.0, 0.0]
+    assert scores["hms"].tolist() == [1.0, 0.0, 0.0]
+    assert scores["judge_reliable"].tolist() == [True] * 3
+    assert scores["judge_grade"].tolist() == ["capable"] * 3
+    assert scores["w_total"].isna().all()  # not scored here: missing, never 0
+    assert (results / "scores.parquet").is_file() and (results / "judgements.parquet").is_file()
+
+    sid = scorer_id(scorers_for(["performance"])[0], PERFECT, 1)
+    folder = results / scores["session_id"][0]
+    stored = json.loads((folder / "scores" / f"{sid}.json").read_text())
+    assert stored["scorer"] == "performance" and stored["judge"]["model"] == "judgedouble/perfect"
+    assert stored["prompt_version"] == "hms_context_match@1,hms_decompose@1,hms_relation@1,hms_variables@1"
+    judgements = load_judgements(results)
+    mine = judgements[judgements["session_id"] == folder.name]
+    assert set(mine["item"]) == {"decompose:gold", "decompose:prediction", "variables:p0:g0", "relation:p0:g0"}
+    assert mine["raw"].notna().all() and (mine["prompt_version"] == 1).all()
+
+
+def test_rescoring_reuses_stored_scores_and_replays_the_judge_from_the_cache(results):
+    double = use_judge_double()
+    score_results(results, **FAST, judge=PERFECT)
+    sessions, scores = session_files(results), session_files(results, scores=True)
+    asked = len(double.calls)
+    assert asked > 0
+
+    again = score_results(results, **FAST, judge=PERFECT)
+    assert (again.scored, again.reused) == (0, 3)
+    assert len(double.calls) == asked  # nothing asked: stored scores reused, sanity check stored
+    assert session_files(results) == sessions and session_files(results, scores=True) == scores
+
+    # Lose every score and the sanity check: the judge's answers come back from the cache.
+    for path in [*results.glob("*/scores/*.json"), *results.glob("judge-checks/*.json")]:
+        path.unlink()
+    replay = score_results(results, **FAST, judge=PERFECT)
+    assert replay.scored == 3 and len(double.calls) == asked
+    assert by_seed(load_scores(results))["performance"].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_changing_the_judge_rescores_beside_the_old_scores_without_rerunning_sessions(results):
+    use_judge_double()
+    score_results(results, **FAST, judge=PERFECT)
+    before = session_files(results)
+    yes_man = use_judge_double({}, fallback=agreeable_answer)
+    report = score_results(results, **FAST, judge=judge_config("judgedouble/agreeable"))
+
+    assert report.scored == 3 and yes_man.calls
+    assert session_files(results) == before
+    for folder in (p for p in results.iterdir() if (p / "session.json").is_file()):
+        assert {s.judge.model for s in stored_scores(folder)} == {"judgedouble/perfect", "judgedouble/agreeable"}
+    scores = by_seed(load_scores(results))
+    assert len(scores) == 6  # one row per session and judge
+    agreeable = scores[scores["judge_model"] == "judgedouble/agreeable"]
+    # the agreeable judge matches any context: the other task's gold now scores 1 ...
+    assert agreeable["performance"].tolist() == [1.0, 0.0, 1.0]
+    # ... which its sanity check catches ('other' case), so every row says unreliable
+    assert report.sanity is not None and report.sanity.passed is False
+    assert "other" in report.sanity.reason
+    assert agreeable["judge_reliable"].tolist() == [False] * 3
+    assert scores[scores["judge_model"] == "judgedouble/perfect"]["judge_reliable"].tolist() == [True] * 3
+    judgements = load_judgements(results)
+    assert set(judgements.loc[judgements["judge_model"] == "judgedouble/agreeable", "judge_reliable"]) == {False}
+
+
+def agreeable_answer(prompt_id: str, payload: dict) -> dict:
+    """A judge that says yes to everything: decomposes like the perfect one, matches all."""
+    if prompt_id == "hms_context_match":
+        return {"reason": "looks fine", "match": True}
+    if prompt_id == "hms_variables":
+        return {"explanation": "all shared", "size_gold": 1, "size_pred": 1, "intersection": 1}
+    if prompt_id == "hms_relation":
+        return {"explanation": "same", "option": "A"}
+    return perfect_answer(prompt_id, payload)
+
+
+def test_a_judge_returning_garbage_leaves_scores_missing_flagged_and_unreliable(results):
+    use_judge_double({}, fallback=lambda prompt_id, payload: "I think it is about right!")
+    report = score_results(results, **FAST, judge=judge_config("judgedouble/garbage"))
+
+    scores = by_seed(load_scores(results))
+    assert scores["performance"].isna().tolist() == [True, False, True]  # the undelivered one is 0
+    assert scores["performance"][1] == 0.0
+    assert scores["hms"].isna().tolist() == [True, False, True]
+    assert all("judge_invalid" in f for f in scores["flags"][[0, 2]])
+    assert report.sanity is not None and report.sanity.passed is False
+    assert scores["judge_reliable"].tolist() == [False] * 3
+    judgements = load_judgements(results)
+    assert judgements["raw"].str.contains("about right").all()  # the garbage itself is kept
+    assert judgements["label"].isna().all() and judgements["score"].isna().all()
+
+
+def test_a_judge_error_is_missing_and_incomplete_and_a_rerun_completes_it(results):
+    use_judge_double({}, fallback=lambda prompt_id, payload: RuntimeError("provider down"))
+    no_backoff = Gateway(cache_dir=results / "judge-cache", retry=RetryPolicy(max_attempts=2, base_delay_s=0))
+    report = score_results(results, **FAST, judge=PERFECT, gateway=no_backoff)
+    no_backoff.close()
+    assert report.incomplete == 2  # the two delivered sessions; the undelivered one needs no judge
+    scores = by_seed(load_scores(results))
+    assert scores["performance"].isna().tolist() == [True, False, True]
+    assert all("judge_error" in f for f in scores["flags"][[0, 2]])
+    assert report.sanity is not None and report.sanity.passed is False
+
+    use_judge_double()  # the provider is back: only the incomplete sessions are redone
+    rerun = score_results(results, **FAST, judge=PERFECT)
+    assert (rerun.scored, rerun.reused, rerun.incomplete) == (2, 1, 0)
+    assert by_seed(load_scores(results))["performance"].tolist() == [1.0, 0.0, 0.0]
+    assert rerun.sanity is not None and rerun.sanity.passed is True  # a failed-by-error check is redone
+
+
+def marked_context(answers: list[bool]):
+    """Context matches for the session's prediction come from `answers` in turn; the rest
+    (the sanity check's questions) are answered perfectly."""
+    def answer(prompt_id: str, payload: dict) -> dict:
+        if prompt_id == "hms_decompose" and payload["hypothesis"] == "MARKED":
+            return {"sub_hypotheses": [{"text": "m", "context": "MARKED", "variables": ["v"], "relation": "r"}]}
+        if prompt_id == "hms_context_match" and payload["predicted_context"] == "MARKED":
+            return {"reason": "scripted", "match": answers.pop(0)}
+        if prompt_id in ("hms_variables", "hms_relation") and payload["predicted_sub_hypothesis"]["text"] == "m":
+            return agreeable_answer(prompt_id, payload)
+        return perfect_answer(prompt_id, payload)
+    return answer
+
+
+def test_repeats_are_stored_and_their_agreement_reported(tmp_path):
+    store_session(tmp_path, TASK, "MARKED")
+    double = use_judge_double({}, fallback=marked_context([True, False, True]))
+    score_results(tmp_path, **FAST, judge=PERFECT, repeats=3)
+
+    seeds = [c["seed"] for c in double.calls if c["payload"].get("predicted_context") == "MARKED"]
+    assert seeds == [0, 1, 2]  # each repeat is a different sample (seed + repeat)
+    judgements = load_judgements(tmp_path)
+    context = judgements[judgements["item"] == "context:p0:g0"].sort_values("repeat")
+    assert context["repeat"].tolist() == [0, 1, 2] and context["label"].tolist() == ["true", "false", "true"]
+    scores = load_scores(tmp_path)
+    # per repeat performance 1, 0, 1 -> mean 2/3; flags none (all repeats answered)
+    assert scores["performance"][0] == pytest.approx(2 / 3)
+    [stored] = stored_scores(next(p for p in tmp_path.iterdir() if (p / "session.json").is_file()))
+    assert stored.repeats == 3
+    assert stored.agreement["spread:performance"] == 1.0
+    assert stored.agreement["kappa:hms"] is None  # one labelled item: kappa undefined, not faked
+
+
+def test_fleiss_kappa_by_hand():
+    # 4 items x 3 raters: (a,a,a) (b,b,b) (a,a,b) (b,b,a)
+    # P_i = (sum n_ij^2 - 3) / 6 = 1, 1, 1/3, 1/3 -> P_bar = 2/3; p_a = p_b = 1/2 -> P_e = 1/2
+    # kappa = (2/3 - 1/2) / (1 - 1/2) = 1/3
+    ratings = [["a", "a", "a"], ["b", "b", "b"], ["a", "a", "b"], ["b", "b", "a"]]
+    assert fleiss_kappa(ratings) == pytest.approx(1 / 3)
+    assert fleiss_kappa([["a", "a"], ["b", "b"]]) == pytest.approx(1.0)
+    assert fleiss_kappa([["a", "a"], ["a", "a"]]) is None  # one category: undefined
+    rows = [Judgement(metric="m", item=f"i{i}", repeat=r, label=label, prompt_id="p", prompt_version=1, model="x")
+            for i, row in enumerate(ratings) for r, label in enumerate(row)]
+    rows += [Judgement(metric="s", item="n", repeat=r, score=v, prompt_id="p", prompt_version=1, model="x")
+             for r, v in enumerate([0.2, 0.5, 0.4])]
+    assert judgement_agreement(rows) == pytest.approx({"kappa:m": 1 / 3, "spread:s": 0.3})
+
+
+def test_combining_repeats_never_invents_a_value():
+    scorer = scorers_for(["performance"])[0]
+    combined = scorer.combine([ScoreResult(values={"hms": 0.5, "delivered": True}),
+                               ScoreResult(values={"hms": None, "delivered": True})])
+    assert combined.values == {"hms": 0.5, "delivered": True}
+    assert combined.flags == ["hms: missing in 1 of 2 repeats"]
+    tie = scorer.combine([ScoreResult(values={"ok": True}), ScoreResult(values={"ok": False})])
+    assert tie.values == {"ok": None}
+    assert scorer.combine([ScoreResult(values={"hms": None}), ScoreResult(values={"hms": None})]).values == {"hms": None}
+
+
+def test_the_embedded_judge_is_accepted_only_as_plumbing_with_a_loud_warning():
+    with pytest.warns(UserWarning, match="JUDGE WARNING"):
+        judge = Judge(Gateway(), judge_config())
+    assert judge.config.model == DEFAULT_MODEL and judge.grade == "plumbing"
+    assert Judge(Gateway(), judge_config("openai/gpt-4o")).grade == "capable"
+    assert Judge(Gateway(), judge_config("openai/gpt-4o", temperature=0.9)).config.temperature == 0.0
+    assert "judge_grade='plumbing'" in PLUMBING_WARNING
+
+
+def test_cli_scores_shows_the_sanity_check_and_rejects_bad_options(results, capsys):
+    use_judge_double()
+    assert main(["score", str(results), "--judge", "judgedouble/perfect", "--metrics", "performance", "--sanity-tasks", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "judge sanity check: reliable" in out and "sessions: 3, scored: 3" in out
+    assert main(["score", str(results), "--judge", "judgedouble/perfect", "--metrics", "performance", "--sanity-tasks", "1", "--quiet"]) == 0
+    assert "scored: 0, reused: 3" in capsys.readouterr().out
+    assert main(["score", str(results), "--metrics", "nope"]) == 2
+    assert "unknown metric(s) nope" in capsys.readouterr().err
+    assert main(["score", str(results), "--repeats", "0"]) == 2
+    assert main(["score", str(results / "missing")]) == 2
+
+
+class CrashingScorer(Scorer):
+    """A rule-based scorer with a bug on one session: the batch must go on."""
+
+    name = "crashing"
+    version = "1"
+    columns = ("w_total",)
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        if ctx.record.seed == 1:
+            raise KeyError("a bug")
+        return ScoreResult(values={"w_total": float(ctx.record.seed)})
+
+
+def test_a_crashing_scorer_marks_its_session_incomplete_and_the_batch_goes_on(results, monkeypatch):
+    monkeypatch.setitem(scorer_module._REGISTRY, "crashing", CrashingScorer)
+    report = score_results(results, metrics=["crashing"])
+    assert (report.scored, report.incomplete, report.sanity) == (3, 1, None)  # no judge asked: no check
+    scores = by_seed(load_scores(results))
+    assert scores["w_total"].tolist()[0::2] == [0.0, 2.0] and pd.isna(scores["w_total"][1])
+    assert "crashing: scorer_error: KeyError" in scores["flags"][1]
+    assert scores["judge_model"].isna().all() and scores["judge_reliable"].isna().all()
+    assert score_results(results, metrics=["crashing"]).scored == 1  # only the incomplete one is redone
