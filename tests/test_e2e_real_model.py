@@ -48,7 +48,8 @@ def check_trajectory(folder: Path) -> tuple[list[Event], SessionRecord, Workspac
     return events, record, snapshot
 
 
-# Low budgets: the scaffolded build phase alone is four long model answers.
+# Low budgets: the scaffolded build phase alone is up to seven model answers (three proposals,
+# a consolidation, two ratifications, one amending).
 @pytest.mark.parametrize(("name", "budget", "rounds"), [("single", 4, 4), ("default-dr", 3, 2),
                                                         ("scaffolded-dr", 3, 1)])
 def test_a_session_with_the_embedded_model_writes_a_valid_trajectory(tmp_path, name, budget, rounds):

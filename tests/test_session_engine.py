@@ -181,10 +181,10 @@ SLOTS = {"expertise": "D knows the columns, R the periods", "responsibility": "R
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory):
     scripts = {
-        "ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D", "condition": ""}]},
+        "ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D"}]},
                say("edit_result", "H-self")],
-        "D": [{**SLOTS, "gates": []}],
-        "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}],
+        "D": [{**SLOTS, "gates": []}, {"decision": "accept"}],
+        "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}, {"decision": "accept"}],
     }
     return run(tmp_path_factory.mktemp("scaf"), variant("scaffolded-dr"), scripts, seed=3, idle_rounds=2)
 
@@ -193,7 +193,8 @@ def test_the_build_phase_freezes_the_memory_and_logs_its_digest(scaffolded):
     result, events, _, _ = scaffolded
     build = [e for e in events if e.phase == "build"]
     assert [e.action for e in build].count("propose_memory") == 3
-    assert build[-2].action == "consolidate_memory" and build[-2].participant == "ai"
+    assert [e.action for e in build].count("consolidate_memory") == 1
+    assert sorted((e.participant, e.action) for e in build[-3:-1]) == [("D", "ratify_memory"), ("R", "ratify_memory")]
     frozen = build[-1]
     assert frozen.action == "memory_frozen" and frozen.args["digest"] == result.memory.digest()
     assert all(e.phase == "build" for e in events[: events.index(frozen) + 1])  # session_start included
@@ -205,10 +206,11 @@ def test_the_build_phase_freezes_the_memory_and_logs_its_digest(scaffolded):
 
 def test_the_memory_is_in_every_task_phase_observation(scaffolded):
     result, _, model, _ = scaffolded
-    task_calls = model.calls[4:]  # three proposals and one consolidation come first
+    task_calls = model.calls[6:]  # three proposals, one consolidation and two ratifications come first
     assert task_calls and all(
         f"frozen {result.memory.digest()[:8]}" in call["messages"][-1]["content"] for call in task_calls)
     assert all("Shared Group Memory" not in call["messages"][-1]["content"] for call in model.calls[:4])
+    assert all("Shared Group Memory (draft" in call["messages"][-1]["content"] for call in model.calls[4:6])
 
 
 def test_self_selected_gates_come_from_the_memory(scaffolded):
@@ -222,13 +224,14 @@ def test_self_selected_gates_come_from_the_memory(scaffolded):
 
 def test_a_full_memory_keeps_its_enforced_gate_line_whole_and_the_query_is_said_once(tmp_path):
     long = {slot: f"{slot} " + "w" * 260 for slot in SLOTS}
-    gates = [{"action": "edit_result", "signatory": "D", "condition": "when the claim changes " + "c" * 90},
-             {"action": "finish", "signatory": "D", "condition": "only after the table is cited " + "f" * 80}]
-    scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")], "D": [long]}
+    gates = [{"action": "edit_result", "signatory": "D", "note": "when the claim changes " + "c" * 90},
+             {"action": "finish", "signatory": "D", "note": "only after the table is cited " + "f" * 80}]
+    scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")],
+               "D": [long, {"decision": "accept"}]}
     result, _, model, _ = run(tmp_path, variant("scaffolded-d"), scripts, seed=1, idle_rounds=1)
     gate_line = f"- Gates: {result.memory.gates.render()}"
-    assert len(result.memory.render()) > 1400 and "finish (only after" in gate_line
-    task_calls = model.calls[3:]  # two proposals and one consolidation come first
+    assert len(result.memory.render()) > 1400 and "finish (note: only after" in gate_line
+    task_calls = model.calls[4:]  # two proposals, one consolidation and one ratification come first
     assert task_calls and all(gate_line in call["messages"][-1]["content"] for call in task_calls)
     assert all(call["messages"][-1]["content"].count(TASK.query) == 1 for call in model.calls)
 

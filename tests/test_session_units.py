@@ -115,9 +115,9 @@ def test_requests_are_routed_decided_once_and_never_self_signed():
     assert gates.decide("req-1", "R", "rejected", "no evidence").status == "rejected"
     with pytest.raises(InvalidAction, match="already rejected"):
         gates.decide("req-1", "R", "approved", "")
-    # R's own edit cannot go to R: the team layer's fallback picks another signatory
-    own = gates.rule_for(to_action(step("edit_result", "H"), "R", TEAM), "R")
-    assert own is not None and own.signatory != "R"
+    # R's own edit under R's gate is not held, and nobody else is drafted in to sign it
+    assert gates.rule_for(to_action(step("edit_result", "H"), "R", TEAM), "R") is None
+    assert request.condition == "" and request.rule.signatory == "R"
     second = gates.open(edit, "ai", rule, round=2)
     assert second.request_id == "req-2"
     assert [r.request_id for r in gates.expire_pending()] == ["req-2"]

@@ -26,7 +26,7 @@ def task(tmp_path):
     )
     return Task(
         id="arch/0/0", split="real/test", domain="humanities", query="When did axes peak?",
-        question_type="context", domain_knowledge=KNOWLEDGE, workflow_tags=(),
+        question_type="context", domain_knowledge=KNOWLEDGE, workflow_tags=(), task_digest="0" * 64,
         datasets=(DatasetInfo(name="capital.csv", path=csv, description="Capital data.", columns=columns),),
     )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from colabkit.errors import ColabkitError
 
@@ -32,10 +32,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
     parser.add_argument("--action-budget", metavar="N", help="task-phase actions before the session ends (default 30)")
     parser.add_argument("--max-rounds", metavar="N", help="rounds before the session ends (default 60)")
+    parser.add_argument("--log-prompts", action="store_true",
+                        help="also store every rendered prompt in <session>/prompts.jsonl (not part of the session id)")
     parser.add_argument("--quiet", action="store_true", help="do not show events as they happen")
     parser.set_defaults(func=_run)
 
 
+@overload
+def parse_int(text: str, flag: str, *, minimum: int) -> int: ...
+@overload
+def parse_int(text: None, flag: str, *, minimum: int) -> None: ...
 def parse_int(text: str | None, flag: str, *, minimum: int) -> int | None:
     """`text` as an int >= minimum (None stays None), else a one-line error naming `flag`."""
     if text is None:
@@ -70,7 +76,8 @@ def _run(args: argparse.Namespace) -> int:
     if not stored and not args.quiet:
         print(f"running {spec.variant.name} on {task.id} (seed {seed}, session {spec.session_id})",
               file=sys.stderr, flush=True)
-    folder = record_session(spec, task, out=args.out, progress=None if args.quiet else show_event)
+    folder = record_session(spec, task, out=args.out, progress=None if args.quiet else show_event,
+                            log_prompts=args.log_prompts)
     record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
     totals = record.totals
     print(f"session: {folder}" + (" (already finished: not rerun)" if stored else ""))

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from colabkit.llm.cache import CachedAnswer, ResponseCache, cache_key
 from colabkit.llm.config import ModelConfig
+from colabkit.llm.prompts import prompt_hash
 from colabkit.llm.providers import is_custom, litellm_module
 from colabkit.llm.records import Budget, CallRecord, LLMCallError, StructuredOutputError
 from colabkit.llm.schema import bounded_schema, parse_as, schema_instructions, token_bound
@@ -171,12 +172,13 @@ class Gateway:
         if self.budget is not None:
             self.budget.check()
         started = time.perf_counter()
+        digest = prompt_hash(messages)
         key = cache_key(config, messages, format_key, sample)
         cached = self.cache.get(key)
         if cached is not None:
             self.cache_hits += 1
             return cached, self._account(CallRecord(
-                caller=caller, model=config.model, prompt_tokens=cached.prompt_tokens,
+                caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=cached.prompt_tokens,
                 completion_tokens=cached.completion_tokens, cost=cached.cost,
                 latency_s=time.perf_counter() - started, cache_hit=True, attempts=0))
         self.cache_misses += 1
@@ -185,7 +187,7 @@ class Gateway:
         try:
             litellm = litellm_module()  # the one-off import is not the model's latency
         except Exception as exc:
-            return None, self._account(CallRecord(caller=caller, model=config.model,
+            return None, self._account(CallRecord(caller=caller, model=config.model, prompt_hash=digest,
                                                   error=_describe(exc)))
         started = time.perf_counter()
         attempt = 0
@@ -202,11 +204,11 @@ class Gateway:
                     await asyncio.sleep(self.retry.delay(attempt))
                     continue
                 return None, self._account(CallRecord(
-                    caller=caller, model=config.model, latency_s=time.perf_counter() - started,
+                    caller=caller, model=config.model, prompt_hash=digest, latency_s=time.perf_counter() - started,
                     attempts=attempt, error=_describe(exc)))
         self.cache.put(key, answer)
         return answer, self._account(CallRecord(
-            caller=caller, model=config.model, prompt_tokens=answer.prompt_tokens,
+            caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens, cost=answer.cost,
             latency_s=time.perf_counter() - started, attempts=attempt))
 

@@ -18,11 +18,13 @@ class CallRecord(BaseModel):
     `attempts` counts transport attempts (0 for a cache hit: nothing was sent). A cache hit
     carries the tokens and cost of the stored answer, so a replay accounts and hits budgets
     exactly like the original run; `cache_hit` tells that nothing was paid this time.
-    `error` is set when the request failed or its answer did not validate.
+    `error` is set when the request failed or its answer did not validate. `prompt_hash` is
+    the sha256 of the messages as sent (`colabkit.llm.prompts`); the gateway always sets it.
     """
 
     caller: str
     model: str
+    prompt_hash: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0

@@ -25,7 +25,7 @@ from colabkit.errors import ColabkitError
 from colabkit.llm import BudgetExceeded, Gateway
 from colabkit.session.actions import Action, InvalidAction, StepSchema, to_action, valid_actions
 from colabkit.session.build_phase import build_memory
-from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EventLog, EventSink
+from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_table
 from colabkit.session.observation import MEMORY_CHARS, Observation, build_observation, cell_output, clip
 from colabkit.session.react import ask, step_messages
@@ -36,16 +36,22 @@ from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
 
-EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "error"]
 SCRATCHPAD = 8
 RESULT_CHARS = 500
 
 
 class SessionResult(BaseModel):
-    """How a session ended and what it produced (the events went to the sink)."""
+    """How a session ended and what it produced (the events went to the sink).
+
+    `briefings` (the private text each participant received) and `persona_versions` are
+    per session, not per event: they are fixed before the first step.
+    """
 
     session_id: str
     spec: SessionSpec
+    task_digest: str
+    briefings: dict[str, str]
+    persona_versions: dict[str, str]
     final_hypothesis: str
     ended_by: EndedBy
     memory: MemoryRecord | None
@@ -149,8 +155,9 @@ class _Session:
         if rule is not None:
             request = self.gates.open(action, pid, rule, self.round)
             held = f"held as {request.request_id} until {request.signatory} approves"
+            ref = GateRuleRef(action=rule.action, scope=rule.scope, note=rule.note, signatory=rule.signatory)
             self.emit(pid, action.type, "pending", args=action.args(), request_id=request.request_id,
-                      signatory=request.signatory, result=held, **fields)
+                      signatory=request.signatory, gate_rule=ref, result=held, **fields)
             return False
         return await self.apply(action, pid, **fields)
 
@@ -177,18 +184,21 @@ class _Session:
         if action.type == "send_message":
             message = self.ws.chat.post(actor, action.text, to=action.to)
             to = ",".join(message.to) if message.to else "all"
-            self.emit(actor, action.type, "ok", args=args, result=f"message #{message.index} sent to {to}", **fields)
+            self.emit(actor, action.type, "ok", args=args, result=f"message #{message.index} sent to {to}",
+                      message_index=message.index, **fields)
         elif action.type == "execute_code":
             cell = await self.ws.execute(action.code, author=actor)
             self.emit(actor, action.type, "ok" if cell.status == "ok" else "error", args=args,
-                      result=clip(f"cell {cell.index} {cell.status}: {cell_output(cell)}", RESULT_CHARS), **fields)
+                      result=clip(f"cell {cell.index} {cell.status}: {cell_output(cell)}", RESULT_CHARS),
+                      cell_index=cell.index, **fields)
             if cell.restarted:
                 self.emit(SYSTEM, "kernel_restart", "info", args={"cell": cell.index, "cell_status": cell.status},
                           result=f"kernel restarted while running cell {cell.index} ({cell.status}); "
                                  "earlier successful cells were replayed")
         elif action.type == "edit_result":
             version = self.ws.editor.write(actor, action.text)
-            self.emit(actor, action.type, "ok", args=args, result=f"editor version {version.index}", **fields)
+            self.emit(actor, action.type, "ok", args=args, result=f"editor version {version.index}",
+                      editor_version=version.index, **fields)
         elif action.type == "finish":
             self.emit(actor, action.type, "ok", args=args, result="finished: the editor text is submitted", **fields)
             return True
@@ -237,6 +247,9 @@ async def run_session(
         return SessionResult(
             session_id=spec.session_id,
             spec=spec,
+            task_digest=task.task_digest,
+            briefings=session.briefings,
+            persona_versions={pid: spec.variant.persona(pid).version for pid in spec.variant.team},
             final_hypothesis=ws.editor.text,
             ended_by=ended_by,
             memory=session.memory,

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from colabkit.llm.config import sha256_hex
+from colabkit.hashing import sha256_hex
 from colabkit.session.actions import action_help
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.gating import Gatekeeper, Request

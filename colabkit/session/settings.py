@@ -7,11 +7,12 @@ spec always produces the same ids and, given the same model answers, the same ev
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from colabkit.errors import ColabkitError
+from colabkit.hashing import sha256_hex
 from colabkit.llm import ModelConfig
-from colabkit.llm.config import sha256_hex
-from colabkit.team import VariantConfig
+from colabkit.team import PERSONA_IDS, VariantConfig
 from colabkit.workspace import Limits
 
 
@@ -37,8 +38,10 @@ class SessionSettings(BaseModel):
 class SessionSpec(BaseModel):
     """One task x one team variant x one seed, with the model each role talks to.
 
-    `models` keys are roles ("ai", "D", "R", "judge"); a role without an entry uses
-    `models["default"]`, else the embedded default `ModelConfig()`.
+    `models` keys are participant roles ("ai", "D", "R") or "default"; a role without an
+    entry uses `models["default"]`, else the embedded default `ModelConfig()`. A judge is not
+    a role here: scoring is configured in the evaluation layer, so changing the judge never
+    changes a session's identity (and never reruns a session).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -48,6 +51,16 @@ class SessionSpec(BaseModel):
     seed: int
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     settings: SessionSettings = SessionSettings()
+
+    @field_validator("models")
+    @classmethod
+    def _session_roles_only(cls, models: dict[str, ModelConfig]) -> dict[str, ModelConfig]:
+        roles = ("default", *PERSONA_IDS)
+        for role in models:
+            if role not in roles:
+                where = " (judges are set in the evaluation layer, not the session spec)" if role == "judge" else ""
+                raise ColabkitError(f"model role {role!r} is not a session role{where}; valid: {', '.join(roles)}")
+        return models
 
     def identity(self) -> str:
         """sha256 hex of the canonical JSON: the run's identity (folder = first 16 hex)."""

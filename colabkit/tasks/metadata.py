@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from colabkit.errors import ColabkitError
+from colabkit.hashing import sha256_bytes
 from colabkit.tasks.layout import MetadataFile
 from colabkit.tasks.model import Column, DatasetInfo, Task
 
@@ -39,9 +40,10 @@ class ParsedQuery:
     workflow: str | None
 
 
-def read_json(path: Path) -> Any:
-    """Decode a metadata file: UTF-8 first, cp1252 as upstream's synth files need."""
-    raw = path.read_bytes()
+def read_json(path: Path, raw: bytes | None = None) -> Any:
+    """Decode a metadata file (or its bytes already read): UTF-8 first, cp1252 as upstream's
+    synth files need."""
+    raw = path.read_bytes() if raw is None else raw
     for encoding in ("utf-8-sig", "cp1252"):
         try:
             text = raw.decode(encoding)
@@ -62,7 +64,8 @@ def read_json(path: Path) -> Any:
 
 def parse_metadata(meta: MetadataFile) -> list[ParsedQuery]:
     """All tasks of one metadata file (one per query), or MetadataError naming file and field."""
-    doc = read_json(meta.path)
+    raw = meta.path.read_bytes()
+    doc = read_json(meta.path, raw)
     fields = _Fields(meta.path)
     if not isinstance(doc, dict):
         raise fields.bad("(top level)", "must be a JSON object")
@@ -78,6 +81,7 @@ def parse_metadata(meta: MetadataFile) -> list[ParsedQuery]:
         "datasets": datasets,
         "domain_knowledge": "\n".join(k for k in knowledge if k),
         "workflow_tags": _tags(fields, doc),
+        "task_digest": sha256_bytes(raw),
     }
     workflow = fields.text(doc, "workflow", "workflow") or None
     parsed = []

@@ -49,6 +49,10 @@ class Task(BaseModel):
     datasets: tuple[DatasetInfo, ...]
     domain_knowledge: str
     workflow_tags: tuple[str, ...]
+    task_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """sha256 of the metadata file's bytes: the task's provenance. The session record keeps
+    it so a scorer can check it scores the task the session ran (a data root edited or
+    swapped between running and scoring changes it)."""
 
     @property
     def data_files(self) -> tuple[Path, ...]:

@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,6 +31,7 @@ from colabkit.workspace.output import DiscardingCollector, OutputCollector
 
 MAX_LISTED_FILES = 1000
 MAX_HASHED_BYTES = 64 * 1024 * 1024
+SNAPSHOT_SCHEMA_VERSION: Final = 2
 
 
 class CellResult(BaseModel):
@@ -90,6 +91,8 @@ class WorkspaceSnapshot(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    schema_version: Literal[2] = SNAPSHOT_SCHEMA_VERSION
+    """Version 2 added this field; a stored snapshot without it was written by version 1."""
     isolation: IsolationReport
     limits: Limits
     data_files: tuple[str, ...]
