@@ -28,6 +28,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from colabkit.hashing import sha256_hex
 from colabkit.llm import (
     DEFAULT_MODEL,
     BudgetExceeded,
@@ -36,7 +37,6 @@ from colabkit.llm import (
     ModelConfig,
     StructuredOutputError,
 )
-from colabkit.llm.config import sha256_hex
 
 T = TypeVar("T", bound=BaseModel)
 JudgeGrade = Literal["capable", "plumbing"]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import colabkit
+from colabkit.errors import ColabkitError
 from colabkit.evaluation.judge import PLUMBING_WARNING, Judge, judge_config
 from colabkit.evaluation.records import ScoreFile, ScoreResult
 from colabkit.evaluation.reliability import (
@@ -56,6 +57,8 @@ class ScoringReport:
     incomplete: int = 0
     judge: dict[str, Any] | None = None
     sanity: SanityCheck | None = None
+    unreadable: list[str] = field(default_factory=list)
+    """Sessions that could not be read for scoring (one line each); they are not scored."""
     stopped: str | None = None
     """Why the job stopped early (a spent budget), else None."""
     warnings: list[str] = field(default_factory=list)
@@ -123,7 +126,13 @@ async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], 
                 if existing is not None and existing.result.complete:
                     report.reused += 1
                 else:
-                    ctx = ctx or load_context(folder, suite, judge)
+                    if ctx is None:
+                        try:
+                            ctx = load_context(folder, suite, judge)
+                        except ColabkitError as exc:  # e.g. an older record schema: skip, say so
+                            report.unreadable.append(str(exc))
+                            done += len(scorers)
+                            return
                     score = await _score_one(scorer, sid, ctx, judge, repeats, reliable)
                     write_score(folder, score)
                     report.scored += 1

@@ -17,8 +17,8 @@ from colabkit.errors import ColabkitError
 from colabkit.evaluation.judge import Judge
 from colabkit.evaluation.records import ScoreFile
 from colabkit.evaluation.scorer import Scorer, SessionContext
+from colabkit.hashing import sha256_hex
 from colabkit.llm import ModelConfig
-from colabkit.llm.config import sha256_hex
 from colabkit.session import Event
 from colabkit.store import SessionRecord, atomic_write_text
 from colabkit.store.recorder import EVENTS_FILE, SESSION_FILE, SNAPSHOT_FILE

@@ -17,12 +17,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pandas as pd
 
 from colabkit.errors import ColabkitError
 from colabkit.evaluation.records import ScoreFile
 from colabkit.evaluation.storage import SCORES_DIR, finished_sessions, stored_scores
-from colabkit.store import SessionRecord, atomic_path
+from colabkit.store import atomic_path
 from colabkit.store.recorder import SESSION_FILE
 
 SCORES_PARQUET = "scores.parquet"
@@ -44,17 +45,27 @@ GATE_COLUMNS = ("session_id", "variant", "request_id", "action", "proposer", "si
                 "changed_course", "flags", "judge_model", "judge_reliable")
 
 
-def structure_of(record: SessionRecord) -> tuple[str, str]:
-    """(structure, composition) of a session's variant, from its config rather than its name."""
-    variant = record.spec.variant
-    composition = "".join(h.lower() for h in sorted(variant.humans)) or "none"
-    if not variant.humans:
+def structure_of(variant: dict[str, Any]) -> tuple[str, str]:
+    """(structure, composition) of a stored variant config, from its parts, not its name."""
+    humans = variant.get("humans") or ()
+    composition = "".join(h.lower() for h in sorted(humans)) or "none"
+    if not humans:
         return "single", composition
-    if variant.gate_source == "self":
+    if variant.get("gate_source") == "self":
         return "scaffolded", composition
-    if variant.gate_source == "preassigned":
+    if variant.get("gate_source") == "preassigned":
         return "preassigned", composition
-    return ("memory" if variant.memory else "default"), composition
+    return ("memory" if variant.get("memory") else "default"), composition
+
+
+def session_keys(folder: Path) -> dict[str, Any]:
+    """The factor columns of a stored session, read from its raw record so the tables work
+    for every record schema version (scoring itself needs the current one)."""
+    record = orjson.loads((folder / SESSION_FILE).read_bytes())
+    variant = record["spec"]["variant"]
+    structure, composition = structure_of(variant)
+    return {"session_id": record["session_id"], "task_id": record["task_id"], "variant": variant["name"],
+            "structure": structure, "composition": composition, "seed": record["seed"]}
 
 
 def _latest(files: list[ScoreFile]) -> dict[tuple[str, str | None], ScoreFile]:
@@ -70,11 +81,7 @@ def _build(results: Path) -> dict[str, pd.DataFrame]:
     judgement_rows: list[dict[str, Any]] = []
     gate_rows: list[dict[str, Any]] = []
     for folder in finished_sessions(results):
-        record = SessionRecord.model_validate_json((folder / SESSION_FILE).read_bytes())
-        structure, composition = structure_of(record)
-        keys = {"session_id": record.session_id, "task_id": record.task_id,
-                "variant": record.spec.variant.name, "structure": structure, "composition": composition,
-                "seed": record.seed}
+        keys = session_keys(folder)
         latest = _latest(stored_scores(folder))
         rule_based = [s for (_, judge), s in latest.items() if judge is None]
         judges: list[str | None] = [*sorted({j for (_, j) in latest if j is not None})] or [None]
@@ -90,15 +97,15 @@ def _build(results: Path) -> dict[str, pd.DataFrame]:
             row["flags"] = ";".join(flags)
             score_rows.append(row)
         for score in latest.values():
-            judge = {"judge_model": score.judge.model if score.judge else None,
-                     "judge_reliable": score.judge_reliable}
+            judge_cols = {"judge_model": score.judge.model if score.judge else None,
+                          "judge_reliable": score.judge_reliable}
             judgement_rows.extend({
                 **{k: keys[k] for k in ("session_id", "task_id", "variant")}, "scorer": score.scorer,
-                "scorer_id": score.scorer_id, **j.model_dump(include=set(JUDGEMENT_COLUMNS)), **judge}
+                "scorer_id": score.scorer_id, **j.model_dump(include=set(JUDGEMENT_COLUMNS)), **judge_cols}
                 for j in score.result.judgements)
             gate_rows.extend({
-                "session_id": record.session_id, "variant": keys["variant"],
-                **g.model_dump(exclude={"flags"}), "flags": ";".join(g.flags), **judge}
+                "session_id": keys["session_id"], "variant": keys["variant"],
+                **g.model_dump(exclude={"flags"}), "flags": ";".join(g.flags), **judge_cols}
                 for g in score.result.gate_annotations)
     return {SCORES_PARQUET: _scores_frame(score_rows),
             JUDGEMENTS_PARQUET: _typed(pd.DataFrame(judgement_rows, columns=list(JUDGEMENT_COLUMNS)),

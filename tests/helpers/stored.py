@@ -14,6 +14,7 @@ from pathlib import Path
 from colabkit.session import SessionSpec
 from colabkit.store import SessionRecord, atomic_write_text
 from colabkit.store.records import resolved_models
+from colabkit.tasks import load_tasks
 from colabkit.team import variant
 from colabkit.workspace import EditorVersion, IsolationReport, Limits, WorkspaceSnapshot
 
@@ -32,6 +33,7 @@ def store_session(results: Path, task_id: str, hypothesis: str, *, variant_name:
     record = SessionRecord(
         session_id=spec.session_id, spec_identity=spec.identity(), task_id=task_id, seed=seed,
         variant_hash=spec.variant.identity(), spec=spec, models=resolved_models(spec), memory=None,
+        task_digest=load_tasks().get(task_id).task_digest, briefings={}, persona_versions={},
         memory_digest=None, final_hypothesis=hypothesis, ended_by="finish", n_events=0, totals={},
         isolation=isolation, isolation_level="none", package_version="test", started=now, finished=now)
     atomic_write_text(folder / "events.jsonl", "")
