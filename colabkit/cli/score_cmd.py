@@ -44,6 +44,9 @@ def _score(args: argparse.Namespace) -> int:
     metrics = [m for item in args.metrics or () for m in item.split(",") if m] or None
     if not args.results.is_dir():
         raise ColabkitError(f"results folder not found: {args.results}")
+    if not args.quiet:
+        print(f"scoring {args.results} (a judged job first checks the judge on known answers)",
+              file=sys.stderr, flush=True)
     bar = None if args.quiet else tqdm(total=0, unit="score", file=sys.stderr)
 
     def progress(done: int, total: int) -> None:
