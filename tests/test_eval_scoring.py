@@ -208,22 +208,30 @@ def marked_context(answers: list[bool]):
 
 
 def test_repeats_are_stored_and_their_agreement_reported(tmp_path):
-    store_session(tmp_path, TASK, "MARKED")
+    store_session(tmp_path, TASK, "MARKED", seed=0)
+    store_session(tmp_path, TASK, "MARKED", seed=1)
     double = use_judge_double({}, fallback=marked_context([True, False, True]))
-    score_results(tmp_path, **FAST, judge=PERFECT, repeats=3)
+    report = score_results(tmp_path, **FAST, judge=PERFECT, repeats=3, concurrency=1)
 
     seeds = [c["seed"] for c in double.calls if c["payload"].get("predicted_context") == "MARKED"]
-    assert seeds == [0, 1, 2]  # each repeat is a different sample (seed + repeat)
+    assert seeds == [0, 1, 2]  # each repeat a different sample; the second session's same
+    # questions are replayed from the cache, so it gets the same three answers
     judgements = load_judgements(tmp_path)
-    context = judgements[judgements["item"] == "context:p0:g0"].sort_values("repeat")
-    assert context["repeat"].tolist() == [0, 1, 2] and context["label"].tolist() == ["true", "false", "true"]
+    context = judgements[judgements["item"] == "context:p0:g0"].sort_values(["session_id", "repeat"])
+    assert context["repeat"].tolist() == [0, 1, 2] * 2
+    assert context["label"].tolist() == ["true", "false", "true"] * 2
     scores = load_scores(tmp_path)
-    # per repeat performance 1, 0, 1 -> mean 2/3; flags none (all repeats answered)
-    assert scores["performance"][0] == pytest.approx(2 / 3)
-    [stored] = stored_scores(next(p for p in tmp_path.iterdir() if (p / "session.json").is_file()))
+    # per repeat performance 1, 0, 1 -> mean 2/3 in each session
+    assert scores["performance"].tolist() == pytest.approx([2 / 3, 2 / 3])
+    stored = stored_scores(next(p for p in tmp_path.iterdir() if (p / "session.json").is_file()))[0]
     assert stored.repeats == 3
     assert stored.agreement["spread:performance"] == 1.0
-    assert stored.agreement["kappa:hms"] is None  # one labelled item: kappa undefined, not faked
+    assert stored.agreement["kappa:hms"] is None  # one labelled item per session: undefined, not faked
+    # The job pools both sessions: two items rated (true, false, true).
+    # P_i = (2^2 + 1^2 - 3) / 6 = 1/3 each -> P_bar = 1/3; p_true = 4/6, p_false = 2/6
+    # P_e = 4/9 + 1/9 = 5/9; kappa = (1/3 - 5/9) / (1 - 5/9) = -1/2
+    assert report.agreement["kappa:hms"] == pytest.approx(-0.5)
+    assert report.agreement["spread:hms"] == 0.0  # decompositions: one sub-hypothesis every time
 
 
 def test_fleiss_kappa_by_hand():

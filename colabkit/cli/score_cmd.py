@@ -71,6 +71,8 @@ def _score(args: argparse.Namespace) -> int:
                   f"hms={_num(case.hms)} {'ok' if case.passed else 'FAILED'}")
     print(f"sessions: {report.sessions}, scored: {report.scored}, reused: {report.reused}, "
           f"incomplete: {report.incomplete}")
+    if report.agreement:
+        print("agreement over repeats: " + ", ".join(f"{k}={_num(v)}" for k, v in sorted(report.agreement.items())))
     if report.stopped:
         print(f"stopped early: {report.stopped}")
     scores = load_scores(args.results)

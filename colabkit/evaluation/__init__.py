@@ -23,7 +23,12 @@ from colabkit.evaluation.hms import (
 )
 from colabkit.evaluation.judge import Judge, JudgePrompt, Verdict, grade_of, judge_config
 from colabkit.evaluation.records import GateAnnotation, Judgement, ScoreFile, ScoreResult
-from colabkit.evaluation.reliability import SanityCheck, fleiss_kappa, judgement_agreement
+from colabkit.evaluation.reliability import (
+    SanityCheck,
+    fleiss_kappa,
+    judgement_agreement,
+    table_agreement,
+)
 from colabkit.evaluation.runner import ScoringReport, ascore_results, score_results
 from colabkit.evaluation.scorer import (
     Scorer,
@@ -76,5 +81,6 @@ __all__ = [
     "scorer_id",
     "scorers_for",
     "stored_scores",
+    "table_agreement",
     "variable_f1",
 ]

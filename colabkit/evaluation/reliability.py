@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from pydantic import BaseModel
 
 from colabkit.evaluation.judge import Judge, judge_id
@@ -60,23 +62,37 @@ def fleiss_kappa(ratings: list[list[str]]) -> float | None:
 def judgement_agreement(judgements: list[Judgement]) -> dict[str, float | None]:
     """Per metric: kappa of the labels and mean spread of the scores, over items answered
     in every repeat present ('kappa:<metric>', 'spread:<metric>')."""
-    repeats = sorted({j.repeat for j in judgements})
+    return _agreement((j.metric, j.item, j.repeat, j.label, j.score) for j in judgements)
+
+
+def table_agreement(judgements: pd.DataFrame) -> dict[str, float | None]:
+    """`judgement_agreement` over a judgements table (`load_judgements`): items are told apart
+    per session and scorer, so a whole job's repeats are pooled per metric."""
+    return _agreement((row.metric, f"{row.session_id}/{row.scorer}/{row.item}", int(row.repeat),
+                        None if pd.isna(row.label) else str(row.label),
+                        None if pd.isna(row.score) else float(row.score))
+                       for row in judgements.itertuples(index=False))
+
+
+def _agreement(rows: Iterable[tuple[str, str, int, str | None, float | None]]) -> dict[str, float | None]:
+    by_item: dict[tuple[str, str], dict[int, tuple[str | None, float | None]]] = defaultdict(dict)
+    for metric, item, repeat, label, score in rows:
+        by_item[(metric, item)][repeat] = (label, score)
+    repeats = sorted({r for answers in by_item.values() for r in answers})
     if len(repeats) < 2:
         return {}
-    by_item: dict[tuple[str, str], dict[int, Judgement]] = defaultdict(dict)
-    for j in judgements:
-        by_item[(j.metric, j.item)][j.repeat] = j
     labels: dict[str, list[list[str]]] = defaultdict(list)
     spreads: dict[str, list[float]] = defaultdict(list)
     for (metric, _), answers in by_item.items():
         if len(answers) != len(repeats):
             continue
-        row = [answers[r] for r in repeats]
-        if all(a.label is not None for a in row):
-            labels[metric].append([a.label for a in row if a.label is not None])
-        elif all(a.score is not None for a in row):
-            scores = [a.score for a in row if a.score is not None]
-            spreads[metric].append(max(scores) - min(scores))
+        answered = [answers[r] for r in repeats]
+        given_labels = [label for label, _ in answered if label is not None]
+        given_scores = [score for _, score in answered if score is not None]
+        if len(given_labels) == len(repeats):
+            labels[metric].append(given_labels)
+        elif len(given_scores) == len(repeats):
+            spreads[metric].append(max(given_scores) - min(given_scores))
     out: dict[str, float | None] = {f"kappa:{m}": fleiss_kappa(rows) for m, rows in labels.items()}
     out |= {f"spread:{m}": statistics.fmean(v) for m, v in spreads.items()}
     return out

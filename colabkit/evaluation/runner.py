@@ -28,6 +28,7 @@ from colabkit.evaluation.reliability import (
     SanityCheck,
     repeat_agreement,
     run_sanity_check,
+    table_agreement,
 )
 from colabkit.evaluation.scorer import Scorer, SessionContext, scorers_for
 from colabkit.evaluation.storage import (
@@ -38,7 +39,7 @@ from colabkit.evaluation.storage import (
     scorer_id,
     write_score,
 )
-from colabkit.evaluation.tables import export_tables
+from colabkit.evaluation.tables import export_tables, load_judgements
 from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
 from colabkit.tasks import TaskSuite, load_tasks
 
@@ -59,6 +60,8 @@ class ScoringReport:
     sanity: SanityCheck | None = None
     unreadable: list[str] = field(default_factory=list)
     """Sessions that could not be read for scoring (one line each); they are not scored."""
+    agreement: dict[str, float | None] = field(default_factory=dict)
+    """With repeats: the job's agreement per metric over every session (`table_agreement`)."""
     stopped: str | None = None
     """Why the job stopped early (a spent budget), else None."""
     warnings: list[str] = field(default_factory=list)
@@ -101,6 +104,9 @@ async def ascore_results(results: Path | str, *, metrics: list[str] | None = Non
         if own_gateway and gateway is not None:
             gateway.close()
     export_tables(results)
+    if repeats > 1 and the_judge is not None:
+        judgements = load_judgements(results)
+        report.agreement = table_agreement(judgements[judgements["judge_model"] == the_judge.config.model])
     return report
 
 
