@@ -304,3 +304,17 @@ def test_a_crashing_scorer_marks_its_session_incomplete_and_the_batch_goes_on(re
     assert "crashing: scorer_error: KeyError" in scores["flags"][1]
     assert scores["judge_model"].isna().all() and scores["judge_reliable"].isna().all()
     assert score_results(results, metrics=["crashing"]).scored == 1  # only the incomplete one is redone
+
+
+def test_sessions_whose_task_is_missing_or_changed_are_flagged(tmp_path):
+    use_judge_double()
+    store_session(tmp_path, TASK, GOLD, seed=0, task_digest="0" * 64)
+    store_session(tmp_path, "demo_archaeology/1/0", OTHER_GOLD, seed=0)
+    without = load_tasks(ids=["demo_archaeology/0"])  # task 1/0 is not in this suite
+    score_results(tmp_path, **FAST, judge=PERFECT, suite=without)
+    scores = load_scores(tmp_path).set_index("task_id")
+    assert "task_changed: demo_archaeology/0/0" in scores.loc[TASK, "flags"]
+    assert scores.loc[TASK, "performance"] == 1.0  # still scored, but the flag says against what
+    missing = scores.loc["demo_archaeology/1/0"]
+    assert "task_not_found" in missing["flags"] and "no_gold" in missing["flags"]
+    assert pd.isna(missing["performance"]) and bool(missing["delivered"])

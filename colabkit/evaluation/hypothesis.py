@@ -84,6 +84,9 @@ RELATION = JudgePrompt(id="hms_relation", version=1, instructions=_SHARED + (
     "Give a one-sentence explanation first."))
 
 
+HMS_PROMPTS = (DECOMPOSE, CONTEXT_MATCH, VARIABLES, RELATION)
+
+
 class SubHypothesis(BaseModel):
     text: str = Field(max_length=400)
     context: str = Field(max_length=300)
@@ -240,7 +243,7 @@ class PerformanceScorer(Scorer):
 
     name = "performance"
     version = "1"
-    prompts = (DECOMPOSE, CONTEXT_MATCH, VARIABLES, RELATION)
+    prompts = HMS_PROMPTS
     columns = ("delivered", "performance", "hms", "recall_context", "hms_mean_accuracy")
 
     async def score(self, ctx: SessionContext) -> ScoreResult:

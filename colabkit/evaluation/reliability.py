@@ -26,8 +26,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from colabkit.evaluation.judge import Judge, judge_id
+from colabkit.evaluation.judge import Judge, judge_id, prompt_version
 from colabkit.evaluation.records import Judgement, ScoreResult
+from colabkit.hashing import sha256_hex
 from colabkit.store import atomic_write_text
 from colabkit.tasks import TaskSuite
 
@@ -150,9 +151,10 @@ async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], 
     each is paired with the next task whose gold differs for the 'other' case. A stored check
     is reused if it covered at least `n_tasks` tasks and no case failed on a judge error.
     """
-    from colabkit.evaluation.hypothesis import judge_hypotheses  # the Performance pipeline
+    from colabkit.evaluation.hypothesis import HMS_PROMPTS, judge_hypotheses  # the Performance pipeline
 
-    path = results / CHECKS_DIR / f"{judge_id(judge.config)}-v{SANITY_VERSION}.json"
+    prompts = sha256_hex(prompt_version(HMS_PROMPTS))[:8]  # a changed prompt is checked anew
+    path = results / CHECKS_DIR / f"{judge_id(judge.config)}-v{SANITY_VERSION}-{prompts}.json"
     if path.is_file():
         stored = SanityCheck.model_validate_json(path.read_bytes())
         enough = len({c.task_id for c in stored.cases}) >= n_tasks or stored.passed is None

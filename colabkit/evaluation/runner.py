@@ -159,6 +159,9 @@ async def _score_one(scorer: Scorer, sid: str, ctx: SessionContext, judge: Judge
     combined = scorer.combine(results)
     if ctx.task is None:
         combined = combined.model_copy(update={"flags": [*combined.flags, f"task_not_found: {ctx.record.task_id}"]})
+    elif ctx.task.task_digest != ctx.record.task_digest:  # scored against other metadata than it ran on
+        combined = combined.model_copy(update={"flags": [*combined.flags, f"task_changed: {ctx.record.task_id} "
+                                                         "metadata differs from the session's"]})
     judged = scorer.uses_judge and judge is not None
     return ScoreFile(
         scorer_id=sid, scorer=scorer.name, version=scorer.version, prompt_version=scorer.prompt_version,
