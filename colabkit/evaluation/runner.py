@@ -41,6 +41,7 @@ from colabkit.evaluation.storage import (
 )
 from colabkit.evaluation.tables import export_tables, load_judgements
 from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
+from colabkit.llm.providers import LOCAL_PROVIDER
 from colabkit.tasks import TaskSuite, load_tasks
 
 JUDGE_CACHE_DIR = "judge-cache"
@@ -97,6 +98,8 @@ async def ascore_results(results: Path | str, *, metrics: list[str] | None = Non
                 report.warnings.append(PLUMBING_WARNING)
             report.sanity = await run_sanity_check(the_judge, suite, _task_ids(folders), results,
                                                    n_tasks=sanity_tasks)
+        if the_judge is not None and the_judge.config.provider == LOCAL_PROVIDER:
+            concurrency = 1  # in-process models answer one call at a time; queued calls would time out
         await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress)
     except BudgetExceeded as exc:
         report.stopped = f"budget: {exc.reason}"
