@@ -58,6 +58,7 @@ def test_metrics_on_a_log_the_engine_wrote(session):
         ("req-1", "edit_result", "ai", "R", "approved"), ("req-2", "edit_result", "ai", "R", "rejected"),
         ("req-3", "finish", "ai", "R", "approved")]
     assert all(r.latency_rounds == 0 and r.latency_events is not None and r.latency_events >= 1 for r in reqs)
+    assert all(r.flags == () for r in reqs)  # every pending event logged its gate rule
     rates = gate_rates(reqs)
     assert (rates.n_gated, rates.approval_rate, rates.rejection_rate) == (3, pytest.approx(2 / 3), pytest.approx(1 / 3))
     assert [(t.sender, t.text) for t in chat_turns(events)] == [("ai", "Shall I finish?"), ("R", "Yes, finish.")]

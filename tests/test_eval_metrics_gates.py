@@ -20,7 +20,7 @@ TEAM = ("ai", "D", "R")
 def session():
     t = Trajectory(TEAM)
     t.start()                                                             # seq 0
-    r1 = t.request("ai", "edit_result", "R", text="Axes peak c. 3500 BCE")  # seq 1, round 1
+    r1 = t.request("ai", "edit_result", "R", note="check the period", text="Axes peak c. 3500 BCE")  # seq 1
     t.wait("D")                                                           # seq 2
     t.next_round()
     t.decide("R", r1, approve=True, reason="cell 2 shows the maximum")   # seq 3 (+ seq 4 applied edit)
@@ -45,7 +45,7 @@ def test_requests_decisions_and_latencies():
     assert (b.decision, b.latency_events, b.latency_rounds, b.payload) == ("rejected", 1, 0, "df = df.dropna()")
     # r3: expired -> no decision, no latency
     assert (c.decision, c.latency_events, c.latency_rounds) == ("expired", None, None)
-    assert "gates:expired" in c.flags
+    assert c.flags == ("gates:expired",)
     # 3 requests: 1 approved, 1 rejected (the expired third is neither)
     rates = gate_rates(reqs)
     assert rates.n_gated == 3
@@ -83,4 +83,5 @@ def test_judge_sees_what_followed_the_decision():
                          after, t.hypothesis)
     assert fields["decision"] == {"signatory": "R", "decision": "approved", "reason": "cell 2 shows the maximum"}
     assert fields["submitted_hypothesis"] == "Axes peak c. 3500 BCE"
+    assert fields["request"]["gate_note"] == "check the period" and req.flags == ()
     assert GATE_PROMPT.id == "gate"

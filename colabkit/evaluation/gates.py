@@ -4,7 +4,8 @@ The facts come from the log alone. A request is the proposer's `pending` event; 
 the signatory's `approve`/`reject` event or, if nobody decided before the end, the system's
 `request_expired` event. Latency is counted in log events and in rounds elapsed between the
 request and its decision (1 event = decided in the very next step of the log; 0 rounds =
-decided in the round it was made); it is undefined for an expired request.
+decided in the round it was made); it is undefined for an expired request. The signatory
+is the member the gate rule named (the engine never reroutes a request to someone else).
 
 A judge then labels each decided request (paper-metrics notes, section 7):
 - expertise_fit: the signatory's persona has the expertise the action needs;
@@ -47,7 +48,8 @@ class GateRequest(BaseModel):
     action: str
     proposer: str
     signatory: str
-    named_signatory: str | None
+    rule_note: str
+    """The note the gate rule carried to the signatory (the team's words for when it applies)."""
     payload: str
     decision: Decision
     reason: str
@@ -82,12 +84,6 @@ def _payload(args: Mapping[str, Any]) -> str:
     return str(args.get("code") or args.get("text") or args.get("reason") or "")
 
 
-def _named_signatory(event: Event) -> str | None:
-    """The signatory the gate rule named, when the log records the rule (schema 2)."""
-    rule = getattr(event, "gate_rule", None)
-    return getattr(rule, "signatory", None) if rule is not None else None
-
-
 def gate_requests(events: Sequence[Event]) -> list[GateRequest]:
     """Every task-phase request with its decision and latency, in request order."""
     task = task_events(events)
@@ -103,9 +99,8 @@ def gate_requests(events: Sequence[Event]) -> list[GateRequest]:
             continue
         fate = fates.get(e.request_id)
         flags: list[str] = []
-        named = _named_signatory(e)
-        if named is not None and named != e.signatory:
-            flags.append(f"gates:signatory_fallback({named}->{e.signatory})")
+        if e.gate_rule is None:
+            flags.append("gates:no_gate_rule_logged")
         if fate is None or fate.action == "request_expired":
             decision: Decision = "expired"
             flags.append("gates:expired")
@@ -116,7 +111,7 @@ def gate_requests(events: Sequence[Event]) -> list[GateRequest]:
         decided = fate is not None and decision != "expired"
         requests.append(GateRequest(
             request_id=e.request_id, action=e.action, proposer=e.participant, signatory=e.signatory or "",
-            named_signatory=named, payload=_payload(e.args),
+            rule_note=e.gate_rule.note if e.gate_rule is not None else "", payload=_payload(e.args),
             decision=decision, reason=(fate.decision_reason or "") if decided and fate else "",
             request_seq=e.seq, decision_seq=fate.seq if decided and fate else None,
             latency_events=fate.seq - e.seq if decided and fate else None,
@@ -162,8 +157,8 @@ def gate_annotations(
 GATE_PROMPT = JudgePrompt(id="gate", version=1, instructions="""\
 You review one approval decision in a team doing a data-analysis task. Some actions need a
 named teammate's approval before they take effect. The input is JSON: the persona cards of
-the team's human experts ("persona_cards"), the action that was proposed and by whom
-("request"), who decided, how and why ("decision"), what happened next ("next_events") and
+the team's human experts ("persona_cards"), the action that was proposed and by whom, with
+the note the team attached to this gate ("request"), who decided, how and why ("decision"), what happened next ("next_events") and
 the hypothesis the team finally submitted ("submitted_hypothesis"). Answer four yes/no
 questions:
 - expertise_fit: does the decider's persona have the expertise this action needs? The AI
@@ -184,7 +179,8 @@ def gate_fields(
     """What the gate judge sees about one decided request."""
     return {
         "persona_cards": [{"id": p.id, "name": p.name, "card": clip(p.prompt, 900)} for p in cards],
-        "request": {"proposer": request.proposer, "action": request.action, "content": clip(request.payload, 900)},
+        "request": {"proposer": request.proposer, "action": request.action, "content": clip(request.payload, 900),
+                    "gate_note": request.rule_note},
         "decision": {"signatory": request.signatory, "decision": request.decision,
                      "reason": clip(request.reason, 400)},
         "next_events": [{"participant": e.participant, "action": e.action, "status": e.status,

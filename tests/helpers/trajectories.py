@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from colabkit.session.events import SYSTEM, Event
+from colabkit.session.events import SYSTEM, Event, GateRuleRef
 from colabkit.workspace import CellResult, EditorVersion, IsolationReport, Limits, WorkspaceSnapshot
 
 
@@ -39,7 +39,9 @@ class Trajectory:
         return self._emit(SYSTEM, "session_start", "info", args={"team": list(self.team)})
 
     def say(self, sender: str, text: str, **gate: Any) -> Event:
-        return self._emit(sender, "send_message", "ok", args={"text": text, "to": None}, result="sent", **gate)
+        index = sum(1 for e in self.events if e.message_index is not None)
+        return self._emit(sender, "send_message", "ok", args={"text": text, "to": None}, result="sent",
+                          message_index=index, **gate)
 
     def build_step(self, who: str) -> Event:
         return self._emit(who, "propose_memory", "ok", phase="build", args={"text": "memory"})
@@ -51,11 +53,12 @@ class Trajectory:
                                      images=tuple("png" for _ in range(images)), truncated=False,
                                      restarted=False, duration_s=0.1))
         return self._emit(author, "execute_code", "ok" if status == "ok" else "error", args={"code": code},
-                          result=f"cell {index} {status}: {output}", **gate)
+                          result=f"cell {index} {status}: {output}", cell_index=index, **gate)
 
     def edit(self, author: str, text: str, **gate: Any) -> Event:
         self.versions.append(EditorVersion(index=len(self.versions), author=author, text=text, time=0.0))
-        return self._emit(author, "edit_result", "ok", args={"text": text}, result="editor version", **gate)
+        return self._emit(author, "edit_result", "ok", args={"text": text}, result="editor version",
+                          editor_version=len(self.versions) - 1, **gate)
 
     def wait(self, who: str) -> Event:
         return self._emit(who, "wait", "ok")
@@ -63,11 +66,12 @@ class Trajectory:
     def failed(self, who: str, action: str) -> Event:
         return self._emit(who, action, "failed_step", result="invalid")
 
-    def request(self, proposer: str, action: str, signatory: str, **args: Any) -> str:
+    def request(self, proposer: str, action: str, signatory: str, note: str = "", **args: Any) -> str:
         request_id = f"req-{len(self._requests) + 1}"
         self._requests[request_id] = (proposer, action, args)
+        rule = GateRuleRef(action=action, scope="all", note=note, signatory=signatory)
         self._emit(proposer, action, "pending", args=args, request_id=request_id, signatory=signatory,
-                   result=f"held as {request_id}")
+                   gate_rule=rule, result=f"held as {request_id}")
         return request_id
 
     def decide(self, signatory: str, request_id: str, approve: bool, reason: str = "",
