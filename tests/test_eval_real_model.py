@@ -72,12 +72,17 @@ def test_score_runs_on_a_real_session_and_reports_the_embedded_judge_as_it_is(sc
     assert bool(row["judge_reliable"]) == check.passed
     assert f"judge sanity check: {'reliable' if check.passed else 'UNRELIABLE'}" in stdout
 
+    # Every verdict, of the sessions' metrics and of the sanity check: a raw answer where the
+    # judge answered, and no label or score where it failed.
     judgements = load_judgements(out)
-    assert len(judgements) > 0 and (judgements["judge_model"] == DEFAULT_MODEL).all()
-    answered = judgements[judgements["flag"].isna()]
-    assert answered["raw"].notna().all()
-    failed = judgements[judgements["flag"].notna()]
-    assert failed["label"].isna().all() and failed["score"].isna().all()  # never a value from a failure
+    assert (judgements["judge_model"] == DEFAULT_MODEL).all()
+    verdicts = [*judgements.to_dict("records"), *(j.model_dump() for c in check.cases for j in c.judgements)]
+    assert len(verdicts) >= 6  # at least both decompositions of the three sanity cases
+    for verdict in verdicts:
+        if verdict["flag"] is None or pd.isna(verdict["flag"]):
+            assert isinstance(verdict["raw"], str)
+        else:
+            assert pd.isna(verdict["label"]) and pd.isna(verdict["score"])
 
 
 def test_a_rerun_reuses_every_complete_score_and_redoes_only_the_rest(scored):

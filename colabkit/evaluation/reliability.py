@@ -119,6 +119,8 @@ class SanityCase(BaseModel):
     hms: float | None
     passed: bool
     flags: list[str] = []
+    judgements: list[Judgement] = []
+    """Every verdict behind the case, raw answers included, so a failure can be inspected."""
 
 
 class SanityCheck(BaseModel):
@@ -179,7 +181,8 @@ async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], 
             s = judged.score
             cases.append(SanityCase(kind=kind, task_id=task_id, other_task_id=other_id,
                                     recall_context=s.recall_context, hms=s.hms,
-                                    passed=_case_passed(kind, s.recall_context, s.hms), flags=judged.flags))
+                                    passed=_case_passed(kind, s.recall_context, s.hms), flags=judged.flags,
+                                    judgements=judged.judgements))
     if not cases:
         check = SanityCheck(judge=judge.describe(), cases=[], passed=None,
                             reason="no task with gold: the judge could not be checked", checked_at=datetime.now(UTC))
