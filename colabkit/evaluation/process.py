@@ -1,11 +1,11 @@
 """The task-phase facts the process metrics share, read off a stored trajectory.
 
 Every process metric (initiative, work, profile alignment, workflow coverage, hypothesis
-support, gated events) is computed in two steps: pick the *items* it needs from the
-session's events and snapshot (this module and each metric's own `items` function, pure,
-no judge), then turn the judge's labels for those items into numbers (each metric's pure
-arithmetic function). Keeping the two apart lets the arithmetic be checked by hand on
-constructed trajectories, and lets a re-judged session be re-scored without re-reading it.
+support, gated events) is computed in three steps: pick the *items* it needs from the
+session's events and snapshot (pure functions here and in each metric's module), ask the
+judge about each item (the metric's scorer, through `ask_each`), then turn the labels into
+numbers (each metric's pure arithmetic function, exported). Keeping the arithmetic apart
+from the judge lets it be checked by hand on constructed trajectories.
 
 Conventions shared by every metric here:
 - Only the task phase counts: the memory-build phase is preparation, not collaboration on
