@@ -18,6 +18,7 @@ from colabkit.evaluation import (
     Judgement,
     Scorer,
     ScoreResult,
+    ScoringConfig,
     SessionContext,
     fleiss_kappa,
     judge_config,
@@ -32,7 +33,7 @@ from colabkit.evaluation import (
 from colabkit.evaluation import scorer as scorer_module
 from colabkit.evaluation.judge import PLUMBING_WARNING
 from colabkit.evaluation.tables import SCORE_COLUMNS
-from colabkit.llm import DEFAULT_MODEL, Gateway, RetryPolicy
+from colabkit.llm import DEFAULT_MODEL, Gateway, ModelConfig, RetryPolicy
 from colabkit.tasks import load_tasks
 
 SUITE = load_tasks()
@@ -318,3 +319,16 @@ def test_sessions_whose_task_is_missing_or_changed_are_flagged(tmp_path):
     missing = scores.loc["demo_archaeology/1/0"]
     assert "task_not_found" in missing["flags"] and "no_gold" in missing["flags"]
     assert pd.isna(missing["performance"]) and bool(missing["delivered"])
+
+
+def test_a_scoring_config_holds_the_judge_and_keywords_override_it(results):
+    use_judge_double()
+    config = ScoringConfig(judge=ModelConfig(model="judgedouble/perfect", temperature=0.7),
+                           metrics=("performance",), sanity_tasks=1)
+    assert config.judge.temperature == 0.0  # a judge is always asked at temperature 0
+    assert config.identity() == ScoringConfig.model_validate_json(config.model_dump_json()).identity()
+    report = score_results(results, config)
+    assert report.config == config and report.scored == 3
+    again = score_results(results, config, repeats=2)
+    assert again.config is not None and again.config.repeats == 2 and again.config.judge == config.judge
+    assert again.scored == 3  # more repeats are another scoring: scored beside the first

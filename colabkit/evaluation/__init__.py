@@ -11,6 +11,7 @@ layer (with `colabkit tasks show --with-gold`) that may read gold answers.
     load_scores("results/runs")
 """
 
+from colabkit.evaluation.config import ScoringConfig
 from colabkit.evaluation.hms import (
     HmsScore,
     PairFacts,
@@ -56,6 +57,7 @@ __all__ = [
     "ScoreFile",
     "ScoreResult",
     "Scorer",
+    "ScoringConfig",
     "ScoringReport",
     "SessionContext",
     "VariableCounts",

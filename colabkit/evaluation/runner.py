@@ -21,10 +21,10 @@ from typing import Any, TypeVar
 
 import colabkit
 from colabkit.errors import ColabkitError
-from colabkit.evaluation.judge import PLUMBING_WARNING, Judge, judge_config
+from colabkit.evaluation.config import ScoringConfig
+from colabkit.evaluation.judge import PLUMBING_WARNING, Judge
 from colabkit.evaluation.records import ScoreFile, ScoreResult
 from colabkit.evaluation.reliability import (
-    SANITY_TASKS,
     SanityCheck,
     repeat_agreement,
     run_sanity_check,
@@ -54,6 +54,7 @@ class ScoringReport:
     """What a scoring job did, for the CLI's summary and for tests."""
 
     sessions: int = 0
+    config: ScoringConfig | None = None
     scored: int = 0
     reused: int = 0
     incomplete: int = 0
@@ -68,36 +69,39 @@ class ScoringReport:
     warnings: list[str] = field(default_factory=list)
 
 
-async def ascore_results(results: Path | str, *, metrics: list[str] | None = None,
-                         judge: ModelConfig | None = None, repeats: int = 1,
+async def ascore_results(results: Path | str, config: ScoringConfig | None = None, *,
+                         metrics: list[str] | None = None, judge: ModelConfig | None = None,
+                         repeats: int | None = None, sanity_tasks: int | None = None,
                          data_root: Path | None = None, suite: TaskSuite | None = None,
                          gateway: Gateway | None = None, concurrency: int = 4,
-                         sanity_tasks: int = SANITY_TASKS,
                          progress: Callable[[int, int], None] | None = None) -> ScoringReport:
-    """Score the finished sessions under `results` with the `metrics` scorers (all if None).
+    """Score the finished sessions under `results` as `config` says (keywords override it).
 
-    `judge` defaults to the embedded model (plumbing grade, warned about); `suite` (or
+    Without a judge the embedded model judges (plumbing grade, warned about); `suite` (or
     `data_root`, else the demo tasks) supplies tasks and gold. `progress(done, total)` is
     called after each (session, scorer) pair. Writes score files and the parquet tables.
     """
     results = Path(results)
-    scorers = scorers_for(metrics)
-    repeats = max(1, int(repeats))
+    config = (config or ScoringConfig()).with_overrides(
+        metrics=tuple(metrics) if metrics is not None else None, judge=judge, repeats=repeats,
+        sanity_tasks=sanity_tasks)
+    scorers = scorers_for(list(config.metrics) if config.metrics is not None else None)
+    repeats = config.repeats
     folders = finished_sessions(results)
     suite = suite if suite is not None else load_tasks(data_root)
-    report = ScoringReport(sessions=len(folders))
+    report = ScoringReport(sessions=len(folders), config=config)
     judged = any(s.uses_judge for s in scorers)
     own_gateway = gateway is None and judged
     if gateway is None and judged:
         gateway = Gateway(cache_dir=results / JUDGE_CACHE_DIR)
-    the_judge = Judge(gateway, judge if judge is not None else judge_config()) if judged and gateway else None
+    the_judge = Judge(gateway, config.judge) if judged and gateway else None
     try:
         if the_judge is not None:
             report.judge = the_judge.describe()
             if the_judge.grade == "plumbing":
                 report.warnings.append(PLUMBING_WARNING)
             report.sanity = await run_sanity_check(the_judge, suite, _task_ids(folders), results,
-                                                   n_tasks=sanity_tasks)
+                                                   n_tasks=config.sanity_tasks)
         if the_judge is not None and the_judge.config.provider == LOCAL_PROVIDER:
             concurrency = 1  # in-process models answer one call at a time; queued calls would time out
         await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress)
@@ -113,9 +117,9 @@ async def ascore_results(results: Path | str, *, metrics: list[str] | None = Non
     return report
 
 
-def score_results(results: Path | str, **kwargs: Any) -> ScoringReport:
+def score_results(results: Path | str, config: ScoringConfig | None = None, **kwargs: Any) -> ScoringReport:
     """Synchronous `ascore_results`; works in scripts and inside Jupyter's running loop."""
-    return _run_sync(lambda: ascore_results(results, **kwargs))
+    return _run_sync(lambda: ascore_results(results, config, **kwargs))
 
 
 async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], judge: Judge | None,
