@@ -32,6 +32,7 @@ from colabkit.evaluation.hms import (
     greedy_pairs,
     hms_from_facts,
     performance,
+    variable_f1,
 )
 from colabkit.evaluation.judge import JudgePrompt, Verdict
 from colabkit.evaluation.records import Judgement, ScoreResult
@@ -223,8 +224,6 @@ async def _pair_facts(ask: Ask, context: dict[str, Any], p: int, g: int, pred: S
 
 
 def _f1_or_none(counts: VariableCounts | None) -> float | None:
-    from colabkit.evaluation.hms import variable_f1
-
     if counts is None:
         return None
     try:

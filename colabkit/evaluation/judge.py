@@ -97,10 +97,6 @@ class Verdict(BaseModel, Generic[T]):
     """The model's text as received (None when no answer came back)."""
     calls: list[CallRecord] = []
 
-    @property
-    def ok(self) -> bool:
-        return self.value is not None
-
 
 class Judge:
     """Asks `config`'s model versioned questions through `gateway`; never raises on a bad answer.
@@ -117,10 +113,6 @@ class Judge:
         if self.grade == "plumbing":
             warnings.warn(PLUMBING_WARNING, stacklevel=2)
             _log.warning(PLUMBING_WARNING)
-
-    def identity(self) -> str:
-        """What decides the judge's answers (model and sampling settings, not the timeout)."""
-        return self.config.output_identity()
 
     def describe(self) -> dict[str, Any]:
         return {"config": self.config.model_dump(mode="json"), "grade": self.grade}
