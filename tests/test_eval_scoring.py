@@ -31,7 +31,9 @@ from colabkit.evaluation import (
     stored_scores,
 )
 from colabkit.evaluation import scorer as scorer_module
+from colabkit.evaluation import tables as tables_module
 from colabkit.evaluation.judge import PLUMBING_WARNING
+from colabkit.evaluation.storage import write_score
 from colabkit.evaluation.tables import SCORE_COLUMNS
 from colabkit.llm import DEFAULT_MODEL, Gateway, ModelConfig, RetryPolicy
 from colabkit.tasks import load_tasks
@@ -332,3 +334,17 @@ def test_a_scoring_config_holds_the_judge_and_keywords_override_it(results):
     again = score_results(results, config, repeats=2)
     assert again.config is not None and again.config.repeats == 2 and again.config.judge == config.judge
     assert again.scored == 3  # more repeats are another scoring: scored beside the first
+
+
+def test_a_stale_parquet_export_never_hides_a_newer_score(results, monkeypatch):
+    use_judge_double()
+    score_results(results, **FAST, judge=PERFECT)
+    with monkeypatch.context() as patch:  # a current export is read as is, not rebuilt
+        patch.setattr(tables_module, "_build", lambda results: pytest.fail("rebuilt a current export"))
+        assert by_seed(load_scores(results))["performance"].tolist() == [1.0, 0.0, 0.0]
+    folder = next(p for p in sorted(results.iterdir()) if (p / "session.json").is_file())
+    [score] = stored_scores(folder)
+    changed = score.result.model_copy(update={"values": {**score.result.values, "performance": 0.25}})
+    write_score(folder, score.model_copy(update={"result": changed}))  # newer than scores.parquet
+    rows = load_scores(results).set_index("session_id")
+    assert rows.loc[folder.name, "performance"] == 0.25
