@@ -194,6 +194,9 @@ def test_a_judge_error_is_missing_and_incomplete_and_a_rerun_completes_it(result
     assert (rerun.scored, rerun.reused, rerun.incomplete) == (2, 1, 0)
     assert by_seed(load_scores(results))["performance"].tolist() == [1.0, 0.0, 0.0]
     assert rerun.sanity is not None and rerun.sanity.passed is True  # a failed-by-error check is redone
+    # the reused (undelivered) session's file was written under the failed check; the tables
+    # follow the judge's current check
+    assert by_seed(load_scores(results))["judge_reliable"].tolist() == [True] * 3
 
 
 def marked_context(answers: list[bool]):

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from colabkit.evaluation.judge import Judge, judge_id, prompt_version
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.hashing import sha256_hex
+from colabkit.llm import ModelConfig
 from colabkit.store import atomic_write_text
 from colabkit.tasks import TaskSuite
 
@@ -145,6 +146,21 @@ def _case_passed(kind: str, recall: float | None, hms: float | None) -> bool:
     return recall == 0 and hms == 0
 
 
+def sanity_check_path(results: Path, judge: ModelConfig) -> Path:
+    """Where the check of `judge` is stored: per judge config, check version and HMS prompt
+    versions (a changed prompt is checked anew)."""
+    from colabkit.evaluation.hypothesis import HMS_PROMPTS
+
+    prompts = sha256_hex(prompt_version(HMS_PROMPTS))[:8]
+    return results / CHECKS_DIR / f"{judge_id(judge)}-v{SANITY_VERSION}-{prompts}.json"
+
+
+def load_sanity_check(results: Path, judge: ModelConfig) -> SanityCheck | None:
+    """The stored check of `judge` in `results`, or None when it never ran."""
+    path = sanity_check_path(results, judge)
+    return SanityCheck.model_validate_json(path.read_bytes()) if path.is_file() else None
+
+
 async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], results: Path, *,
                            n_tasks: int = SANITY_TASKS) -> SanityCheck:
     """Run (or reuse from `results/judge-checks/`) the sanity check for `judge`.
@@ -153,10 +169,9 @@ async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], 
     each is paired with the next task whose gold differs for the 'other' case. A stored check
     is reused if it covered at least `n_tasks` tasks and no case failed on a judge error.
     """
-    from colabkit.evaluation.hypothesis import HMS_PROMPTS, judge_hypotheses  # the Performance pipeline
+    from colabkit.evaluation.hypothesis import judge_hypotheses  # the Performance pipeline
 
-    prompts = sha256_hex(prompt_version(HMS_PROMPTS))[:8]  # a changed prompt is checked anew
-    path = results / CHECKS_DIR / f"{judge_id(judge.config)}-v{SANITY_VERSION}-{prompts}.json"
+    path = sanity_check_path(results, judge.config)
     if path.is_file():
         stored = SanityCheck.model_validate_json(path.read_bytes())
         enough = len({c.task_id for c in stored.cases}) >= n_tasks or stored.passed is None

@@ -22,6 +22,7 @@ import pandas as pd
 
 from colabkit.errors import ColabkitError
 from colabkit.evaluation.records import ScoreFile
+from colabkit.evaluation.reliability import SanityCheck, load_sanity_check
 from colabkit.evaluation.storage import SCORES_DIR, finished_sessions, stored_scores
 from colabkit.store import atomic_path
 from colabkit.store.recorder import SESSION_FILE
@@ -76,13 +77,30 @@ def _latest(files: list[ScoreFile]) -> dict[tuple[str, str | None], ScoreFile]:
     return latest
 
 
+def _with_current_check(results: Path, score: ScoreFile,
+                        checks: dict[str, SanityCheck | None]) -> ScoreFile:
+    """`score` with `judge_reliable` from its judge's latest stored sanity check (a check
+    redone after a transient judge failure updates every table, not only new scores)."""
+    if score.judge is None:
+        return score
+    key = score.judge.output_identity()
+    if key not in checks:
+        checks[key] = load_sanity_check(results, score.judge)
+    check = checks[key]
+    if check is None or check.passed == score.judge_reliable:
+        return score
+    return score.model_copy(update={"judge_reliable": check.passed})
+
+
 def _build(results: Path) -> dict[str, pd.DataFrame]:
+    checks: dict[str, SanityCheck | None] = {}
     score_rows: list[dict[str, Any]] = []
     judgement_rows: list[dict[str, Any]] = []
     gate_rows: list[dict[str, Any]] = []
     for folder in finished_sessions(results):
         keys = session_keys(folder)
         latest = _latest(stored_scores(folder))
+        latest = {key: _with_current_check(results, score, checks) for key, score in latest.items()}
         rule_based = [s for (_, judge), s in latest.items() if judge is None]
         judges: list[str | None] = [*sorted({j for (_, j) in latest if j is not None})] or [None]
         for judge in judges:
