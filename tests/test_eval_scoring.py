@@ -351,3 +351,20 @@ def test_a_stale_parquet_export_never_hides_a_newer_score(results, monkeypatch):
     write_score(folder, score.model_copy(update={"result": changed}))  # newer than scores.parquet
     rows = load_scores(results).set_index("session_id")
     assert rows.loc[folder.name, "performance"] == 0.25
+
+
+def test_the_scorer_id_changes_with_everything_that_decides_a_score():
+    performance = scorers_for(["performance"])[0]
+    base = scorer_id(performance, PERFECT, 1)
+    assert scorer_id(performance, PERFECT, 1) == base
+    assert scorer_id(performance, PERFECT.model_copy(update={"timeout": 999.0}), 1) == base  # not an answer's cause
+    assert scorer_id(performance, judge_config("judgedouble/other"), 1) != base
+    assert scorer_id(performance, PERFECT.model_copy(update={"seed": 7}), 1) != base
+    assert scorer_id(performance, PERFECT, 3) != base
+    bumped = type("Bumped", (type(performance),), {"version": "2"})()
+    assert scorer_id(bumped, PERFECT, 1) != base
+    reworded = type("Reworded", (type(performance),), {"prompts": (
+        *performance.prompts[:-1], performance.prompts[-1].model_copy(update={"version": 2}))})()
+    assert reworded.prompt_version != performance.prompt_version and scorer_id(reworded, PERFECT, 1) != base
+    rule_based = CrashingScorer()  # asks no judge: its id ignores the judge and repeats
+    assert scorer_id(rule_based, PERFECT, 1) == scorer_id(rule_based, judge_config("judgedouble/other"), 3)
