@@ -35,6 +35,7 @@ from colabkit.evaluation.hms import (
     variable_f1,
 )
 from colabkit.evaluation.judge import JudgePrompt, Verdict
+from colabkit.evaluation.process import transient
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.tasks import Task
@@ -255,9 +256,8 @@ class PerformanceScorer(Scorer):
                                flags=[f"no_gold: task {ctx.record.task_id}"])
         judged = await judge_hypotheses(ctx.verdict, ctx.task, ctx.gold.hypothesis, ctx.hypothesis)
         s = judged.score
-        transient = any("judge_error" in f for f in judged.flags)
         return ScoreResult(
             values={"delivered": True, "performance": performance(True, s.recall_context), "hms": s.hms,
                     "recall_context": s.recall_context, "hms_mean_accuracy": s.mean_accuracy},
-            flags=judged.flags, judgements=judged.judgements, complete=not transient,
+            flags=judged.flags, judgements=judged.judgements, complete=not transient(judged.flags),
             details=judged.model_dump(mode="json", include={"gold", "prediction", "context_match", "pairs", "facts"}))
