@@ -13,6 +13,7 @@ from helpers.stored import store_session
 
 import colabkit.session
 from colabkit.cli import main
+from colabkit.errors import ColabkitError
 from colabkit.evaluation import (
     Judge,
     Judgement,
@@ -368,3 +369,16 @@ def test_the_scorer_id_changes_with_everything_that_decides_a_score():
     assert reworded.prompt_version != performance.prompt_version and scorer_id(reworded, PERFECT, 1) != base
     rule_based = CrashingScorer()  # asks no judge: its id ignores the judge and repeats
     assert scorer_id(rule_based, PERFECT, 1) == scorer_id(rule_based, judge_config("judgedouble/other"), 3)
+
+
+def test_a_damaged_score_file_is_scored_again(results):
+    use_judge_double()
+    score_results(results, **FAST, judge=PERFECT)
+    [damaged] = list(results.glob("*/scores/*.json"))[:1]
+    damaged.write_text("{not json")
+    (results / "scores.parquet").unlink()  # edited in place: no export can know, read the files
+    with pytest.raises(ColabkitError, match=f"unreadable score file {damaged}"):
+        load_scores(results)  # readers name the file
+    report = score_results(results, **FAST, judge=PERFECT)
+    assert (report.scored, report.reused) == (1, 2)
+    assert load_scores(results)["performance"].notna().all()

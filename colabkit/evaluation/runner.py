@@ -135,7 +135,11 @@ async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], 
             ctx: SessionContext | None = None
             for scorer in scorers:
                 sid = scorer_id(scorer, judge.config if judge else None, repeats)
-                existing = read_score(score_path(folder, sid))
+                try:
+                    existing = read_score(score_path(folder, sid))
+                except ColabkitError as exc:  # a damaged score file is scored again, over it
+                    _log.warning("%s", exc)
+                    existing = None
                 if existing is not None and existing.result.complete:
                     report.reused += 1
                 else:
