@@ -382,3 +382,24 @@ def test_a_damaged_score_file_is_scored_again(results):
     report = score_results(results, **FAST, judge=PERFECT)
     assert (report.scored, report.reused) == (1, 2)
     assert load_scores(results)["performance"].notna().all()
+
+
+DISCOVERYBENCH = Path(__file__).resolve().parents[2] / "shared" / "discoverybench"
+
+
+@pytest.mark.skipif(not (DISCOVERYBENCH / "eval").is_dir(), reason=f"no DiscoveryBench data at {DISCOVERYBENCH}")
+def test_scoring_on_real_archaeology_tasks_with_their_answer_key(tmp_path):
+    suite = load_tasks(DISCOVERYBENCH, domains=["archaeology"])
+    gold = suite.gold_for("archaeology/3/0")
+    assert gold is not None
+    store_session(tmp_path, "archaeology/3/0", gold.hypothesis, suite=suite)
+    store_session(tmp_path, "archaeology/3/0", "", seed=1, suite=suite)
+    use_judge_double()
+    report = score_results(tmp_path, metrics=METRICS, judge=PERFECT, data_root=DISCOVERYBENCH)
+    assert report.sanity is not None and report.sanity.passed is True
+    # metadata_2 and metadata_26 are duplicates upstream: 'other' must never pick an equal gold
+    for case in report.sanity.cases:
+        if case.kind == "other":
+            other = suite.gold_for(case.other_task_id or "")
+            assert other is not None and other.hypothesis != suite.gold_for(case.task_id).hypothesis
+    assert by_seed(load_scores(tmp_path))["performance"].tolist() == [1.0, 0.0]

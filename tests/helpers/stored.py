@@ -14,16 +14,17 @@ from pathlib import Path
 from colabkit.session import SessionSpec
 from colabkit.store import SessionRecord, atomic_write_text
 from colabkit.store.records import resolved_models
-from colabkit.tasks import load_tasks
+from colabkit.tasks import TaskSuite, load_tasks
 from colabkit.team import variant
 from colabkit.workspace import EditorVersion, IsolationReport, Limits, WorkspaceSnapshot
 
 
 def store_session(results: Path, task_id: str, hypothesis: str, *, variant_name: str = "single",
-                  seed: int = 0, task_digest: str | None = None) -> Path:
+                  seed: int = 0, task_digest: str | None = None, suite: TaskSuite | None = None) -> Path:
     """Write a finished session whose editor ends with `hypothesis`; return its folder.
 
-    `task_digest` overrides the task's metadata digest (a session that ran on other metadata)."""
+    `task_digest` overrides the task's metadata digest (a session that ran on other metadata);
+    `suite` is where the task comes from (default: the demo tasks)."""
     spec = SessionSpec(task_id=task_id, variant=variant(variant_name), seed=seed)
     folder = results / spec.session_id
     folder.mkdir(parents=True)
@@ -35,7 +36,7 @@ def store_session(results: Path, task_id: str, hypothesis: str, *, variant_name:
     record = SessionRecord(
         session_id=spec.session_id, spec_identity=spec.identity(), task_id=task_id, seed=seed,
         variant_hash=spec.variant.identity(), spec=spec, models=resolved_models(spec), memory=None,
-        task_digest=task_digest or load_tasks().get(task_id).task_digest, briefings={}, persona_versions={},
+        task_digest=task_digest or (suite or load_tasks()).get(task_id).task_digest, briefings={}, persona_versions={},
         memory_digest=None, final_hypothesis=hypothesis, ended_by="finish", n_events=0, totals={},
         isolation=isolation, isolation_level="none", package_version="test", started=now, finished=now)
     atomic_write_text(folder / "events.jsonl", "")
