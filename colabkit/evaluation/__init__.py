@@ -6,8 +6,8 @@ model versioned questions through the gateway (cached, temperature 0, failing cl
 results go to `<session>/scores/<scorer id>.json` and tidy parquet tables. This is the only
 layer (with `colabkit tasks show --with-gold`) that may read gold answers.
 
-    from colabkit.evaluation import score_results, load_scores
-    score_results("results/runs", judge=judge_config("openai/gpt-4o"), repeats=3)
+    from colabkit.evaluation import ScoringConfig, judge_config, load_scores, score_results
+    score_results("results/runs", ScoringConfig(judge=judge_config("openai/gpt-4o"), repeats=3))
     load_scores("results/runs")
 """
 
