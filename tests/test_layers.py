@@ -14,8 +14,6 @@ ORDER = ["errors", "hashing", "tasks", "llm", "workspace", "team", "session", "s
 # `llm` is a base utility beside `tasks`; `analysis` and `runner` both sit on evaluation:
 # neither of a pair needs the other.
 INDEPENDENT = {("tasks", "llm"), ("llm", "tasks"), ("analysis", "runner"), ("runner", "analysis")}
-# Layers built on parallel branches; a branch that lacks one skips it (drop once all are merged).
-PARALLEL = {"evaluation"}
 
 
 def imported_layers(path: Path) -> set[str]:
@@ -31,11 +29,35 @@ def imported_layers(path: Path) -> set[str]:
 def test_layer_imports_only_lower_layers(layer):
     rank = ORDER.index(layer)
     paths = [PACKAGE / f"{layer}.py"] if (PACKAGE / f"{layer}.py").exists() else sorted((PACKAGE / layer).rglob("*.py"))
-    if not paths and layer in PARALLEL:
-        pytest.skip(f"layer {layer} is not on this branch yet")
     assert paths, f"layer {layer} not found"
     for path in paths:
         for other in imported_layers(path) - {layer}:
             assert other in ORDER, f"{path} imports unknown layer colabkit.{other}"
             assert ORDER.index(other) < rank and (layer, other) not in INDEPENDENT, \
                 f"{path.relative_to(PACKAGE.parent)} imports higher layer colabkit.{other}"
+
+
+# Gold answers reach only scoring: the evaluation layer, and `tasks show --with-gold` (where a
+# researcher asks for them explicitly). Any other caller could leak them into a prompt.
+SHOW_COMMAND = (PACKAGE / "cli" / "tasks_cmd.py", "_show")
+
+
+def gold_callers(path: Path) -> list[tuple[str, int]]:
+    """(innermost enclosing function or "<module>", line) of every `.gold_for` reference."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "gold_for":
+            inside = [f for f in functions if f.lineno <= node.lineno <= (f.end_lineno or f.lineno)]
+            found.append((max(inside, key=lambda f: f.lineno).name if inside else "<module>", node.lineno))
+    return found
+
+
+def test_gold_is_read_only_by_the_evaluation_layer():
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{line} in {func}"
+                 for path in sorted(PACKAGE.rglob("*.py")) if (PACKAGE / "evaluation") not in path.parents
+                 for func, line in gold_callers(path) if (path, func) != SHOW_COMMAND]
+    assert not offenders, f"gold_for used outside colabkit/evaluation and `tasks show`: {offenders}"
+    assert [f for f, _ in gold_callers(SHOW_COMMAND[0])] == ["_show"], "the check must see the allowed caller"
+    assert any(gold_callers(p) for p in (PACKAGE / "evaluation").rglob("*.py"))

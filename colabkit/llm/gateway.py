@@ -135,6 +135,18 @@ class Gateway:
         nothing else escapes. A rejected `response_format` is not a repair round: the same
         request is sent again at once in the next mode.
         """
+        value, _, records = await self.structured_with_text(config, messages, schema,
+                                                            caller=caller, sample=sample)
+        return value, records
+
+    async def structured_with_text(self, config: ModelConfig, messages: list[dict],
+                                   schema: type[T], *, caller: str,
+                                   sample: int = 0) -> tuple[T, str, list[CallRecord]]:
+        """Like `structured`, plus the model's raw text of the answer that validated.
+
+        Judges store what the model actually said next to what was parsed from it; on
+        failure the raw text of the last answer is on the error (`StructuredOutputError.raw`).
+        """
         try:
             bounded = bounded_schema(schema)
             mode = self.modes.get(config.model) or starting_mode(config)
@@ -143,6 +155,7 @@ class Gateway:
                                         f"{_describe(exc)}", attempts=0, records=[]) from exc
         records: list[CallRecord] = []
         repair: list[dict] = []
+        raw: str | None = None
         round_number = 1
         while True:
             plan = _plan(config, schema, bounded, mode)
@@ -164,8 +177,9 @@ class Gateway:
             answer = outcome.answer
             if answer is None:
                 break
+            raw = answer.text
             try:
-                return parse_as(schema, answer.text), records
+                return parse_as(schema, answer.text), answer.text, records
             except ValueError as exc:
                 problem = str(exc)
                 if answer.finish_reason == "length":
@@ -180,7 +194,7 @@ class Gateway:
         raise StructuredOutputError(
             f"{config.model} ({caller}): no valid {schema.__name__} after {len(records)} "
             f"request(s), {attempts} attempt(s): {records[-1].error}",
-            attempts=attempts, records=records)
+            attempts=attempts, records=records, raw=raw)
 
     def close(self) -> None:
         """Release the persistent cache (the gateway is not usable afterwards)."""

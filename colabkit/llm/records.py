@@ -60,7 +60,16 @@ class LLMCallError(Exception):
 
 
 class StructuredOutputError(LLMCallError):
-    """No schema-valid answer: transport failures after retries, or invalid output after repair."""
+    """No schema-valid answer: transport failures after retries, or invalid output after repair.
+
+    `raw` is the text of the last answer received (None when no answer came back at all),
+    so a judge can store the garbage it was given instead of only a parse error.
+    """
+
+    def __init__(self, message: str, *, attempts: int, records: list[CallRecord],
+                 raw: str | None = None):
+        super().__init__(message, attempts=attempts, records=records)
+        self.raw = raw
 
 
 class ProviderError(Exception):

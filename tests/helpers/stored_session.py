@@ -33,11 +33,8 @@ def say(action: str, content: str = "", to: str = "", thought: str = "next step"
 
 
 def record_session(spec, task, out):
-    """The recorder, from the runner layer once merged (it moves there from store)."""
-    try:
-        from colabkit.runner import record_session as record
-    except ImportError:
-        from colabkit.store import record_session as record
+    from colabkit.runner import record_session as record
+
     return record(spec, task, out=out)
 
 

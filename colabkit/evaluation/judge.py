@@ -1,0 +1,147 @@
+"""The judge: one model, asked versioned questions, whose every answer is kept and may fail.
+
+Scores are only as honest as the judge behind them, so this module fixes what every judged
+metric relies on: temperature 0 (`judge_config`), structured output validated by the
+gateway (one repair request, then failure), every call cached like any model call (a
+rescoring replays instead of paying twice), and **fail closed**: an error or an answer that
+does not validate gives a `Verdict` whose `value` is None and whose `flag` says why. No
+caller ever turns such a verdict into a score (Co-Gym's evaluator scores a nonsense
+hypothesis 1.0 when its judge fails; DiscoveryBench's can score -1 or +1 on two parse
+failures).
+
+A `JudgePrompt` is a question with an id and a version; its text is rendered here from
+named fields (as JSON, so quotes in a hypothesis cannot break the payload), and the version
+travels with each verdict and into each scorer's identity. Repeat k asks with sample index k
+(seed + k), so repeats are different, reproducible draws.
+
+The embedded 135M model can answer (the machinery runs offline) but cannot judge: it is
+accepted only with a loud warning, and everything it scores is marked `judge_grade="plumbing"`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Mapping
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from colabkit.hashing import sha256_hex
+from colabkit.llm import (
+    DEFAULT_MODEL,
+    BudgetExceeded,
+    CallRecord,
+    Gateway,
+    ModelConfig,
+    StructuredOutputError,
+)
+
+T = TypeVar("T", bound=BaseModel)
+JudgeGrade = Literal["capable", "plumbing"]
+_log = logging.getLogger(__name__)
+PLUMBING_WARNING = (
+    "JUDGE WARNING: the embedded 135M model is judging. It exercises the scoring machinery "
+    "but its verdicts are not measurements; every score it gives is marked "
+    "judge_grade='plumbing'. Pass a capable judge (--judge MODEL) for study results.")
+
+
+class JudgePrompt(BaseModel):
+    """One versioned judge question: bump `version` whenever `instructions` change meaning."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    version: int = Field(ge=1)
+    instructions: str
+    """The system message: what to judge, the definitions, the answer's meaning."""
+
+    def render(self, fields: Mapping[str, Any]) -> list[dict[str, str]]:
+        """The chat messages for this question about `fields` (sent as one JSON object)."""
+        payload = json.dumps(dict(fields), ensure_ascii=False, indent=1, sort_keys=True, default=str)
+        return [{"role": "system", "content": self.instructions},
+                {"role": "user", "content": payload}]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.id}@{self.version}"
+
+
+def prompt_version(prompts: tuple[JudgePrompt, ...]) -> str:
+    """A scorer's prompt version: the sorted `id@version` list of the prompts it asks."""
+    return ",".join(sorted(p.ref for p in prompts)) or "none"
+
+
+def judge_config(model: str = DEFAULT_MODEL, **settings: Any) -> ModelConfig:
+    """The judge's model config: always temperature 0 (deterministic where the provider is)."""
+    return ModelConfig(model=model, **{**settings, "temperature": 0.0})
+
+
+def grade_of(config: ModelConfig) -> JudgeGrade:
+    """'plumbing' for the embedded 135M model, 'capable' for any model chosen on purpose."""
+    return "plumbing" if config.model == DEFAULT_MODEL else "capable"
+
+
+class Verdict(BaseModel, Generic[T]):
+    """One answer of the judge to one question: the parsed value, or None and a flag."""
+
+    prompt_id: str
+    prompt_version: int
+    model: str
+    repeat: int
+    value: T | None
+    flag: str | None = None
+    """Why `value` is None: 'judge_error: ...' (no answer) or 'judge_invalid: ...'."""
+    raw: str | None = None
+    """The model's text as received (None when no answer came back)."""
+    calls: list[CallRecord] = []
+
+
+class Judge:
+    """Asks `config`'s model versioned questions through `gateway`; never raises on a bad answer.
+
+    `BudgetExceeded` still propagates: a spent budget means stop scoring, not score missing.
+    """
+
+    def __init__(self, gateway: Gateway, config: ModelConfig | None = None):
+        self.gateway = gateway
+        self.config = config if config is not None else judge_config()
+        if self.config.temperature != 0:
+            self.config = self.config.model_copy(update={"temperature": 0.0})
+        self.grade: JudgeGrade = grade_of(self.config)
+        if self.grade == "plumbing":
+            warnings.warn(PLUMBING_WARNING, stacklevel=2)
+            _log.warning(PLUMBING_WARNING)
+
+    def describe(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump(mode="json"), "grade": self.grade}
+
+    async def verdict(self, prompt: JudgePrompt, fields: Mapping[str, Any], schema: type[T], *,
+                      repeat: int = 0) -> Verdict[T]:
+        """Ask `prompt` about `fields`, expecting `schema`; failures come back flagged."""
+        messages = prompt.render(fields)
+        base = {"prompt_id": prompt.id, "prompt_version": prompt.version,
+                "model": self.config.model, "repeat": repeat}
+        try:
+            value, raw, calls = await self.gateway.structured_with_text(
+                self.config, messages, schema, caller=f"judge:{prompt.id}", sample=repeat)
+        except BudgetExceeded:
+            raise
+        except StructuredOutputError as exc:
+            kind = "judge_invalid" if exc.raw is not None else "judge_error"
+            return Verdict[schema](**base, value=None, flag=f"{kind}: {_one_line(exc)}",  # type: ignore[valid-type]
+                                   raw=exc.raw, calls=exc.records)
+        except Exception as exc:  # the gateway promises not to raise others; fail closed anyway
+            return Verdict[schema](**base, value=None,  # type: ignore[valid-type]
+                                   flag=f"judge_error: {type(exc).__name__}: {_one_line(exc)}")
+        return Verdict[schema](**base, value=value, raw=raw, calls=calls)  # type: ignore[valid-type]
+
+
+def judge_id(config: ModelConfig | None) -> str | None:
+    """Short hash naming a judge configuration in file names (None: no judge)."""
+    return None if config is None else sha256_hex(config.output_identity())[:12]
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]

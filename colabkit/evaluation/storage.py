@@ -1,0 +1,98 @@
+"""Where scores live: `<session>/scores/<scorer id>.json`, written atomically, found by id.
+
+The scorer id hashes what decides a score (scorer name and version, its prompt versions,
+the judge's model config and the number of repeats), so re-scoring with a new judge or a
+changed prompt writes a new file beside the old one and never touches a session; asking for
+the same scoring twice finds the file and does nothing. Reading a session back for scoring
+(`load_context`) is here too, so the runner and notebooks build contexts the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from colabkit.errors import ColabkitError
+from colabkit.evaluation.judge import Judge
+from colabkit.evaluation.records import ScoreFile
+from colabkit.evaluation.scorer import Scorer, SessionContext
+from colabkit.hashing import sha256_hex
+from colabkit.llm import ModelConfig
+from colabkit.session import Event
+from colabkit.store import EVENTS_FILE, SESSION_FILE, SNAPSHOT_FILE, SessionRecord, atomic_write_text
+from colabkit.tasks import TaskSuite
+from colabkit.workspace import WorkspaceSnapshot
+
+SCORES_DIR = "scores"
+_ID_CHARS = 16
+
+
+def scorer_id(scorer: Scorer, judge: ModelConfig | None, repeats: int) -> str:
+    """The id naming a scorer's files: hash of everything that decides its results.
+
+    A rule-based scorer ignores the judge and repeats (it asks nothing and runs once), so
+    switching judges does not re-score it.
+    """
+    judged = scorer.uses_judge
+    return sha256_hex({
+        "name": scorer.name, "version": scorer.version, "prompts": scorer.prompt_version,
+        "judge": judge.output_identity() if judged and judge is not None else None,
+        "repeats": repeats if judged else 1,
+    })[:_ID_CHARS]
+
+
+def score_path(session_folder: Path, scorer_id_: str) -> Path:
+    return session_folder / SCORES_DIR / f"{scorer_id_}.json"
+
+
+def read_score(path: Path) -> ScoreFile | None:
+    """The stored score at `path`, or None when absent; a damaged file is a one-line error."""
+    if not path.is_file():
+        return None
+    try:
+        return ScoreFile.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise ColabkitError(f"unreadable score file {path}: {' '.join(str(exc).split())[:200]}") from None
+
+
+def write_score(session_folder: Path, score: ScoreFile) -> Path:
+    """Store `score` atomically under its scorer id (replacing an incomplete earlier try)."""
+    path = score_path(session_folder, score.scorer_id)
+    path.parent.mkdir(exist_ok=True)
+    return atomic_write_text(path, score.model_dump_json(indent=1))
+
+
+def stored_scores(session_folder: Path) -> list[ScoreFile]:
+    """Every score file of a session (any scorer, judge or version), oldest first."""
+    folder = session_folder / SCORES_DIR
+    if not folder.is_dir():
+        return []
+    found = [read_score(p) for p in sorted(folder.glob("*.json"))]
+    return sorted((s for s in found if s is not None), key=lambda s: s.scored_at)
+
+
+def load_context(session_folder: Path, suite: TaskSuite | None, judge: Judge | None) -> SessionContext:
+    """A scorer's view of a finished session folder (its task and gold from `suite`)."""
+    try:
+        record = SessionRecord.model_validate_json((session_folder / SESSION_FILE).read_bytes())
+        events = tuple(Event.model_validate(orjson.loads(line)) for line in
+                       (session_folder / EVENTS_FILE).read_bytes().splitlines() if line.strip())
+        snapshot = WorkspaceSnapshot.model_validate_json((session_folder / SNAPSHOT_FILE).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ColabkitError(f"cannot read stored session {session_folder}: "
+                            f"{' '.join(str(exc).split())[:200]}") from None
+    task = gold = None
+    if suite is not None and record.task_id in suite.ids:
+        task = suite.get(record.task_id)
+        gold = suite.gold_for(record.task_id)
+    return SessionContext(folder=session_folder, record=record, events=events, snapshot=snapshot,
+                          task=task, gold=gold, judge=judge)
+
+
+def finished_sessions(results: Path) -> list[Path]:
+    """Folders of finished sessions directly under `results`, sorted by session id."""
+    if not results.is_dir():
+        raise ColabkitError(f"results folder not found: {results}")
+    return sorted(p for p in results.iterdir()
+                  if p.is_dir() and not p.name.startswith(".") and (p / SESSION_FILE).is_file())
