@@ -1,10 +1,10 @@
 """Many sessions at once through the batch runner: wall time over ideal, memory per live session.
 
 A grid is 1,482 sessions of 30-60 model calls; with an API model a session mostly waits, so
-the runner keeps many in flight (asyncio, one process). This runs N short sessions with a
+the runner keeps many in flight (asyncio, one process). This runs N whole sessions with a
 fixed model latency (default 1 s per call, the scripted bench model) through
 `colabkit.runner.arun_sessions` at each concurrency (default 1, 8, 32, 64; N = 2 x the
-concurrency, at least 4) and reports
+concurrency, so the ideal time is the same at every level) and reports
 
 - wall / ideal, where ideal = total model time / concurrency (target <= 1.1 at 64): what the
   suite adds on top of waiting, kernels included. tau2-bench measured a ceiling of about 10
@@ -31,7 +31,6 @@ from typing import Any
 
 import benchmodel as bm
 import psutil
-
 from colabkit.runner import arun_sessions
 
 TARGET_RATIO = 1.1

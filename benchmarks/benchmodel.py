@@ -29,19 +29,19 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from litellm import CustomLLM  # noqa: E402
-from litellm.types.utils import ModelResponse, Usage  # noqa: E402
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse, Usage
 
-from colabkit.llm import ModelConfig, register_provider  # noqa: E402
-from colabkit.session import SessionSettings, SessionSpec  # noqa: E402
-from colabkit.store.atomic import atomic_write_text  # noqa: E402
+from colabkit.llm import ModelConfig, register_provider
+from colabkit.session import SessionSettings, SessionSpec
+from colabkit.store.atomic import atomic_write_text
 
 try:  # recording moves from the store to the runner layer (colabkit/runner); same call either way
     from colabkit.runner import arecord_session  # type: ignore[attr-defined,unused-ignore]
 except ImportError:
     from colabkit.store import arecord_session  # noqa: F401
-from colabkit.tasks import Task, load_tasks  # noqa: E402
-from colabkit.team import variant  # noqa: E402
+from colabkit.tasks import Task, load_tasks
+from colabkit.team import variant
 
 PROVIDER = "bench"
 RESULTS = Path(__file__).resolve().parent / "results"

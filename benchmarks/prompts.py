@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import statistics
@@ -100,7 +101,7 @@ def series_stats(calls: list[dict[str, Any]]) -> dict[str, Any]:
     for pid in dict.fromkeys(c["pid"] for c in calls):
         mine = [c for c in calls if c["pid"] == pid]
         sizes = [len(c["tokens"]) for c in mine]
-        shared = [common_prefix(prev["tokens"], cur["tokens"]) for prev, cur in zip(mine, mine[1:])]
+        shared = [common_prefix(prev["tokens"], cur["tokens"]) for prev, cur in itertools.pairwise(mine)]
         reuse = [n / size for n, size in zip(shared, sizes[1:])]
         fresh = sizes[0] + sum(size - n for n, size in zip(shared, sizes[1:]))
         weighted_num += sum(shared)
