@@ -44,6 +44,7 @@ from colabkit.session.profile import ObservationProfile
 
 T = TypeVar("T")
 _RULE_CHARS = 120
+_DECISIONS = ("approve", "reject")
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
                  "editor", "requests_for_me", "my_requests"}
 
@@ -128,8 +129,10 @@ class Observation(BaseModel):
             parts.append(f"# {self.memory}")  # its first line is its own title
         members = ", ".join(f"{pid} ({name})" for pid, name in zip(self.team, self.names))
         parts.append(f"# Team\nYou are {self.participant}. Team: {members}.")
-        # Before what grows: the valid actions change only when a request is addressed to you.
-        help_lines = action_help(self.valid_actions, self.participant, self.team)
+        # Before what grows, so the same every step; approve/reject (valid only while a request
+        # is addressed to you) are explained with the requests, near the end.
+        decisions = [a for a in self.valid_actions if a in _DECISIONS]
+        help_lines = action_help([a for a in self.valid_actions if a not in _DECISIONS], self.participant, self.team)
         parts.append("# Valid actions\n" + "\n".join(f"- {line}" for line in help_lines))
         # What grows by appending next, then the editor, which is rewritten in place.
         parts.append(self._timeline())
@@ -138,7 +141,8 @@ class Observation(BaseModel):
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
             parts.append("# Approval requests for you (approve or reject each)\n"
-                         + "\n".join(_request_for_signatory(r, shown) for r in self.requests_for_me))
+                         + "\n".join(_request_for_signatory(r, shown) for r in self.requests_for_me)
+                         + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team)))
         if self.my_requests:
             parts.append("# Your requests\n" + "\n".join(_request_line(r) for r in self.my_requests))
         if self.scratchpad:
