@@ -9,14 +9,16 @@ sessions, times each stage and checks the growth from 150 to 1,482 to 15,000 ses
    its own spec, identity and session id);
 2. load: `colabkit.store.load_sessions` and `load_events` (JSON lines into pandas);
 3. score: the rule-based process metrics (`work`: W_total, W_human), without a judge,
-   through `colabkit.evaluation.score_results`, then `load_scores`;
+   through `colabkit.evaluation.score_results`, then `load_scores`; a second
+   `score_results` finds every score stored (what a notebook's rerun pays);
 4. statistics: `study_table`, the Scaffolded - Default `contrasts` (paired + mixed model)
    and `power_table`; the judged metrics (Performance, HMS, H_init,norm, S_hyp, delivery)
    are filled with seeded synthetic values, since no judge runs here;
 5. figure: `ablation_figure`, rendered to PNG.
 
 Target: < 5 s for 1,482 sessions (load + score + statistics + figure), growth linear or
-better (time per session not rising with N).
+better (time per session not rising with N). "again" is a rerun's path: scoring that finds
+the scores stored, the score table, statistics and the figure.
 
     PYTHONPATH=. .venv/bin/python benchmarks/analysis.py [--sizes 150,1482,15000] [--budget 30]
 """
@@ -50,7 +52,6 @@ from colabkit.team import VARIANT_NAMES
 
 TARGET_S = 5.0
 REFERENCE = 1482
-STAGES = ("load_sessions", "load_events", "score_work", "load_scores", "statistics", "figure")
 
 
 async def templates(out: Path, budget: int) -> dict[str, Path]:
@@ -119,13 +120,15 @@ def one_size(sources: dict[str, Path], n: int, root: Path) -> dict[str, Any]:
     timed(times, "load_sessions", lambda: load_sessions(out))
     timed(times, "load_events", lambda: load_events(out))
     timed(times, "score_work", lambda: score_results(out, metrics=["work"]))
+    timed(times, "score_again", lambda: score_results(out, metrics=["work"]))  # finds every score stored
     scores = timed(times, "load_scores", lambda: load_scores(out))
     table = judged_values(scores)
     timed(times, "statistics", lambda: (study_table(table), contrasts(table), power_table(table)))
     timed(times, "figure", lambda: figure_bytes(ablation_figure(table), "png"))
-    total = sum(times.values())
+    total = sum(v for k, v in times.items() if k != "score_again")
+    again = sum(times[k] for k in ("score_again", "load_scores", "statistics", "figure"))
     shutil.rmtree(out)
-    return {"sessions": n, "synthesise_s": made, "stages_s": times, "total_s": total,
+    return {"sessions": n, "synthesise_s": made, "stages_s": times, "total_s": total, "reanalysis_s": again,
             "ms_per_session": 1000 * total / n, "rows": len(scores),
             "work_present": int(scores["w_total"].notna().sum()) if "w_total" in scores else 0}
 
@@ -146,14 +149,17 @@ def main(argv: list[str] | None = None) -> None:
             row = one_size(sources, n, root)
             rows.append(row)
             stages = "  ".join(f"{k} {v:6.2f}" for k, v in row["stages_s"].items())
-            print(f"{n:6d} sessions: total {row['total_s']:7.2f} s ({row['ms_per_session']:.2f} ms/session; "
+            print(f"{n:6d} sessions: total {row['total_s']:7.2f} s, again {row['reanalysis_s']:6.2f} s "
+                  f"({row['ms_per_session']:.2f} ms/session; "
                   f"{row['work_present']} scored)  {stages}", flush=True)
     reference = next((r for r in rows if r["sessions"] == REFERENCE), None)
     per = [r["ms_per_session"] for r in rows]
     linear = all(later <= 1.2 * earlier for earlier, later in itertools.pairwise(per))
     met = reference is not None and reference["total_s"] < TARGET_S
     if reference is not None:
-        print(f"{REFERENCE} sessions: {reference['total_s']:.2f} s (target < {TARGET_S:g} s: {'met' if met else 'NOT met'})")
+        print(f"{REFERENCE} sessions: {reference['total_s']:.2f} s the first time (target < {TARGET_S:g} s: "
+              f"{'met' if met else 'NOT met'}); again, scores stored: {reference['reanalysis_s']:.2f} s "
+              f"({'met' if reference['reanalysis_s'] < TARGET_S else 'NOT met'})")
     print(f"growth {' -> '.join(str(r['sessions']) for r in rows)}: ms per session {' -> '.join(f'{p:.2f}' for p in per)} "
           f"({'linear or better' if linear else 'worse than linear'})")
     bm.write_result("analysis", {"command": " ".join(["benchmarks/analysis.py", *sys.argv[1:]]),

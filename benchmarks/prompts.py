@@ -13,7 +13,8 @@ offline). Figures:
   participant's previous prompt, i.e. what a provider's prefix cache can serve (target:
   >= 90% under the full profile); "uncached tokens" is the rest, the part a provider bills
   at the full rate; "kept" is the share of the previous prompt that the new one starts
-  with (100% when a prompt only appends to the last one).
+  with (100% when a prompt only appends to the last one), "ceil" the reuse a pure append
+  would reach (what is new since the previous prompt caps it).
 
 The baseline is a full-snapshot prompt in Co-Gym's style, built here from the same session
 state at the same moments: the task description, then the observation dict as JSON (the
@@ -98,6 +99,7 @@ def series_stats(calls: list[dict[str, Any]]) -> dict[str, Any]:
     reuse_all: list[float] = []
     weighted_num = weighted_den = 0
     kept: list[float] = []  # share of the previous prompt reused: 100% for a pure append
+    ceiling: list[float] = []  # the reuse a pure append would give: what is new since the last prompt
     for pid in dict.fromkeys(c["pid"] for c in calls):
         mine = [c for c in calls if c["pid"] == pid]
         sizes = [len(c["tokens"]) for c in mine]
@@ -106,6 +108,7 @@ def series_stats(calls: list[dict[str, Any]]) -> dict[str, Any]:
         fresh = sizes[0] + sum(size - n for n, size in zip(shared, sizes[1:]))
         weighted_num += sum(shared)
         kept += [n / size for n, size in zip(shared, sizes[:-1])]
+        ceiling += [min(1.0, prev / size) for prev, size in itertools.pairwise(sizes)]
         weighted_den += sum(sizes[1:])
         # Growth of the part that varies (tokens past the first prompt) with the events since it:
         # 1 is linear, 2 quadratic; a fixed part (persona, briefing) would flatter a plain fit.
@@ -123,7 +126,8 @@ def series_stats(calls: list[dict[str, Any]]) -> dict[str, Any]:
             "tokens_per_call": total / max(len(calls), 1), "uncached_total": uncached,
             "prefix_reuse_mean": statistics.mean(reuse_all) if reuse_all else None,
             "prefix_reuse_token_weighted": weighted_num / weighted_den if weighted_den else None,
-            "previous_prompt_kept_mean": statistics.mean(kept) if kept else None}
+            "previous_prompt_kept_mean": statistics.mean(kept) if kept else None,
+            "append_only_ceiling_mean": statistics.mean(ceiling) if ceiling else None}
 
 
 async def capture(variant: str, window: int | None, budget: int, seed: int) -> dict[str, Any]:
@@ -170,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         for window in (None, args.window):
             runs.append(asyncio.run(capture(variant, window, args.budget, args.seed)))
     print(f"{'variant':<15}{'profile':<8}{'calls':>6}{'tok/call':>9}{'max':>7}{'growth b':>9}"
-          f"{'reuse':>7}{'tok-w':>7}{'kept':>6}{'uncached':>9} | {'Co-Gym tok/call':>15}{'reuse':>7}{'uncached':>9} | "
+          f"{'reuse':>7}{'ceil':>6}{'tok-w':>7}{'kept':>6}{'uncached':>9} | {'Co-Gym tok/call':>15}{'reuse':>7}{'uncached':>9} | "
           f"{'tok ratio':>9}{'uncached ratio':>15}")
     verdicts: dict[str, Any] = defaultdict(list)
     for run in runs:
@@ -182,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
         run["uncached_ratio"] = ours["uncached_total"] / base["uncached_total"]
         print(f"{run['variant']:<15}{run['profile']:<8}{ours['calls']:>6}{ours['tokens_per_call']:>9.0f}"
               f"{max(p['tokens_max'] for p in ours['participants'].values()):>7}{worst:>9.2f}"
-              f"{ours['prefix_reuse_mean']:>7.0%}{ours['prefix_reuse_token_weighted']:>7.0%}{ours['previous_prompt_kept_mean']:>6.0%}{ours['uncached_total']:>9} | {base['tokens_per_call']:>15.0f}"
+              f"{ours['prefix_reuse_mean']:>7.0%}{ours['append_only_ceiling_mean']:>6.0%}{ours['prefix_reuse_token_weighted']:>7.0%}{ours['previous_prompt_kept_mean']:>6.0%}{ours['uncached_total']:>9} | {base['tokens_per_call']:>15.0f}"
               f"{base['prefix_reuse_mean']:>7.0%}{base['uncached_total']:>9} | {run['tokens_ratio']:>9.2f}"
               f"{run['uncached_ratio']:>15.2f}")
         verdicts["growth"].append(worst <= GROWTH_MAX)
