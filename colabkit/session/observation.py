@@ -22,10 +22,12 @@ section shows its most recent items, each clipped, and says how many were left o
 The order of the rendered sections serves prefix caching (a provider's, or the embedded
 model's per-caller context): a step's prompt should equal the participant's previous prompt
 plus what happened since, so only the new part is billed and prefilled at full price. The
-stable parts (briefing, memory, team, the valid actions) come first, then what grows by appending (code
-cells and chat messages in one list in the order they happened, then the activity list),
-then the result editor, which is rewritten in place, and last what changes every step (requests, recent thoughts, the last step's
-outcome, round and budget). `benchmarks/prompts.py` measures the reuse this gives. `view_key` hashes only the shared-world part, so the scheduler can tell whether a
+stable parts (briefing, memory, team, the valid actions) come first, then what grows by
+appending (code cells and chat messages in one list in the order they happened, then the
+activity list), then the result editor, which is rewritten in place, and last what changes
+every step (requests, recent thoughts, the last step's outcome, round and budget).
+`benchmarks/prompts.py` measures the reuse this gives. `view_key` hashes only the
+shared-world part, so the scheduler can tell whether a
 participant has anything new in view.
 """
 
