@@ -27,8 +27,7 @@ appending (code cells and chat messages in one list in the order they happened, 
 activity list), then the result editor, which is rewritten in place, and last what changes
 every step (requests, recent thoughts, the last step's outcome, round and budget).
 `benchmarks/prompts.py` measures the reuse this gives. `view_key` hashes only the
-shared-world part, so the scheduler can tell whether a
-participant has anything new in view.
+shared-world part, so the scheduler can tell whether a participant has anything new in view.
 """
 
 from __future__ import annotations
