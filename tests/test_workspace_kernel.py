@@ -319,3 +319,14 @@ def test_a_background_kernel_start_that_fails_is_raised_at_the_first_cell_and_re
 
     ws = asyncio.run(scenario())
     assert ws.cells == [] and [e.kind for e in ws.events] == ["kernel_start_failed"]
+
+
+def test_closing_while_the_kernel_still_starts_leaves_no_kernel_process(task_file, tmp_path):
+    async def scenario():
+        ws = await Workspace.open([task_file], root=tmp_path, start_kernel="background")
+        marker = str(ws.workdir)
+        await ws.close()  # at once: the start is still running
+        return ws, marker
+
+    ws, marker = asyncio.run(scenario())
+    assert kernel_pids(marker) == [] and [e.kind for e in ws.events] == ["kernel_started"]

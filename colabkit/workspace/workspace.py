@@ -324,11 +324,12 @@ class Workspace:
         if self._closed:
             return
         self._closed = True
-        if self._starting is not None:
-            try:
-                await self._starting
-            except Exception as exc:  # recorded: a session that never ran a cell still shows it
-                self._event("kernel_start_failed", None, f"{type(exc).__name__}: {exc}")
+        start = self._starting
+        if start is not None:  # let it end (a cancelled start too), then shut down what it began
+            await asyncio.wait([start])
+            failure = None if start.cancelled() else start.exception()
+            if failure is not None:  # recorded: a session that never ran a cell still shows it
+                self._event("kernel_start_failed", None, f"{type(failure).__name__}: {failure}")
         await self._kernel.shutdown()
         self._final_files = list_files(self.workdir)
         keep = self._quota.mode == "filesystem" and not self._owns_base
