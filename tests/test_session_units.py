@@ -188,10 +188,11 @@ FULL = full_profile(128_000, "test")
 
 
 def fake_workspace(n_messages: int, n_cells: int, output: str = "o" * 5000) -> SimpleNamespace:
-    messages = [SimpleNamespace(index=i, sender="D", to=None, text=f"message {i} " + "m" * 400)
+    # cell i ran before message i, which came before cell i + 1
+    messages = [SimpleNamespace(index=i, sender="D", to=None, text=f"message {i} " + "m" * 400, time=2.0 * i + 1)
                 for i in range(n_messages)]
-    cells = [SimpleNamespace(index=i, author="ai", status="ok", code="x" * 600, output=f"out{i} {output}", error=None)
-             for i in range(n_cells)]
+    cells = [SimpleNamespace(index=i, author="ai", status="ok", code="x" * 600, output=f"out{i} {output}", error=None,
+                             time=2.0 * i) for i in range(n_cells)]
     return SimpleNamespace(
         chat=SimpleNamespace(messages=messages, visible_to=lambda p: messages),
         editor=SimpleNamespace(text="H " * 400),
@@ -260,6 +261,17 @@ def test_the_full_profile_cuts_nothing_that_fits_and_summarises_the_oldest_outpu
     tiny = FULL.model_copy(update={"notebook_chars": 3000})
     obs = observe(profile=tiny, workspace=fake_workspace(0, 12, output="o" * 300))
     assert obs.older_cells > 0 and obs.cells[-1].index == 11 and "older cells not shown" in obs.render()
+
+
+def test_cells_and_messages_are_shown_in_the_order_they_happened_and_a_new_one_is_appended():
+    before = observe("ai", profile=FULL, workspace=fake_workspace(3, 3)).render()
+    after = observe("ai", profile=FULL, workspace=fake_workspace(4, 4)).render()
+    order = [after.index(mark) for mark in ("[cell 0 by", "[#0 D", "[cell 1 by", "[#1 D", "[cell 3 by", "[#3 D")]
+    assert order == sorted(order)
+    # the prompt up to the end of the timeline is kept whole, so a provider's prefix cache serves it
+    end = before.index("\n\n# Activity")
+    assert after[:end] == before[:end] and after.index("[cell 3 by") > end
+    assert before.index("# Valid actions") < before.index("# Code cells and chat") < before.index("# Result editor")
 
 
 def test_a_signatory_sees_the_proposed_action_whole_and_the_cells_it_depends_on():

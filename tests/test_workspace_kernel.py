@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.env import require
 
+from colabkit.errors import ColabkitError
 from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot, isolation, quota
 
 CSV = "year,capital,region\n2000,1.5,north\n2001,2.5,south\n2002,4.0,north\n"
@@ -277,3 +278,45 @@ def test_a_task_file_that_is_not_a_table_is_copied_and_briefed_as_a_file(runner,
         runner.run(ws.close())
     assert ws.data_files == ("invasion_success.csv", "phylogenetic_tree.txt")
     assert (cell.status, cell.output) == ("ok", "5 ;\n(6, 5)\n"), cell.error
+
+
+def test_a_kernel_started_in_the_background_serves_the_first_cell(task_file, tmp_path):
+    async def scenario():
+        ws = await Workspace.open([task_file], root=tmp_path, start_kernel="background")
+        assert ws.events == []  # open returned before the kernel was up
+        cell = await ws.execute("import pandas as pd; print(pd.read_csv('data/capital.csv').shape)", author="ai")
+        await ws.close()
+        return ws, cell
+
+    ws, cell = asyncio.run(scenario())
+    assert cell.status == "ok" and cell.output == "(3, 3)\n" and not cell.restarted
+    assert [e.kind for e in ws.events] == ["kernel_started"]
+
+
+def test_a_background_kernel_start_that_fails_is_raised_at_the_first_cell_and_recorded(task_file, tmp_path,
+                                                                                       monkeypatch):
+    async def broken(self):
+        raise RuntimeError("no kernel today")
+
+    monkeypatch.setattr("colabkit.workspace.workspace.SandboxedKernel.start", broken)
+
+    async def scenario():
+        ws = await Workspace.open([task_file], root=tmp_path, start_kernel="background")
+        with pytest.raises(ColabkitError, match="failed to start: RuntimeError: no kernel today"):
+            await ws.execute("print(1)", author="ai")
+        await ws.close()
+        return ws
+
+    ws = asyncio.run(scenario())
+    assert ws.cells == [] and [e.kind for e in ws.events] == ["kernel_start_failed"]
+
+
+def test_closing_while_the_kernel_still_starts_leaves_no_kernel_process(task_file, tmp_path):
+    async def scenario():
+        ws = await Workspace.open([task_file], root=tmp_path, start_kernel="background")
+        marker = str(ws.workdir)
+        await ws.close()  # at once: the start is still running
+        return ws, marker
+
+    ws, marker = asyncio.run(scenario())
+    assert kernel_pids(marker) == [] and [e.kind for e in ws.events] == ["kernel_started"]

@@ -247,7 +247,9 @@ async def run_session(
         raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
     log = EventLog(spec.session_id, sink)
     try:
-        ws = await Workspace.open([d.path for d in task.datasets], root=workdir_root, limits=spec.settings.limits)
+        # The kernel starts while the first model calls are asked (a cell waits for it).
+        ws = await Workspace.open([d.path for d in task.datasets], root=workdir_root, limits=spec.settings.limits,
+                                  start_kernel="background")
     except Exception as exc:
         log.emit(phase="task", round=0, participant=SYSTEM, action="session_end", status="error",
                  args={"ended_by": "error"}, result=f"workspace failed to open: {type(exc).__name__}: {exc}")

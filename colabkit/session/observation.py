@@ -17,10 +17,17 @@ already in the notebook section.
 How much of each section is shown is the session's `ObservationProfile` (one per run, from
 the models' context window; see `profile.py`): under "full" nothing is cut and the notebook
 is shown whole up to a budget, summarising the oldest outputs first; under "compact" every
-section shows its most recent items, each clipped, and says how many were left out. The
-stable parts (briefing, memory, team) come first so a local model can reuse its cached
-prefix. `view_key` hashes only the shared-world part, so the scheduler can tell whether a
-participant has anything new in view.
+section shows its most recent items, each clipped, and says how many were left out.
+
+The order of the rendered sections serves prefix caching (a provider's, or the embedded
+model's per-caller context): a step's prompt should equal the participant's previous prompt
+plus what happened since, so only the new part is billed and prefilled at full price. The
+stable parts (briefing, memory, team, the valid actions) come first, then what grows by
+appending (code cells and chat messages in one list in the order they happened, then the
+activity list), then the result editor, which is rewritten in place, and last what changes
+every step (requests, recent thoughts, the last step's outcome, round and budget).
+`benchmarks/prompts.py` measures the reuse this gives. `view_key` hashes only the
+shared-world part, so the scheduler can tell whether a participant has anything new in view.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from colabkit.session.gating import Gatekeeper, Request
 from colabkit.session.profile import ObservationProfile
 
 T = TypeVar("T")
+_DECISIONS = ("approve", "reject")
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
                  "editor", "requests_for_me", "my_requests"}
 
@@ -61,6 +69,7 @@ class MessageView(BaseModel):
     sender: str
     to: tuple[str, ...] | None
     text: str
+    time: float = 0.0
 
 
 class CellView(BaseModel):
@@ -71,6 +80,7 @@ class CellView(BaseModel):
     code: str
     output: str
     summarised: bool = False
+    time: float = 0.0
 
 
 class RequestView(BaseModel):
@@ -125,15 +135,20 @@ class Observation(BaseModel):
             parts.append(f"# {self.memory}")  # its first line is its own title
         members = ", ".join(f"{pid} ({name})" for pid, name in zip(self.team, self.names))
         parts.append(f"# Team\nYou are {self.participant}. Team: {members}.")
-        parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
-        parts.append(_section("Chat", self.older_messages, "messages",
-                              [_message_line(m) for m in self.messages]))
-        parts.append(_section("Code cells", self.older_cells, "cells", [_cell_text(c) for c in self.cells]))
+        # Before what grows, so the same every step; approve/reject (valid only while a request
+        # is addressed to you) are explained with the requests, near the end.
+        decisions = [a for a in self.valid_actions if a in _DECISIONS]
+        help_lines = action_help([a for a in self.valid_actions if a not in _DECISIONS], self.participant, self.team)
+        parts.append("# Valid actions\n" + "\n".join(f"- {line}" for line in help_lines))
+        # What grows by appending next, then the editor, which is rewritten in place.
+        parts.append(self._timeline())
         parts.append(_section("Activity", self.older_activity, "actions", list(self.activity)))
+        parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
             parts.append("# Approval requests for you (approve or reject each)\n"
-                         + "\n".join(_request_for_signatory(r, shown) for r in self.requests_for_me))
+                         + "\n".join(_request_for_signatory(r, shown) for r in self.requests_for_me)
+                         + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team)))
         if self.my_requests:
             parts.append("# Your requests\n" + "\n".join(_request_line(r) for r in self.my_requests))
         if self.scratchpad:
@@ -143,11 +158,18 @@ class Observation(BaseModel):
                          + "\n".join(f"- {note}" for note in self.scratchpad))
         if self.feedback:
             parts.append(f"# Your last step\n{self.feedback}")
-        help_lines = action_help(self.valid_actions, self.participant, self.team)
         parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder})\n"
-                     "Reply with JSON: thought, action, content, to. Valid actions:\n"
-                     + "\n".join(f"- {line}" for line in help_lines))
+                     "Reply with JSON: thought, action, content, to (one of the valid actions above).")
         return "\n\n".join(parts)
+
+    def _timeline(self) -> str:
+        """Code cells and chat messages in one list, oldest first: a new one is appended at its end."""
+        items = sorted([(c.time, 0, c.index, _cell_text(c)) for c in self.cells]
+                       + [(m.time, 1, m.index, _message_line(m)) for m in self.messages])
+        older = [f"{n} older {noun} not shown" for n, noun in ((self.older_cells, "cells"),
+                                                                 (self.older_messages, "messages")) if n]
+        head = "# Code cells and chat, oldest first" + (f" ({'; '.join(older)})" if older else "")
+        return head + "\n" + ("\n".join(item[-1] for item in items) if items else "(none)")
 
 
 def _section(title: str, older: int, noun: str, lines: list[str]) -> str:
@@ -241,7 +263,7 @@ def cell_output(cell: Any) -> str:
 
 
 def _cell_view(cell: Any, profile: ObservationProfile) -> CellView:
-    return CellView(index=cell.index, author=cell.author, status=cell.status,
+    return CellView(index=cell.index, author=cell.author, status=cell.status, time=cell.time,
                     code=clip(cell.code, profile.code_chars), output=clip(cell_output(cell), profile.output_chars))
 
 
@@ -327,7 +349,8 @@ def build_observation(
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,
         editor=clip(workspace.editor.text, profile.editor_chars),
-        messages=tuple(MessageView(index=m.index, sender=m.sender, to=m.to, text=clip(m.text, profile.message_chars))
+        messages=tuple(MessageView(index=m.index, sender=m.sender, to=m.to, time=m.time,
+                                   text=clip(m.text, profile.message_chars))
                        for m in messages),
         older_messages=older_messages,
         cells=tuple(cells),
@@ -338,12 +361,17 @@ def build_observation(
                               for r in gatekeeper.addressed_to(participant)[: profile.requests]),
         my_requests=tuple(request_view(r, profile) for r in my_requests),
         scratchpad=tuple(clip(note, profile.note_chars) for note in scratchpad[-profile.notes:]),
-        feedback=clip(_feedback(own[-1]), profile.feedback_chars) if own else "",
+        feedback=clip(_feedback(own[-1], {c.index for c in cells}), profile.feedback_chars) if own else "",
         valid_actions=tuple(valid_actions),
     )
 
 
-def _feedback(event: Event) -> str:
-    """What the participant's own last step came to, so failures can be corrected."""
+def _feedback(event: Event, shown_cells: set[int]) -> str:
+    """What the participant's own last step came to, so failures can be corrected.
+
+    A cell it ran that is shown above is referred to by index, not repeated.
+    """
     text = f"{event.action} -> {event.status}"
+    if event.cell_index is not None and event.cell_index in shown_cells:
+        return f"{text}: cell {event.cell_index} (shown above)"
     return f"{text}: {event.result}" if event.result else text

@@ -121,12 +121,20 @@ class Workspace:
         self._lock = asyncio.Lock()
         self._closed = False
         self._final_files: tuple[tuple[FileRecord, ...], int] | None = None
+        self._starting: asyncio.Task[None] | None = None  # a kernel start running in the background
 
     @classmethod
     async def open(cls, data_files: Sequence[Path], *, root: Path | None = None,
                    limits: Limits = Limits(), isolation: IsolationChoice = "auto",
-                   clock: Callable[[], float] = time.time) -> Workspace:
-        """Copy the files read-only into a private folder and start the sandboxed kernel."""
+                   clock: Callable[[], float] = time.time, start_kernel: Literal["now", "background"] = "now",
+                   ) -> Workspace:
+        """Copy the files read-only into a private folder and start the sandboxed kernel.
+
+        With `start_kernel="background"` the kernel starts while the caller goes on (a session
+        asks its first model calls meanwhile, so the start costs no wall time); the first cell
+        waits for it, and a start that failed raises `ColabkitError` there (and at `close`
+        leaves a `kernel_start_failed` event), never silently.
+        """
         sources = _check_sources(data_files)
         sandbox, notes = choose(isolation)
         if root is not None:
@@ -158,14 +166,29 @@ class Workspace:
                  data_files=tuple(p.name for p in sources), limits=limits, sandbox=sandbox,
                  isolation=report(sandbox, limits, notes, disk=(quota.mode, quota.describe())),
                  clock=clock, quota=quota)
-        started = time.monotonic()
+        if start_kernel == "background":
+            ws._starting = asyncio.create_task(ws._start_kernel())
+            return ws
         try:
-            await ws._kernel.start()
+            await ws._start_kernel()
         except BaseException:
             await ws.close()
             raise
-        ws._event("kernel_started", None, f"{ws.isolation.level} in {time.monotonic() - started:.2f} s")
         return ws
+
+    async def _start_kernel(self) -> None:
+        started = time.monotonic()
+        await self._kernel.start()
+        self._event("kernel_started", None, f"{self.isolation.level} in {time.monotonic() - started:.2f} s")
+
+    async def _kernel_started(self) -> None:
+        """Wait for a kernel started in the background; raise if its start failed."""
+        if self._starting is None:
+            return
+        try:
+            await self._starting
+        except Exception as exc:
+            raise ColabkitError(f"the workspace kernel failed to start: {type(exc).__name__}: {exc}") from exc
 
     async def __aenter__(self) -> Workspace:
         return self
@@ -180,6 +203,7 @@ class Workspace:
             raise ColabkitError("this workspace is closed")
         limit = self.limits.cell_timeout_s if timeout is None else timeout
         async with self._lock:
+            await self._kernel_started()
             index = len(self.cells)
             restarted = False
             if not self._kernel.alive:
@@ -278,6 +302,12 @@ class Workspace:
         if self._closed:
             return
         self._closed = True
+        start = self._starting
+        if start is not None:  # let it end (a cancelled start too), then shut down what it began
+            await asyncio.wait([start])
+            failure = None if start.cancelled() else start.exception()
+            if failure is not None:  # recorded: a session that never ran a cell still shows it
+                self._event("kernel_start_failed", None, f"{type(failure).__name__}: {failure}")
         await self._kernel.shutdown()
         self._final_files = list_files(self.workdir)
         keep = self._quota.mode == "filesystem" and not self._owns_base
