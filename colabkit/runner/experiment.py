@@ -27,16 +27,17 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from colabkit.errors import ColabkitError
+from colabkit.evaluation import available_metrics
+from colabkit.hashing import sha256_hex
 from colabkit.llm import DEFAULT_MODEL, ModelConfig
-from colabkit.llm.config import sha256_hex
 from colabkit.runner.build import build_spec, model_config
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.tasks import Task, TaskSuite, load_tasks
 from colabkit.team import VARIANT_NAMES
 
 EXPERIMENT_SCHEMA_VERSION: Final = 1
-METRICS = ("performance", "hms", "h_init_norm", "a_profile", "c_wf", "s_hyp", "w_total", "w_human", "gates")
-"""Metric names an experiment may ask for (the evaluation layer's scorers)."""
+METRICS = available_metrics()
+"""Metric names an experiment may ask for: the evaluation layer's scorers (`colabkit score --metrics`)."""
 SESSION_ROLES = ("default", "ai", "D", "R")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
