@@ -63,6 +63,7 @@ def test_schema_constrained_actions_are_valid_several_times_in_a_row(model_calls
         assert isinstance(step, Step) and step.action.type in ACTION_TYPES
         assert len(records) == 1 and records[0].error is None  # valid first time: no repair
         assert records[0].cost == 0.0 and records[0].completion_tokens > 0
+        assert records[0].prompt_tokens > 50  # the usage of the whole prompt is reported, not 0
     assert len(model_calls) == 3
 
 
@@ -94,6 +95,7 @@ def test_any_gguf_path_is_a_model_and_free(model_calls):
                                           caller="ai"))
     assert text and record.model == f"local/{path}" and record.cost == 0.0
     assert 0 < record.completion_tokens <= 6 and model_calls == [str(path)]
+    assert record.prompt_tokens > 0
 
 
 @pytest.mark.slow

@@ -177,7 +177,8 @@ class LocalLlamaProvider(CustomLLM):
         model_response.choices[0].finish_reason = choice["finish_reason"]
         model_response.model = f"local/{model}"
         usage = out["usage"]
-        model_response.usage = Usage(  # type: ignore[attr-defined]  # litellm sets it dynamicallyprompt_tokens=usage["prompt_tokens"],
+        # `usage` is set on litellm's responses dynamically, so type checkers do not see it.
+        model_response.usage = Usage(prompt_tokens=usage["prompt_tokens"],  # type: ignore[attr-defined]
                                      completion_tokens=usage["completion_tokens"],
                                      total_tokens=usage["total_tokens"])
         return model_response
