@@ -48,6 +48,9 @@ N_CTX = 8192
 MAX_CONTEXTS = 4
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SLOT = "default"
+# ggml type ids for the KV cache: f16 (llama.cpp's default) or 8-bit (needs flash attention).
+_KV_TYPES = {"f16": 1, "q8_0": 8}
+DEFAULT_KV_TYPE = "f16"
 _SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed",
                   "presence_penalty", "frequency_penalty", "repeat_penalty")
 
@@ -112,11 +115,12 @@ class LocalLlamaProvider(CustomLLM):
     """litellm handler running GGUF models with llama-cpp-python in this process."""
 
     def __init__(self, *, n_ctx: int = N_CTX, max_contexts: int = MAX_CONTEXTS,
-                 n_threads: int | None = None):
+                 n_threads: int | None = None, kv_type: str = DEFAULT_KV_TYPE):
         super().__init__()
         self.n_ctx = n_ctx
         self.max_contexts = max_contexts
         self.n_threads = n_threads or len(os.sched_getaffinity(0))
+        self.kv_type = kv_type
         self._weights: dict[Path, _Weights] = {}
         self._registry_lock = threading.Lock()
         self._costed: set[str] = set()
@@ -142,8 +146,10 @@ class LocalLlamaProvider(CustomLLM):
         while len(weights.contexts) >= self.max_contexts:
             _, evicted = weights.contexts.popitem(last=False)
             evicted.close()
+        kv = _KV_TYPES[self.kv_type]
         llm = Llama(model_path=str(weights.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads, n_batch=512, flash_attn=True, verbose=False)
+                    n_threads_batch=self.n_threads, n_batch=512, flash_attn=True, verbose=False,
+                    type_k=kv, type_v=kv)
         weights.contexts[slot] = llm
         return llm
 
