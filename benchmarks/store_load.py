@@ -52,11 +52,14 @@ def synthesise(out: Path, n_sessions: int, n_events: int, seed: int = 0) -> None
                 session_id=sid, seq=seq, phase="task", round=seq // 3 + 1, participant=rng.choice(("ai", "D", "R")),
                 action=action, args={"text": "x" * rng.randint(10, 200)}, status="ok",
                 result="y" * rng.randint(10, 400), thought="z" * rng.randint(10, 120), llm_calls=calls,
+                cell_index=seq if action == "execute_code" else None,
                 time=1.7e9 + seq,
             ).model_dump_json())
         (folder / EVENTS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
         record = SessionRecord(
-            session_id=sid, spec_identity=spec.identity(), task_id=spec.task_id, seed=spec.seed,
+            session_id=sid, spec_identity=spec.identity(), task_id=spec.task_id, task_digest="0" * 64, seed=spec.seed,
+            briefings={p: "b" * 1500 for p in spec.participants},
+            persona_versions={p: spec.variant.persona(p).version for p in spec.participants},
             variant_hash=spec.variant.identity(), spec=spec, models={p: spec.model_for(p) for p in spec.participants},
             memory=None, memory_digest=None, final_hypothesis="h" * 200, ended_by="budget", n_events=n_events,
             totals={"actions": 30.0, "llm_calls": float(n_events), "cost": 0.0}, isolation=isolation,

@@ -127,3 +127,16 @@ def test_demo_dry_run_lists_the_tasks_and_the_plan_without_running(tmp_path, cap
     out = capsys.readouterr().out
     assert "demo_archaeology/3/0  [variables]" in out
     assert out.count("would run") == 2 and model.calls == [] and not (tmp_path / "results").exists()
+
+
+def test_log_prompts_stores_the_rendered_prompts_without_changing_the_session(tmp_path, capsys):
+    use_scripted({"everyone": list(SCRIPT)}, default=WAIT)
+    assert run(tmp_path / "plain", "--quiet") == 0
+    use_scripted({"everyone": list(SCRIPT)}, default=WAIT)
+    assert run(tmp_path / "logged", "--quiet", "--log-prompts") == 0
+    [plain] = list((tmp_path / "plain").glob("*/session.json"))
+    [logged] = list((tmp_path / "logged").glob("*/session.json"))
+    assert plain.parent.name == logged.parent.name  # same session id: prompts are not part of the spec
+    assert not (plain.parent / "prompts.jsonl").exists()
+    prompts = (logged.parent / "prompts.jsonl").read_text().splitlines()
+    assert len(prompts) == 3 and all('"role": "system"' in line for line in prompts)

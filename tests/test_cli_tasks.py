@@ -9,19 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.env import discoverybench_root, shared_data
 
 from colabkit.cli import command_modules, main
 from colabkit.tasks import demo_root
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "discoverybench"
+SHARED = discoverybench_root()
 DEMO_GOLD_0 = "Around 2300 BCE, axes in hoards peak"
 
 
 @pytest.fixture
 def shared() -> Path:
-    if not (SHARED / "real" / "test" / "archaeology" / "metadata_0.json").is_file():
-        pytest.skip("DiscoveryBench archaeology data not present at ../shared/discoverybench")
-    return SHARED
+    return shared_data()
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -128,3 +127,32 @@ def test_python_dash_m_entry_point():
     done = subprocess.run([sys.executable, "-m", "colabkit", "tasks", "list"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("demo_archaeology/0/0")
+
+
+def test_list_shows_the_good_tasks_and_reports_the_broken_one(capsys, tmp_path):
+    root = tmp_path / "data"
+    shutil.copytree(demo_root(), root)
+    broken = root / "real" / "test" / "demo_archaeology" / "metadata_2.json"
+    broken.write_text("{", encoding="utf-8")
+    code, out, err = run(capsys, "tasks", "list", "--data-root", str(root))
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == [
+        "demo_archaeology/0/0", "demo_archaeology/1/0", "demo_archaeology/3/0"]
+    assert err.splitlines() == [
+        f"error: malformed metadata {broken}: invalid JSON at line 1 column 2: "
+        "Expecting property name enclosed in double quotes",
+        f"3 tasks in {root}; tasks of 1 error(s) above were left out"]
+    code, out, err = run(capsys, "tasks", "show", "demo_archaeology/2/0", "--data-root", str(root))
+    assert code == 2 and out == "" and err.startswith(f"colabkit: error: malformed metadata {broken}: ")
+    code, out, _ = run(capsys, "tasks", "show", "demo_archaeology/3/0", "--data-root", str(root))
+    assert code == 0 and "id: demo_archaeology/3/0" in out
+
+
+def test_validate_fails_on_a_csv_of_binary_garbage(capsys, tmp_path):
+    root = tmp_path / "data"
+    shutil.copytree(demo_root(), root)
+    garbage = root / "real" / "test" / "demo_archaeology" / "hoard_finds.csv"
+    garbage.write_bytes(bytes(range(256)) * 16)
+    code, out, _ = run(capsys, "tasks", "validate", "--data-root", str(root))
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert code == 1 and errors and all(line.endswith(f"(binary content): {garbage.resolve()}") for line in errors)

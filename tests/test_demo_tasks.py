@@ -133,3 +133,16 @@ def test_gold_hypothesis_is_true_of_the_data(suite, task_id):
     task = suite.get(task_id)
     assert needed in [d.name for d in task.datasets]  # the task gives the file that answers it
     check(suite.gold_for(task_id).hypothesis)
+
+
+def test_no_briefing_of_a_demo_task_contains_its_gold(suite):
+    """The gold check the real archaeology tasks get, on the demo tasks every install has."""
+    from colabkit.team.briefing import private_briefing
+
+    for task in suite.tasks:
+        gold = suite.gold_for(task.id).hypothesis.strip().lower()
+        for pid in ("ai", "D", "R"):
+            for max_chars in (None, 1600, 600):
+                text = private_briefing(pid, task, max_chars=max_chars).lower()
+                assert gold not in text and gold[:40] not in text, (task.id, pid, max_chars)
+        assert "data/" in private_briefing("D", task)  # the briefing was really built

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "colabkit"
-ORDER = ["errors", "tasks", "llm", "workspace", "team", "session", "store", "cli"]
+ORDER = ["errors", "hashing", "tasks", "llm", "workspace", "team", "session", "store", "cli"]
 # `llm` is a base utility beside `tasks`: neither needs the other.
 INDEPENDENT = {("tasks", "llm"), ("llm", "tasks")}
 

@@ -22,10 +22,14 @@ from colabkit.llm import (
     Gateway,
     LLMCallError,
     ModelConfig,
+    ProviderError,
     RetryPolicy,
     StructuredOutputError,
     register_provider,
 )
+from colabkit.llm.gateway import _plan, _with_system_text
+from colabkit.llm.providers import starting_mode
+from colabkit.llm.schema import bounded_schema
 
 FAST = RetryPolicy(max_attempts=3, base_delay_s=0.0)
 MESSAGES = [{"role": "system", "content": "You act."}, {"role": "user", "content": "Next step?"}]
@@ -127,10 +131,11 @@ def test_transient_fault_then_success_counts_attempts():
 def test_permanent_errors_are_not_retried():
     bad = litellm.BadRequestError("bad key", model="x", llm_provider="scripted")
     model = use_scripted({"ai": [bad, VALID]})
-    with pytest.raises(StructuredOutputError) as info:
+    with pytest.raises(ProviderError) as info:
         run(Gateway(retry=FAST).structured(scripted(), MESSAGES, Step, caller="ai"))
-    assert info.value.attempts == 1 and len(model.calls) == 1
-    assert "BadRequestError" in info.value.records[0].error
+    assert info.value.status == 400 and len(model.calls) == 1
+    [record] = info.value.records
+    assert record.attempts == 1 and "BadRequestError" in record.error
 
 
 def test_backoff_is_exponential_and_bounded():
@@ -253,23 +258,26 @@ def test_remote_provider_path_is_costed_and_offline(socket_guard):
     assert socket_guard == []
 
 
+def plan_for(model: str) -> Any:
+    config = ModelConfig(model=model)
+    return _plan(config, Step, bounded_schema(Step), starting_mode(config))
+
+
 def test_schema_support_decides_how_the_schema_is_sent():
-    gateway = Gateway()
-    native = gateway._plan(ModelConfig(model="deepseek/deepseek-chat"), Step)
-    assert native.response_format is Step and native.instructions is None
-    json_mode = gateway._plan(ModelConfig(model="ollama/llama3"), Step)
-    assert json_mode.response_format == {"type": "json_object"}
+    native = plan_for("openai/gpt-4o")
+    assert native.mode == "json_schema" and native.response_format is Step and native.instructions is None
+    json_mode = plan_for("ollama/llama3")
+    assert json_mode.mode == "json_object" and json_mode.response_format == {"type": "json_object"}
     assert '"maxLength":120' in json_mode.instructions
-    prose = gateway._plan(ModelConfig(model="replicate/meta/llama-2-70b-chat"), Step)
-    assert prose.response_format is None and "JSON" in prose.instructions
+    prose = plan_for("replicate/meta/llama-2-70b-chat")
+    assert prose.mode == "instructions" and prose.response_format is None and "JSON" in prose.instructions
 
 
 def test_instructions_join_the_system_message():
     use_scripted({}, default=VALID)
     config = ModelConfig(model="scripted/ai")
     gateway = Gateway()
-    plan = gateway._plan(ModelConfig(model="ollama/llama3"), Step)
-    from colabkit.llm.gateway import _with_system_text
+    plan = plan_for("ollama/llama3")
     merged = _with_system_text(MESSAGES, plan.instructions)
     assert len(merged) == 2 and merged[0]["content"].startswith("You act.\n\nAnswer with")
     assert _with_system_text(MESSAGES[1:], "x")[0] == {"role": "system", "content": "x"}

@@ -9,7 +9,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from colabkit.llm import Gateway, ModelConfig, RetryPolicy, StructuredOutputError
+from colabkit.llm import Gateway, ModelConfig, ProviderError, RetryPolicy, StructuredOutputError
 from colabkit.llm.local import locate_gguf, shared_local_provider
 from colabkit.llm.providers import litellm_module
 
@@ -115,9 +115,9 @@ def test_each_caller_keeps_its_own_context():
     assert len(weights.contexts) <= provider.max_contexts
 
 
-def test_missing_gguf_is_a_typed_error_naming_the_file(tmp_path):
+def test_missing_gguf_is_a_fatal_provider_error_naming_the_file(tmp_path):
     missing = tmp_path / "nope.gguf"
-    with pytest.raises(StructuredOutputError) as info:
+    with pytest.raises(ProviderError) as info:
         run(Gateway().structured(ModelConfig(model=f"local/{missing}"), MESSAGES, Step,
                                  caller="ai"))
-    assert info.value.attempts == 1 and "nope.gguf" in str(info.value)
+    assert [r.attempts for r in info.value.records] == [1] and "nope.gguf" in str(info.value)

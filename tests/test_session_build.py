@@ -1,5 +1,5 @@
 """The memory build protocol on its own (no kernel): order, visibility of earlier proposals,
-and the documented fallbacks when model answers are malformed."""
+the ratification round, and the documented fallbacks when model answers are malformed."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from colabkit.session.events import EventLog
 from colabkit.team import variant
 
 SLOTS = {"expertise": "E", "responsibility": "Resp", "plan": "P", "evidence_standards": "S"}
+ACCEPT = {"decision": "accept"}
 
 
 def build(var_name: str, scripts: dict, seed: int = 0):
@@ -30,8 +31,8 @@ def build(var_name: str, scripts: dict, seed: int = 0):
 def test_later_proposers_see_earlier_proposals_and_the_ai_consolidates():
     scripts = {"ai": [{**SLOTS, "plan": "AI-PLAN", "gates": []},
                       {**SLOTS, "gates": [{"action": "edit", "signatory": "Researcher"}]}],
-               "D": [{**SLOTS, "expertise": "D-KNOWS-COLUMNS", "gates": []}],
-               "R": [{**SLOTS, "expertise": "R-KNOWS-PERIODS", "gates": []}]}
+               "D": [{**SLOTS, "expertise": "D-KNOWS-COLUMNS", "gates": []}, ACCEPT],
+               "R": [{**SLOTS, "expertise": "R-KNOWS-PERIODS", "gates": []}, ACCEPT]}
     memory, events, model = build("scaffolded-dr", scripts)
     proposers = [e.participant for e in events if e.action == "propose_memory"]
     assert sorted(proposers) == ["D", "R", "ai"]
@@ -39,19 +40,21 @@ def test_later_proposers_see_earlier_proposals_and_the_ai_consolidates():
     last_prompt = next(c for c in model.calls if c["name"] == last)["messages"][-1]["content"]
     assert all(f"{p} proposed" in last_prompt for p in proposers[:-1])
     assert "briefing of " + last in last_prompt and all(f"briefing of {p}" not in last_prompt for p in proposers[:-1])
-    consolidation = model.calls[-1]
+    consolidation = [c for c in model.calls if c["name"] == "ai"][-1]
     assert consolidation["name"] == "ai" and all(f"{p} proposed" in consolidation["messages"][-1]["content"]
                                                  for p in proposers)
     assert [(r.action, r.signatory) for r in memory.gates.rules] == [("edit_result", "R")]
     frozen = events[-1]
     assert frozen.args["source"] == "consolidation" and frozen.args["digest"] == memory.digest()
+    assert frozen.args["ratification"] == {"D": "accept", "R": "accept"}
+    assert not any(e.action == "amend_memory" for e in events)  # nobody amended: no amending call
     assert any("mapped" in line for line in frozen.args["report"])
     assert all(e.phase == "build" for e in events)
 
 
 def test_a_failed_consolidation_falls_back_to_the_ais_proposal():
     scripts = {"ai": [{**SLOTS, "plan": "AI-PLAN"}, "not json", "still not json"],
-               "D": ["garbage", "more garbage"]}
+               "D": ["garbage", "more garbage", ACCEPT]}
     memory, events, _ = build("memory-d", scripts)
     statuses = {(e.participant, e.action): e.status for e in events}
     assert statuses[("D", "propose_memory")] == "failed_step"
@@ -65,3 +68,47 @@ def test_with_no_valid_proposal_the_memory_is_empty_but_still_frozen():
     memory, events, _ = build("memory-d", {"ai": bad * 2, "D": list(bad)})
     assert (memory.expertise, memory.plan) == ("", "")
     assert events[-1].action == "memory_frozen" and "empty memory" in events[-1].args["source"]
+
+
+def test_the_ratification_round_appears_in_the_log_and_the_ai_applies_the_amendments_once():
+    amended = {**SLOTS, "plan": "AI analyses; R checks Belau_PC1 is openness", "gates": []}
+    scripts = {"ai": [{**SLOTS, "gates": []}, {**SLOTS, "gates": []}, amended],
+               "D": [{**SLOTS, "gates": []}, ACCEPT],
+               "R": [{**SLOTS, "gates": []}, {"decision": "amend", "amendment": "R checks Belau_PC1 is openness"}]}
+    memory, events, model = build("scaffolded-dr", scripts, seed=2)
+    ratify = [e for e in events if e.action == "ratify_memory"]
+    assert sorted((e.participant, e.status, e.args["decision"]) for e in ratify) == [
+        ("D", "ok", "accept"), ("R", "ok", "amend")]
+    assert all(e.round == 3 and e.phase == "build" for e in ratify)
+    [amend] = [e for e in events if e.action == "amend_memory"]
+    assert (amend.participant, amend.status, amend.round) == ("ai", "ok", 4)
+    assert amend.args["amendments"] == {"R": "R checks Belau_PC1 is openness"}
+    assert memory.plan == amended["plan"]
+    frozen = events[-1]
+    assert frozen.action == "memory_frozen" and frozen.args["ratification"] == {"D": "accept", "R": "amend"}
+    assert frozen.args["source"] == "consolidation; amended by R"
+    # each member saw the draft and its own briefing, never the other's answer; the AI does not ratify
+    for pid in ("D", "R"):
+        prompt = [c for c in model.calls if c["name"] == pid][-1]["messages"][-1]["content"]
+        assert "# Consolidated memory (draft)\nShared Group Memory (draft, not frozen yet):" in prompt
+        assert f"briefing of {pid}" in prompt and "Belau_PC1" not in prompt
+    ai_calls = [c for c in model.calls if c["name"] == "ai"]
+    assert len(ai_calls) == 3 and "- R: R checks Belau_PC1 is openness" in ai_calls[-1]["messages"][-1]["content"]
+
+
+def test_a_failed_ratification_is_no_amendment_and_a_failed_amending_freezes_the_draft():
+    scripts = {"ai": [{**SLOTS}, {**SLOTS, "plan": "DRAFT"}, "not json", "still not json"],
+               "D": [{**SLOTS}, {"decision": "amend", "amendment": "D owns the cleaning"}]}
+    memory, events, _ = build("memory-d", scripts)
+    assert memory.plan == "DRAFT"
+    [amend] = [e for e in events if e.action == "amend_memory"]
+    assert amend.status == "failed_step" and amend.args["amendments"] == {"D": "D owns the cleaning"}
+    assert events[-1].args["source"] == "consolidation; amending failed, the draft is frozen unamended"
+    # an 'amend' without its text is invalid: repaired once, else a failed step counted as no amendment
+    scripts = {"ai": [{**SLOTS}, {**SLOTS, "plan": "DRAFT"}],
+               "D": [{**SLOTS}, {"decision": "amend"}, {"decision": "amend", "amendment": " "}]}
+    memory, events, _ = build("memory-d", scripts)
+    [ratify] = [e for e in events if e.action == "ratify_memory"]
+    assert ratify.status == "failed_step" and "amendment text" in ratify.result
+    assert events[-1].args["ratification"] == {"D": "failed"} and events[-1].args["source"] == "consolidation"
+    assert not any(e.action == "amend_memory" for e in events) and memory.plan == "DRAFT"

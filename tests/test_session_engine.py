@@ -81,20 +81,29 @@ def visibility(tmp_path_factory):
     return first, second
 
 
-def test_a_simulated_human_never_sees_anothers_code_output_or_thought(visibility):
+def test_a_simulated_human_sees_the_cells_the_ai_ran_with_their_outputs(visibility):
+    (result, events, model, observations), _ = visibility
+    ai_cell = next(c for c in result.snapshot.cells if c.author == "ai")
+    seen = [obs for obs in observations["R"] if any(c.index == ai_cell.index for c in obs.cells)]
+    assert seen, "R never saw the AI's cell"
+    view = next(c for c in seen[-1].cells if c.index == ai_cell.index)
+    assert (view.author, view.output) == ("ai", "AI-OUT-1")
+    assert "AI-OUT-1" in "\n".join(prompts(model, "R")) and 'print("AI" + "-OUT-1")' in "\n".join(prompts(model, "R"))
+    assert "D-OUT-7" in "\n".join(prompts(model, "R"))  # the whole notebook is shared, D's cells too
+
+
+def test_a_simulated_human_never_sees_anothers_private_message_thought_or_activity(visibility):
     (result, events, model, observations), _ = visibility
     r_text, d_text = "\n".join(prompts(model, "R")), "\n".join(prompts(model, "D"))
-    for secret in ("D-OUT-7", 'print("D"', "D-SECRET-THOUGHT", "D-MSG-TO-AI", "AI-OUT-1", 'print("AI"', "AI-THOUGHT-X"):
+    for secret in ("D-SECRET-THOUGHT", "D-MSG-TO-AI", "AI-THOUGHT-X"):
         assert secret not in r_text
-    for secret in ("AI-OUT-1", 'print("AI"', "AI-THOUGHT-X", "R-THOUGHT"):
+    for secret in ("AI-THOUGHT-X", "R-THOUGHT"):
         assert secret not in d_text
     assert "R-NOTE-ALL" in d_text  # a message to all reaches everyone
     assert "D-SECRET-THOUGHT" in prompts(model, "D")[-1]  # a thought stays in its owner's scratchpad
     for obs in observations["R"]:
-        assert all(cell.author == "R" for cell in obs.cells)
         assert all(m.to is None or "R" in m.to for m in obs.messages)
         assert all(line.split()[1] == "R" for line in obs.activity)
-    assert not any(cell.author != "D" for obs in observations["D"] for cell in obs.cells)
 
 
 def test_the_ai_agent_sees_all_code_outputs_and_messages_but_no_thoughts(visibility):
@@ -169,7 +178,7 @@ def test_an_approved_finish_ends_the_session(gated):
     assert result.ended_by == "finish"
     assert events[-2].action == "finish" and events[-2].proposer == "ai" and events[-2].request_id == "req-3"
     assert events[-1].action == "session_end" and events[-1].args["ended_by"] == "finish"
-    assert result.totals["approved"] == 2 and result.totals["rejected"] == 1 and result.totals["requests"] == 3
+    assert result.totals.approved == 2 and result.totals.rejected == 1 and result.totals.requests == 3
 
 
 # --- memory build phase and self-selected gates ---------------------------------------------
@@ -181,10 +190,10 @@ SLOTS = {"expertise": "D knows the columns, R the periods", "responsibility": "R
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory):
     scripts = {
-        "ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D", "condition": ""}]},
+        "ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D"}]},
                say("edit_result", "H-self")],
-        "D": [{**SLOTS, "gates": []}],
-        "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}],
+        "D": [{**SLOTS, "gates": []}, {"decision": "accept"}],
+        "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}, {"decision": "accept"}],
     }
     return run(tmp_path_factory.mktemp("scaf"), variant("scaffolded-dr"), scripts, seed=3, idle_rounds=2)
 
@@ -193,7 +202,8 @@ def test_the_build_phase_freezes_the_memory_and_logs_its_digest(scaffolded):
     result, events, _, _ = scaffolded
     build = [e for e in events if e.phase == "build"]
     assert [e.action for e in build].count("propose_memory") == 3
-    assert build[-2].action == "consolidate_memory" and build[-2].participant == "ai"
+    assert [e.action for e in build].count("consolidate_memory") == 1
+    assert sorted((e.participant, e.action) for e in build[-3:-1]) == [("D", "ratify_memory"), ("R", "ratify_memory")]
     frozen = build[-1]
     assert frozen.action == "memory_frozen" and frozen.args["digest"] == result.memory.digest()
     assert all(e.phase == "build" for e in events[: events.index(frozen) + 1])  # session_start included
@@ -205,10 +215,11 @@ def test_the_build_phase_freezes_the_memory_and_logs_its_digest(scaffolded):
 
 def test_the_memory_is_in_every_task_phase_observation(scaffolded):
     result, _, model, _ = scaffolded
-    task_calls = model.calls[4:]  # three proposals and one consolidation come first
+    task_calls = model.calls[6:]  # three proposals, one consolidation and two ratifications come first
     assert task_calls and all(
         f"frozen {result.memory.digest()[:8]}" in call["messages"][-1]["content"] for call in task_calls)
     assert all("Shared Group Memory" not in call["messages"][-1]["content"] for call in model.calls[:4])
+    assert all("Shared Group Memory (draft" in call["messages"][-1]["content"] for call in model.calls[4:6])
 
 
 def test_self_selected_gates_come_from_the_memory(scaffolded):
@@ -222,13 +233,14 @@ def test_self_selected_gates_come_from_the_memory(scaffolded):
 
 def test_a_full_memory_keeps_its_enforced_gate_line_whole_and_the_query_is_said_once(tmp_path):
     long = {slot: f"{slot} " + "w" * 260 for slot in SLOTS}
-    gates = [{"action": "edit_result", "signatory": "D", "condition": "when the claim changes " + "c" * 90},
-             {"action": "finish", "signatory": "D", "condition": "only after the table is cited " + "f" * 80}]
-    scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")], "D": [long]}
+    gates = [{"action": "edit_result", "signatory": "D", "note": "when the claim changes " + "c" * 90},
+             {"action": "finish", "signatory": "D", "note": "only after the table is cited " + "f" * 80}]
+    scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")],
+               "D": [long, {"decision": "accept"}]}
     result, _, model, _ = run(tmp_path, variant("scaffolded-d"), scripts, seed=1, idle_rounds=1)
     gate_line = f"- Gates: {result.memory.gates.render()}"
-    assert len(result.memory.render()) > 1400 and "finish (only after" in gate_line
-    task_calls = model.calls[3:]  # two proposals and one consolidation come first
+    assert len(result.memory.render()) > 1400 and "finish (note: only after" in gate_line
+    task_calls = model.calls[4:]  # two proposals, one consolidation and one ratification come first
     assert task_calls and all(gate_line in call["messages"][-1]["content"] for call in task_calls)
     assert all(call["messages"][-1]["content"].count(TASK.query) == 1 for call in model.calls)
 
@@ -256,7 +268,7 @@ def test_a_malformed_answer_is_a_failed_step_and_the_session_goes_on_to_finish(t
     assert (failed.action, failed.status, len(failed.llm_calls)) == ("invalid_output", "failed_step", 2)
     assert failed.llm_calls[0].error is not None
     assert result.ended_by == "finish" and result.final_hypothesis == "X"
-    assert result.totals["failed_steps"] == 1 and result.totals["actions"] == 3
+    assert result.totals.failed_steps == 1 and result.totals.actions == 3
 
 
 def test_the_action_budget_ends_the_session(tmp_path):
@@ -264,7 +276,54 @@ def test_the_action_budget_ends_the_session(tmp_path):
     result, events, _, _ = run(tmp_path, variant("single"), scripts, action_budget=2)
     assert result.ended_by == "budget"
     assert [e.status for e in events if e.action == "execute_code"] == ["ok", "ok"]
-    assert result.totals["actions"] == 2 and result.totals["cells"] == 2
+    assert result.totals.actions == 2 and result.totals.cells == 2
+
+
+def test_in_dr_the_humans_spend_their_own_budget_and_the_ai_keeps_its_own(tmp_path):
+    chatter = [say("send_message", f"note {i}", "all") for i in range(20)]
+    scripts = {"ai": [say("execute_code", f"step = {i}") for i in range(40)], "D": chatter, "R": list(chatter)}
+    result, events, model, observations = run(tmp_path, variant("default-dr"), scripts, max_rounds=45)
+    totals = result.totals
+    assert (totals.ai_budget, totals.human_budget, totals.team_budget) == (30, 30, None)
+    assert totals.human_actions == 30 and totals.ai_actions == 30 and totals.actions == 60
+    assert result.ended_by == "budget"
+    steps = [e for e in events if e.phase == "task" and e.participant != "system"]
+    humans_done = max(e.seq for e in steps if e.participant in ("D", "R"))
+    ai_after = [e for e in steps if e.participant == "ai" and e.seq > humans_done]
+    assert ai_after and all(e.status == "ok" for e in ai_after)  # the AI went on with its own steps
+    assert sum(1 for c in model.calls if c["name"] in ("D", "R")) == 30  # spent humans were not asked again
+    late = [obs for obs in observations["ai"] if obs.round > events[humans_done].round]
+    assert late and "actions left for you" in late[-1].render()
+
+
+def test_a_decision_is_the_signatorys_step_never_the_proposers(tmp_path):
+    scripts = {"ai": [say("edit_result", "H1"), say("finish", "done")],
+               "R": [say("approve", "fits", "req-1"), say("approve", "ok", "req-2")]}
+    seed = ai_first_seed(("ai", "R"), 3)
+    result, events, _, _ = run(tmp_path, variant("preassigned-r"), scripts, seed=seed)
+    assert result.ended_by == "finish" and result.final_hypothesis == "H1"
+    # the AI proposed twice, R decided twice; the two applications are nobody's extra step
+    assert (result.totals.ai_actions, result.totals.human_actions) == (2, 2)
+    applied = [e for e in events if e.proposer == "ai" and e.participant == "ai"]
+    assert [e.action for e in applied] == ["edit_result", "finish"]
+
+
+def test_the_team_wide_cap_is_an_option(tmp_path):
+    scripts = {"ai": [say("execute_code", f"a = {i}") for i in range(5)],
+               "D": [say("send_message", f"m{i}", "all") for i in range(5)]}
+    result, _, _, _ = run(tmp_path, variant("default-d"), scripts, team_action_budget=3)
+    assert result.ended_by == "budget" and result.totals.actions == 3 and result.totals.team_budget == 3
+
+
+def test_the_default_ai_prompt_and_view_name_teammates_but_not_their_knowledge(visibility):
+    (_, _, model, _), _ = visibility
+    system = next(c["messages"][0]["content"] for c in model.calls if c["name"] == "ai")
+    for word in ("Data Analyst", "Researcher", "domain", "column", "quirk", "definition", "knows", "lead"):
+        assert word not in system
+    first = prompts(model, "ai")[0]
+    assert "Team: ai (AI agent), D (Data Analyst), R (Researcher)." in first
+    for word in ("domain", "column", "quirk", "Domain knowledge", "Data notes"):
+        assert word.lower() not in first.split("# Team")[1].lower()
 
 
 def test_idleness_ends_the_session_without_further_model_calls(tmp_path):
@@ -277,7 +336,7 @@ def test_idleness_ends_the_session_without_further_model_calls(tmp_path):
 def test_max_rounds_ends_a_session_that_keeps_going(tmp_path):
     result, _, _, _ = run(tmp_path, variant("single"), {"ai": [say("execute_code", f"{i}") for i in range(5)]},
                           max_rounds=2)
-    assert result.ended_by == "max_rounds" and result.totals["rounds"] == 2
+    assert result.ended_by == "max_rounds" and result.totals.rounds == 2
 
 
 class _Broken:
@@ -311,4 +370,4 @@ def test_a_kernel_death_is_a_failed_cell_plus_a_system_restart_event_and_work_go
     restart = events[events.index(cells[1]) + 1]
     assert (restart.participant, restart.action) == ("system", "kernel_restart")
     assert "42" in cells[2].result  # replayed state survives the restart
-    assert result.totals["kernel_restarts"] == 1
+    assert result.totals.kernel_restarts == 1

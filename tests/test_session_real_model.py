@@ -31,5 +31,5 @@ def test_a_single_agent_session_with_the_embedded_model_completes(tmp_path):
     assert steps and all(e.action in (*ACTION_TYPES, "invalid_output") for e in steps)
     assert all(call.model == "local/smollm2-135m" for e in steps for call in e.llm_calls)
     assert all(e.llm_calls for e in steps if e.proposer is None)
-    assert result.totals["actions"] <= 3 and result.totals["llm_calls"] >= len(steps)
+    assert result.totals.actions <= 3 and result.totals.llm_calls >= len(steps)
     assert [Event.model_validate_json(e.model_dump_json()) for e in events] == events

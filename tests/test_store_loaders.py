@@ -83,7 +83,7 @@ def test_sessions_table_has_one_row_per_session_matching_its_record(store):
         assert row.final_hypothesis == rec.final_hypothesis and row.n_events == rec.n_events
         assert row.variant_hash == rec.variant_hash and row.model == "scripted/ai"
         assert row.humans == ",".join(rec.spec.variant.humans)
-        assert row.llm_calls == rec.totals["llm_calls"] and row.actions == rec.totals["actions"]
+        assert row.llm_calls == rec.totals.llm_calls and row.actions == rec.totals.actions
         assert row.duration_s == pytest.approx((rec.finished - rec.started).total_seconds())
     events = load_events(out)
     assert events.groupby("session_id").size().to_dict() == sessions.n_events.to_dict()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,6 @@ def test_a_session_is_stored_complete_with_its_record_written_last(tmp_path):
     events = lines(folder / "events.jsonl")
     assert [e.seq for e in events] == list(range(len(events)))
     assert {e.session_id for e in events} == {folder.name}
-    stamps = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
-    assert stamps["session.json"] >= max(stamps["events.jsonl"], stamps["snapshot.json"])
 
     record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
     assert record.session_id == folder.name and record.spec == spec
@@ -63,7 +62,7 @@ def test_a_session_is_stored_complete_with_its_record_written_last(tmp_path):
     assert record.models == {"ai": ModelConfig(model="scripted/ai")}
     assert record.ended_by == "finish" and record.final_hypothesis == HYPOTHESIS
     assert record.n_events == len(events)
-    assert record.totals["llm_calls"] == len(model.calls) == sum(len(e.llm_calls) for e in events)
+    assert record.totals.llm_calls == len(model.calls) == sum(len(e.llm_calls) for e in events)
     assert record.memory is None and record.memory_digest is None
     assert record.package_version == colabkit.__version__
     assert record.isolation_level == record.isolation.level != ""
@@ -71,6 +70,29 @@ def test_a_session_is_stored_complete_with_its_record_written_last(tmp_path):
 
     snapshot = json.loads((folder / "snapshot.json").read_text())
     assert any("print(6 * 7)" in cell["code"] and "42" in cell["output"] for cell in snapshot["cells"])
+
+
+def test_no_session_json_when_the_snapshot_cannot_be_written(tmp_path, monkeypatch):
+    """session.json marks a finished session, so it must come after everything else: make the
+    snapshot write fail and no session.json may appear (mtimes are too coarse to show order)."""
+    use_scripted({"ai": ai_script()}, default=WAIT)
+    spec = spec_for()
+    module = sys.modules[record_session.__module__]
+    real_write = module.atomic_write_text
+    attempted: list[str] = []
+
+    def failing_snapshot(path, text, *args, **kwargs):
+        attempted.append(Path(path).name)
+        if Path(path).name == "snapshot.json":
+            raise OSError(28, "No space left on device", str(path))
+        return real_write(path, text, *args, **kwargs)
+
+    monkeypatch.setattr(module, "atomic_write_text", failing_snapshot)
+    with pytest.raises(OSError, match="No space left on device"):
+        record_session(spec, TASK, out=tmp_path)
+    folder = session_dir(spec, tmp_path)
+    assert attempted == ["snapshot.json"]
+    assert (folder / "events.jsonl").is_file() and not (folder / "session.json").exists()
 
 
 def test_a_finished_session_is_returned_and_never_run_again(tmp_path):
@@ -122,7 +144,7 @@ def test_a_redone_session_replays_model_answers_from_the_results_cache(tmp_path)
     record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
     assert replay.calls == []
     assert record.final_hypothesis == original.final_hypothesis == HYPOTHESIS
-    assert record.totals["cache_hits"] == record.totals["llm_calls"] == 3
+    assert record.totals.cache_hits == record.totals.llm_calls == 3
 
 
 def test_record_session_runs_inside_a_running_event_loop(tmp_path):

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 
 import pytest
+from helpers.env import discoverybench_root, require, shared_data
 from pydantic import ValidationError
 
 from colabkit.errors import ColabkitError
 from colabkit.tasks import Task, demo_root, load_tasks, read_table, validate_tasks
+from colabkit.tasks.table import read_table_reported, sniff_delimiter
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "discoverybench"
+SHARED = discoverybench_root()
 SYNTH = Path(__file__).resolve().parent / "fixtures" / "synth"
 ARCH = SHARED / "real" / "test" / "archaeology"
 
 
 @pytest.fixture
 def shared() -> Path:
-    if not (ARCH / "metadata_0.json").is_file():
-        pytest.skip("DiscoveryBench archaeology data not present at ../shared/discoverybench")
-    return SHARED
+    return shared_data()
 
 
 @pytest.fixture
@@ -219,6 +220,21 @@ def _error(**kwargs) -> str:
     return message
 
 
+def _broken(root: Path, prefix: str) -> str:
+    """The one-line problem of the task(s) under `prefix`, checked the way a user meets it: the
+    rest of the root loads with the problem reported, `get` and an explicit id raise it."""
+    suite = load_tasks(root)
+    assert suite.ids and not any(t.id == prefix or t.id.startswith(prefix + "/") for t in suite.tasks)
+    assert len(suite.errors) == 1 and set(suite.gold) == set(suite.ids)
+    message = suite.errors[0].message
+    assert "\n" not in message
+    assert _error(root=root, ids=[prefix]) == message
+    with pytest.raises(ColabkitError) as info:
+        suite.get(prefix if prefix.count("/") == 2 else prefix + "/0")
+    assert str(info.value) == message
+    return message
+
+
 def test_error_root_not_found_and_not_a_data_root(tmp_path):
     assert _error(root=tmp_path / "missing").startswith(f"data root not found: {tmp_path / 'missing'}")
     assert _error(root=tmp_path).startswith(f"not a DiscoveryBench folder: {tmp_path.resolve()}")
@@ -238,15 +254,15 @@ def test_error_no_task_matches(demo_copy):
 def test_error_malformed_metadata_names_file_and_field(demo_copy):
     path = _meta(demo_copy, 1)
     _edit(path, lambda d: d["datasets"][0]["columns"]["raw"][1].pop("name"))
-    message = _error(root=demo_copy)
+    message = _broken(demo_copy, "demo_archaeology/1")
     assert message == f"malformed metadata {path}: field datasets[0].columns.raw[1].name is missing or empty"
     shutil.copy(_meta(demo_root(), 1), path)
     _edit(path, lambda d: d.update(queries="what?"))
-    assert "field queries must be a non-empty list" in _error(root=demo_copy)
+    assert "field queries must be a non-empty list" in _broken(demo_copy, "demo_archaeology/1")
     path.write_text('{"id": 0, "datasets": [', encoding="utf-8")
-    assert _error(root=demo_copy).startswith(f"malformed metadata {path}: invalid JSON at line 1")
-    # a broken file does not block a request that excludes it
-    assert load_tasks(demo_copy, ids=["demo_archaeology/0"]).ids == ("demo_archaeology/0/0",)
+    assert _broken(demo_copy, "demo_archaeology/1").startswith(f"malformed metadata {path}: invalid JSON at line 1")
+    # a request that excludes the broken file does not even report it
+    assert load_tasks(demo_copy, ids=["demo_archaeology/0"]).problems == ()
 
 
 @pytest.mark.parametrize("change, field", [
@@ -257,18 +273,18 @@ def test_error_malformed_metadata_names_file_and_field(demo_copy):
 def test_error_odd_values_are_one_line_metadata_errors(demo_copy, change, field):
     path = _meta(demo_copy, 0)
     _edit(path, change)
-    assert _error(root=demo_copy).startswith(f"malformed metadata {path}: field {field} ")
+    assert _broken(demo_copy, "demo_archaeology/0").startswith(f"malformed metadata {path}: field {field} ")
 
 
 def test_error_deeply_nested_metadata_is_a_metadata_error(demo_copy):
     path = _meta(demo_copy, 0)
     path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
-    assert _error(root=demo_copy) == f"malformed metadata {path}: JSON nested too deeply"
+    assert _broken(demo_copy, "demo_archaeology/0") == f"malformed metadata {path}: JSON nested too deeply"
 
 
 def test_error_dataset_name_outside_the_task_folder(demo_copy):
     _edit(_meta(demo_copy, 0), lambda d: d["datasets"][0].update(name="../../../eval/answer_key_real.csv"))
-    assert "field datasets[0].name must name a file inside" in _error(root=demo_copy)
+    assert "field datasets[0].name must name a file inside" in _broken(demo_copy, "demo_archaeology/0")
 
 
 def test_error_listed_csv_missing(demo_copy):
@@ -288,7 +304,7 @@ def test_error_duplicate_task_id_across_splits(demo_copy):
     train.mkdir(parents=True)
     shutil.copy(_meta(demo_copy, 0), train / "metadata_0.json")
     shutil.copy(demo_copy / "real" / "test" / "demo_archaeology" / "hoard_finds.csv", train)
-    assert _error(root=demo_copy).startswith("task id demo_archaeology/0/0 is defined twice: in ")
+    assert _broken(demo_copy, "demo_archaeology/0/0").startswith("task id demo_archaeology/0/0 is defined twice: in ")
     assert len(load_tasks(demo_copy, split="real/test", ids=["demo_archaeology/1/0"]).tasks) == 1
 
 
@@ -314,3 +330,149 @@ def test_validate_reports_each_problem_as_an_error(demo_copy):
     assert not report.ok and report.warnings == ()
     assert any(p.line().startswith("error: no gold answer for task demo_archaeology/2/0: not in ")
                for p in report.problems)
+
+
+# ---- odd files: a tree that is not a table, tab-separated .csv, Stata, binary garbage ----------
+
+ODD = Path(__file__).resolve().parent / "fixtures" / "odd"
+PLANTS = ODD / "real" / "test" / "plant_invasions"
+
+
+@pytest.fixture
+def odd_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "odd"
+    shutil.copytree(ODD, root)
+    return root
+
+
+def test_tree_with_an_empty_column_name_loads_as_a_file_with_a_warning():
+    suite = load_tasks(ODD)
+    assert suite.ids == ("plant_invasions/0/0", "plant_invasions/1/0") and suite.errors == ()
+    tree = suite.get("plant_invasions/0/0").datasets[1]
+    assert (tree.name, tree.kind, tree.columns) == ("phylogenetic_tree.txt", "file", ())
+    assert tree.description == ("Phylogeny of the non-native species. "
+                                "Newick string with branch lengths in million years.")
+    assert [d.kind for d in suite.get("plant_invasions/0/0").datasets] == ["table", "file"]
+    assert suite.get("plant_invasions/1/0").datasets[0].kind == "table"  # .dta
+    (warning,) = suite.problems
+    assert warning.line() == (
+        f"warning: metadata {PLANTS / 'metadata_0.json'}: field datasets[1].columns.raw[0].name is "
+        "empty; phylogenetic_tree.txt is not a table, so the entry is read as a description of the file")
+    report = validate_tasks(ODD)
+    assert report.ok and [p.kind for p in report.problems] == ["odd-metadata"]
+
+
+def test_empty_column_name_of_a_table_is_still_an_error(odd_copy):
+    _edit(odd_copy / "real/test/plant_invasions/metadata_0.json",
+          lambda d: d["datasets"][0]["columns"]["raw"][1].update(name=""))
+    suite = load_tasks(odd_copy)
+    assert suite.ids == ("plant_invasions/1/0",)
+    assert suite.errors[0].message.endswith("field datasets[0].columns.raw[1].name is missing or empty")
+
+
+def test_read_table_sniffs_a_tab_separated_csv_with_quoted_headers():
+    frame = read_table(PLANTS / "invasion_success.csv")
+    assert list(frame.columns) == ["species", "intro.pathway", "invaded.plots", "niche.breadth", "mrt"]
+    assert frame.loc[2, "species"] == "Bidens gamma" and frame["mrt"].dtype == "int64"
+    assert frame["niche.breadth"].tolist() == [0.86, 0.12, 1.30, 0.79, 0.09, 0.0]  # decimal commas kept
+    assert frame.attrs["reading"] == ("invasion_success.csv: tab-separated utf-8, 6 rows x 5 columns; "
+                                      "decimal commas read in niche.breadth")
+
+
+def test_read_table_sniffs_semicolons_and_ignores_the_extension(tmp_path):
+    semi = tmp_path / "europe.csv"
+    semi.write_text("site;temp;note\nA;1,5;x, y\nB;-0,25;z\n", encoding="utf-8")
+    frame, reading = read_table_reported(semi)
+    assert frame["temp"].tolist() == [1.5, -0.25] and frame.loc[0, "note"] == "x, y"
+    assert (reading.delimiter, reading.decimal_comma_columns) == (";", ("temp",))
+    comma_in_tsv = tmp_path / "really_comma.tsv"
+    comma_in_tsv.write_text("a,b\n1,2\n", encoding="utf-8")
+    assert list(read_table(comma_in_tsv).columns) == ["a", "b"]
+    single = tmp_path / "one.csv"
+    single.write_text("value\n1\n2\n", encoding="utf-8")
+    assert read_table_reported(single)[1].delimiter == ","  # nothing to sniff: the extension decides
+    assert sniff_delimiter('"a"\t"b, c"\n1\t2\n') == "\t"
+
+
+def test_read_table_reads_stata():
+    frame, reading = read_table_reported(PLANTS / "plot_survey.dta")
+    assert list(frame.columns) == ["plot", "habitat", "n_alien", "elevation"]
+    assert frame.loc[2, "habitat"] == "urban" and frame.loc[3, "elevation"] == pytest.approx(410.8)
+    assert reading.line() == "plot_survey.dta: Stata file, 4 rows x 4 columns"
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(random.Random(11).randbytes(4096))
+
+
+def test_read_table_refuses_binary_garbage(tmp_path):
+    _garbage(tmp_path / "garbage.csv")
+    with pytest.raises(ColabkitError, match=r"^not a text table \(binary content\): .*garbage\.csv$"):
+        read_table(tmp_path / "garbage.csv")
+    _garbage(tmp_path / "garbage.dta")
+    with pytest.raises(ColabkitError, match=r"^cannot parse Stata file .*garbage\.dta"):
+        read_table(tmp_path / "garbage.dta")
+
+
+def test_validate_reads_every_data_file_as_the_suite_would(odd_copy):
+    folder = odd_copy / "real" / "test" / "plant_invasions"
+    _garbage(folder / "invasion_success.csv")
+    _garbage(folder / "plot_survey.dta")
+    assert len(load_tasks(odd_copy).tasks) == 2  # loading reads metadata only
+    report = validate_tasks(odd_copy)
+    errors = sorted(p.line() for p in report.errors)
+    assert len(errors) == 2 and errors[0] == (
+        f"error: data file listed in {folder / 'metadata_0.json'} cannot be read as a table: "
+        f"not a text table (binary content): {(folder / 'invasion_success.csv').resolve()}")
+    assert errors[1].startswith(
+        f"error: data file listed in {folder / 'metadata_1.json'} cannot be read as a table: "
+        f"cannot parse Stata file {(folder / 'plot_survey.dta').resolve()}: ")
+    assert not report.ok and "\n" not in errors[1]
+
+
+def test_validate_warns_on_described_columns_missing_from_the_file(odd_copy):
+    _edit(odd_copy / "real/test/plant_invasions/metadata_1.json",
+          lambda d: d["datasets"][0]["columns"]["raw"].append({"name": "soil_ph", "description": "pH"}))
+    report = validate_tasks(odd_copy)
+    assert report.ok
+    (mismatch,) = [p for p in report.problems if p.kind == "column-mismatch"]
+    assert mismatch.line().startswith("warning: 1 column(s) described in ")
+    assert mismatch.line().endswith("plot_survey.dta: soil_ph")
+
+
+def test_one_broken_task_among_good_ones_leaves_the_good_ones_loadable(tmp_path):
+    root = tmp_path / "mixed"
+    shutil.copytree(demo_root(), root)
+    shutil.copytree(PLANTS, root / "real" / "test" / "plant_invasions")
+    with (root / "eval" / "answer_key_real.csv").open("a", encoding="utf-8") as key:
+        key.write("".join((ODD / "eval" / "answer_key_real.csv").read_text(encoding="utf-8").splitlines(True)[1:]))
+    broken = root / "real" / "test" / "plant_invasions" / "phylogenetic_tree.txt"
+    broken.unlink()
+    suite = load_tasks(root)
+    good = ("demo_archaeology/0/0", "demo_archaeology/1/0", "demo_archaeology/2/0", "demo_archaeology/3/0",
+            "plant_invasions/1/0")
+    assert suite.ids == good and set(suite.gold) == set(good)
+    assert [p.line() for p in suite.errors] == [
+        f"error: dataset file listed in {(broken.parent / 'metadata_0.json').resolve()} is missing: "
+        f"{broken.resolve()}"]
+    for task_id in good:
+        assert load_tasks(root, ids=[task_id]).get(task_id).id == task_id
+    with pytest.raises(ColabkitError, match="^dataset file listed in .*metadata_0.json is missing: .*tree.txt$"):
+        suite.get("plant_invasions/0/0")
+    assert load_tasks(root, domains=["biology"]).ids == ("plant_invasions/1/0",)
+    assert load_tasks(root, domains=["demo_archaeology"]).problems == ()
+    (root / "real/test/plant_invasions/metadata_1.json").write_text("{", encoding="utf-8")
+    both = load_tasks(root)
+    assert both.ids == good[:4] and len(both.errors) == 2
+    message = _error(root=root, domains=["plant_invasions"])  # nothing left to return: say why
+    assert message.startswith("dataset file listed in ") and message.endswith("(and 1 more problems)")
+
+
+def test_a_missing_requirement_fails_in_ci_and_skips_elsewhere(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="required in CI"):
+        require(False, "bubblewrap not installed")
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception):
+        require(False, "bubblewrap not installed")
+    require(True, "present")  # no effect

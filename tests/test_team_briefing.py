@@ -3,12 +3,12 @@
 from pathlib import Path
 
 import pytest
+from helpers.discoverybench import discoverybench_root
 
 from colabkit.tasks import Column, DatasetInfo, Task, load_tasks
 from colabkit.team import DEFAULT_MAX_CHARS, Persona, private_briefing
 from colabkit.team.briefing import SHORTENED_NOTE
 
-DISCOVERYBENCH = Path(__file__).resolve().parents[1].parent / "shared" / "discoverybench"
 KNOWLEDGE = "1. Symbolic capital consists of daggers and house size. 2. Bins are 100 years wide."
 COLUMN_DESCRIPTIONS = ("Before Common Era year", "Z values for Axes and Celts", "Interpolated Axes and Celts")
 
@@ -26,7 +26,7 @@ def task(tmp_path):
     )
     return Task(
         id="arch/0/0", split="real/test", domain="humanities", query="When did axes peak?",
-        question_type="context", domain_knowledge=KNOWLEDGE, workflow_tags=(),
+        question_type="context", domain_knowledge=KNOWLEDGE, workflow_tags=(), task_digest="0" * 64,
         datasets=(DatasetInfo(name="capital.csv", path=csv, description="Capital data.", columns=columns),),
     )
 
@@ -91,9 +91,7 @@ def test_short_briefings_are_not_marked_shortened(task):
 
 
 def _real_suite():
-    if not (DISCOVERYBENCH / "real").is_dir():
-        pytest.skip(f"DiscoveryBench copy not found at {DISCOVERYBENCH}")
-    return load_tasks(DISCOVERYBENCH)
+    return load_tasks(discoverybench_root())
 
 
 def test_real_tasks_split_and_no_gold():

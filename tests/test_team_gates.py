@@ -1,4 +1,5 @@
-"""Gate tables: which proposals need whose approval, the fallback, and the data-changing test."""
+"""Gate tables: which proposals need whose approval, scopes and notes, self-gates, absent
+signatories, and the data-changing test."""
 
 import itertools
 
@@ -7,7 +8,6 @@ import pytest
 from colabkit.errors import ColabkitError
 from colabkit.team import (
     ACTION_TYPES,
-    DATA_CHANGING,
     DEFAULT_PREASSIGNED_GATES,
     GATEABLE_ACTIONS,
     GateRule,
@@ -70,82 +70,90 @@ def test_gateable_actions_are_action_types_minus_decisions_and_wait():
 
 
 def test_default_preassigned_table():
-    rules = {(r.action, r.signatory, r.condition) for r in DEFAULT_PREASSIGNED_GATES.rules}
-    assert rules == {("edit_result", "R", ""), ("finish", "R", ""), ("execute_code", "D", DATA_CHANGING)}
+    rules = {(r.action, r.signatory, r.scope, r.note) for r in DEFAULT_PREASSIGNED_GATES.rules}
+    assert rules == {("edit_result", "R", "all", ""), ("finish", "R", "all", ""),
+                     ("execute_code", "D", "data_changing", "")}
 
 
-def _signatory(action, proposer, team, content=None):
-    rule = DEFAULT_PREASSIGNED_GATES.rule_for(action, proposer, team, content=content)
+def _signatory(action, proposer, content=None, table=DEFAULT_PREASSIGNED_GATES):
+    rule = table.rule_for(action, proposer, content=content)
     return None if rule is None else rule.signatory
 
 
 def test_named_signatory_signs_others_requests():
-    assert _signatory("edit_result", "ai", DR) == "R"
-    assert _signatory("finish", "D", DR) == "R"
-    assert _signatory("execute_code", "ai", DR, WRITE) == "D"
-    assert _signatory("execute_code", "R", DR, WRITE) == "D"
+    assert _signatory("edit_result", "ai") == "R"
+    assert _signatory("finish", "D") == "R"
+    assert _signatory("execute_code", "ai", WRITE) == "D"
+    assert _signatory("execute_code", "R", WRITE) == "D"
 
 
 def test_ungated_actions_and_harmless_code_take_effect_directly():
-    assert _signatory("send_message", "ai", DR) is None
-    assert _signatory("execute_code", "ai", DR, READ) is None
-    assert _signatory("wait", "ai", DR) is None
+    assert _signatory("send_message", "ai") is None
+    assert _signatory("execute_code", "ai", READ) is None
+    assert _signatory("wait", "ai") is None
 
 
 def test_missing_content_errs_towards_gating():
-    assert _signatory("execute_code", "ai", DR) == "D"
+    assert _signatory("execute_code", "ai") == "D"
 
 
-def test_nobody_signs_their_own_request_fallback_to_other_human_then_ai():
-    assert _signatory("edit_result", "R", DR) == "D"
-    assert _signatory("execute_code", "D", DR, WRITE) == "R"
-    assert _signatory("edit_result", "R", ("ai", "R")) == "ai"
-    assert _signatory("execute_code", "D", ("ai", "D"), WRITE) == "ai"
-
-
-def test_absent_signatory_fallback():
-    # R is not on a D-only team: D signs the AI's edits, the AI signs D's.
-    assert _signatory("edit_result", "ai", ("ai", "D")) == "D"
-    assert _signatory("finish", "D", ("ai", "D")) == "ai"
-    assert _signatory("execute_code", "ai", ("ai", "R"), WRITE) == "R"
-    # Nobody left to check the AI agent: ungated.
-    assert _signatory("edit_result", "ai", ("ai",)) is None
+def test_a_self_gate_is_ungated_and_nobody_is_drafted_in():
+    # R named for edits: R's own edit takes effect (nobody else was chosen to sign it).
+    assert _signatory("edit_result", "R") is None and _signatory("finish", "R") is None
+    assert _signatory("execute_code", "D", WRITE) is None
     table = GateTable(rules=(GateRule(action="finish", signatory="ai"),))
-    assert table.rule_for("finish", "ai", ("ai",)) is None
-    assert table.rule_for("finish", "ai", ("ai", "D")).signatory == "D"
+    assert _signatory("finish", "ai", table=table) is None and _signatory("finish", "D", table=table) == "ai"
 
 
-def test_the_signatory_is_never_the_proposer():
+def test_an_absent_signatorys_gate_is_dropped_and_reported():
+    kept, report = DEFAULT_PREASSIGNED_GATES.for_team(("ai", "D"))
+    assert [(r.action, r.signatory) for r in kept.rules] == [("execute_code", "D")]
+    assert report == ("gate edit_result -> R dropped: R is not on the team",
+                      "gate finish -> R dropped: R is not on the team")
+    assert _signatory("edit_result", "ai", table=kept) is None  # nobody rerouted to sign it
+    kept, report = DEFAULT_PREASSIGNED_GATES.for_team(DR)
+    assert kept == DEFAULT_PREASSIGNED_GATES and report == ()
+
+
+def test_the_signatory_is_never_the_proposer_and_always_on_the_team():
     teams = [("ai",), ("ai", "D"), ("ai", "R"), DR, ("ai", "D", "R", "E")]
     tables = [DEFAULT_PREASSIGNED_GATES] + [
         GateTable(rules=(GateRule(action=a, signatory=s),)) for a in GATEABLE_ACTIONS for s in ("ai", "D", "R", "X")
     ]
     for table, team, action in itertools.product(tables, teams, ACTION_TYPES):
+        enforced, _ = table.for_team(team)
         for proposer in team:
-            rule = table.rule_for(action, proposer, team, content=WRITE)
+            rule = enforced.rule_for(action, proposer, content=WRITE)
             if rule is not None:
                 assert rule.signatory != proposer and rule.signatory in team
 
 
-def test_condition_in_words_gates_every_action_of_its_type_and_first_rule_wins():
+def test_scope_narrows_a_code_gate_a_note_never_does_and_the_first_rule_wins():
     table = GateTable(
         rules=(
-            GateRule(action="execute_code", signatory="D", condition=DATA_CHANGING),
-            GateRule(action="execute_code", signatory="R", condition="if it changes the time bins"),
+            GateRule(action="execute_code", signatory="D", scope="data_changing"),
+            GateRule(action="execute_code", signatory="R", note="if it changes the time bins"),
         )
     )
-    assert table.rule_for("execute_code", "ai", DR, content=WRITE).signatory == "D"
-    rule = table.rule_for("execute_code", "ai", DR, content=READ)
-    assert rule.signatory == "R" and rule.condition == "if it changes the time bins"
+    assert _signatory("execute_code", "ai", WRITE, table=table) == "D"
+    rule = table.rule_for("execute_code", "ai", content=READ)
+    assert rule.signatory == "R" and rule.scope == "all" and rule.terms() == "note: if it changes the time bins"
+    assert table.rules[0].terms() == "data-changing code only"
+
+
+def test_data_changing_scope_is_for_code_only():
+    with pytest.raises(ColabkitError, match="execute_code only"):
+        GateRule(action="edit_result", signatory="R", scope="data_changing")
 
 
 def test_unknown_action_type_is_an_error():
     with pytest.raises(ColabkitError, match="'dance'"):
-        DEFAULT_PREASSIGNED_GATES.rule_for("dance", "ai", DR)
+        DEFAULT_PREASSIGNED_GATES.rule_for("dance", "ai")
 
 
 def test_render_lists_rules():
     assert DEFAULT_PREASSIGNED_GATES.render() == (
-        "edit_result -> R; finish -> R; execute_code (data-changing) -> D"
+        "edit_result -> R; finish -> R; execute_code (data-changing code only) -> D"
     )
+    assert GateRule(action="finish", signatory="R", note="cite").describe() == "finish (note: cite) -> R"
     assert "every action takes effect directly" in GateTable().render()

@@ -11,12 +11,13 @@ from colabkit.team import (
     MemoryProposal,
     MemoryRecord,
     MemorySlots,
+    Ratification,
     build_instructions,
     memory_from_consolidation,
     memory_schema,
     persona,
 )
-from colabkit.team.memory import SLOT_MAX_CHARS
+from colabkit.team.memory import SLOT_CEILING, SLOT_MAX_CHARS
 
 SLOTS = dict(
     expertise="D knows the columns; R knows the capital groupings.",
@@ -62,7 +63,7 @@ def test_render_shows_every_slot_read_only_and_the_gates():
 
 def test_slots_are_bounded_in_records_and_schemas():
     with pytest.raises(ValidationError):
-        _record(plan="x" * (SLOT_MAX_CHARS + 1))
+        _record(plan="x" * (SLOT_CEILING + 1))
     with pytest.raises(ValidationError):
         MemorySlots(**{**SLOTS, "plan": "x" * (SLOT_MAX_CHARS + 1)})
     schema = MemoryProposal.model_json_schema()
@@ -71,24 +72,36 @@ def test_slots_are_bounded_in_records_and_schemas():
     assert memory_schema(True) is MemoryProposal and memory_schema(False) is MemorySlots
 
 
+def test_a_larger_profile_asks_for_longer_slots_and_the_record_holds_them():
+    sized = memory_schema(True, 1200)
+    assert issubclass(sized, MemoryProposal) and sized.model_json_schema()["properties"]["plan"]["maxLength"] == 1200
+    long = sized(**{**SLOTS, "plan": "p" * 1200})
+    record, _ = memory_from_consolidation(long, [persona("ai"), persona("R")], with_gates=True)
+    assert record.plan == "p" * 1200
+    assert "at most 1200 characters" in build_instructions("propose", [persona("ai")], False, 1200)
+
+
 def test_consolidation_maps_drops_and_reports_gates():
     output = MemoryProposal(
         **SLOTS,
         gates=[
             {"action": "Edit", "signatory": "the Researcher"},
-            {"action": "execute_code", "signatory": "D", "condition": "data-changing"},
+            {"action": "execute_code", "signatory": "D", "scope": "data_changing", "note": "check the bins "},
             {"action": "approve", "signatory": "R"},
             {"action": "finish", "signatory": "Bob"},
             {"action": "edit_result", "signatory": "D"},
             {"action": "finish", "signatory": "R (Researcher)"},
+            {"action": "send_message", "signatory": "ai", "scope": "data_changing"},
         ],
     )
     record, report = memory_from_consolidation(output, TEAM, with_gates=True)
-    assert [(r.action, r.signatory, r.condition) for r in record.gates.rules] == [
-        ("edit_result", "R", ""),
-        ("execute_code", "D", "data-changing"),
-        ("finish", "R", ""),
+    assert [(r.action, r.signatory, r.scope, r.note) for r in record.gates.rules] == [
+        ("edit_result", "R", "all", ""),
+        ("execute_code", "D", "data_changing", "check the bins"),
+        ("finish", "R", "all", ""),
+        ("send_message", "ai", "all", ""),
     ]
+    assert any("gate 7 widened" in line and "send_message" in line for line in report)
     assert any("gate 1 mapped" in line for line in report)
     assert any("gate 3 dropped" in line and "approve" in line for line in report)
     assert any("gate 4 dropped" in line and "Bob" in line for line in report)
@@ -104,7 +117,7 @@ def test_signatory_must_be_on_this_team():
         with_gates=True,
     )
     assert [(r.action, r.signatory) for r in record.gates.rules] == [("finish", "ai")]
-    assert any("Researcher" in line for line in report)
+    assert report[0] == "gate 1 dropped: signatory 'Researcher' is not on the team"
 
 
 def test_memory_only_consolidation_has_no_gates():
@@ -140,3 +153,16 @@ def test_render_fits_a_budget_keeping_every_slot_and_the_gates():
     for slot in SLOTS:
         assert f"{slot} detail" in short
     assert _record().render(max_chars=5000) == _record().render()
+
+
+def test_ratification_is_accept_or_one_named_amendment():
+    assert Ratification(decision="accept").amendment == ""
+    assert Ratification(decision="amend", amendment="R checks the bins").amendment == "R checks the bins"
+    with pytest.raises(ValidationError, match="amendment text"):
+        Ratification(decision="amend", amendment="  ")
+    with pytest.raises(ValidationError):
+        Ratification(decision="veto")
+    for stage in ("ratify", "amend"):
+        assert "frozen" in build_instructions(stage, TEAM, with_gates=True)
+    draft = _record().render(draft=True)
+    assert draft.startswith("Shared Group Memory (draft, not frozen yet):") and "read-only" not in draft

@@ -62,3 +62,21 @@ def test_prompt_file_needs_a_version_line():
 def test_persona_is_frozen():
     with pytest.raises(ValidationError):
         persona("R").prompt = "be nice"
+
+
+EXPERTISE_WORDS = ("Data Analyst", "Researcher", "domain", "column", "quirk", "definition", "files, columns")
+
+
+def test_the_default_ai_prompt_names_no_teammates_expertise():
+    prompt = persona("ai").prompt
+    assert not [w for w in EXPERTISE_WORDS if w.lower() in prompt.lower()]
+    assert "lead" not in prompt.lower()  # no role ranking either: that is for the memory to settle
+    assert persona("ai").version == "ai-2"
+
+
+@pytest.mark.parametrize(("pid", "own", "other"), [("D", "the data", "domain"), ("R", "the domain", "column")])
+def test_a_human_prompt_states_its_own_knowledge_only_and_nobody_leads(pid, own, other):
+    prompt = persona(pid).prompt
+    assert f"You know {own}" in prompt and other not in prompt.lower()
+    assert "leads" not in prompt and "AI agent" not in prompt
+    assert persona(pid).version == f"{pid}-2"

@@ -43,7 +43,14 @@ def test_registry_settings():
         assert (variant(f"memory-{team}").memory, variant(f"memory-{team}").gate_source) == (True, "none")
         assert (variant(f"scaffolded-{team}").memory, variant(f"scaffolded-{team}").gate_source) == (True, "self")
         pre = variant(f"preassigned-{team}")
-        assert (pre.memory, pre.gate_source, pre.preassigned) == (False, "preassigned", DEFAULT_PREASSIGNED_GATES)
+        assert (pre.memory, pre.gate_source) == (False, "preassigned")
+        assert pre.preassigned == DEFAULT_PREASSIGNED_GATES.for_team(pre.team)[0]
+    # Without R or D their gates are dropped, nobody else signs in their place.
+    assert variant("preassigned-dr").preassigned == DEFAULT_PREASSIGNED_GATES
+    assert [(r.action, r.signatory) for r in variant("preassigned-r").preassigned.rules] == [
+        ("edit_result", "R"), ("finish", "R")]
+    assert [(r.action, r.signatory, r.scope) for r in variant("preassigned-d").preassigned.rules] == [
+        ("execute_code", "D", "data_changing")]
     assert all(v.preassigned is None for v in VARIANTS.values() if v.gate_source != "preassigned")
 
 
@@ -75,7 +82,7 @@ def test_identity_is_sensitive_to_every_field(change):
 def test_identity_is_sensitive_to_the_gate_table_contents():
     base = variant("preassigned-dr")
     rules = list(base.preassigned.rules)
-    rules[2] = rules[2].model_copy(update={"condition": ""})
+    rules[2] = rules[2].model_copy(update={"scope": "all"})
     changed = base.model_copy(update={"preassigned": GateTable(rules=tuple(rules))})
     assert changed.identity() != base.identity()
 
@@ -86,6 +93,8 @@ def test_identity_is_sensitive_to_the_gate_table_contents():
         ({"name": "x", "humans": ("D",), "gate_source": "self"}, "memory=True"),
         ({"name": "x", "humans": ("D",), "gate_source": "preassigned"}, "preassigned"),
         ({"name": "x", "humans": ("D",), "preassigned": DEFAULT_PREASSIGNED_GATES}, "preassigned"),
+        ({"name": "x", "humans": ("D",), "gate_source": "preassigned", "preassigned": DEFAULT_PREASSIGNED_GATES},
+         "name R, not on the team"),
         ({"name": "single", "humans": ("D",)}, "no humans"),
         ({"name": "x", "humans": ("Q",)}, "unknown persona 'Q'"),
         ({"name": "x", "humans": ("ai",)}, "role"),
@@ -116,7 +125,7 @@ def test_user_defined_variant_with_a_custom_persona_and_more_humans():
     assert custom.team == ("ai", "D", "R", "S")
     assert [p.id for p in custom.team_personas()] == ["ai", "D", "R", "S"]
     assert custom.persona("S") is statistician and custom.persona("R").name == "Researcher"
-    assert custom.preassigned.rule_for("finish", "ai", custom.team).signatory == "S"
+    assert custom.preassigned.rule_for("finish", "ai").signatory == "S"
     again = VariantConfig.model_validate_json(custom.model_dump_json())
     assert again.identity() == custom.identity()
     # Overriding a shipped persona changes the condition, hence the identity.

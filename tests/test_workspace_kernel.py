@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.env import require
 
-from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot, isolation
+from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot, isolation, quota
 
 CSV = "year,capital,region\n2000,1.5,north\n2001,2.5,south\n2002,4.0,north\n"
 
@@ -57,8 +58,7 @@ def run(runner, ws, code, author="ai", **kw):
 
 
 def test_bubblewrap_is_used_when_available(ws):
-    if not (sys.platform.startswith("linux") and shutil.which("bwrap")):
-        pytest.skip("bubblewrap not installed")
+    require(sys.platform.startswith("linux") and shutil.which("bwrap") is not None, "bubblewrap not installed")
     assert ws.isolation.level == "bubblewrap", ws.isolation.notes
     assert ws.isolation.network_isolated and ws.isolation.host_files_hidden
     assert ws.isolation.data_read_only and ws.isolation.env_allowlisted
@@ -214,22 +214,35 @@ def _owner(entry):
 
 def test_kernel_dies_with_its_owner_process(task_file, tmp_path):
     script = textwrap.dedent(f"""
-        import asyncio, os
+        import asyncio, os, sys
         from colabkit.workspace import Workspace
         async def main():
             ws = await Workspace.open([{str(task_file)!r}], root={str(tmp_path)!r})
             print(ws.workdir, ws._layout.ipcdir, flush=True)  # the socket folder, to clean up
+            sys.stdin.readline()  # the test first sees the live kernel
             os.kill(os.getpid(), 9)
         asyncio.run(main())
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == -9, proc.stderr
-    marker, ipcdir = proc.stdout.split()
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        marker, ipcdir = proc.stdout.readline().split()
+        assert kernel_pids(marker), "the marker matches no live kernel"
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=60) == -9, proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
     deadline = time.monotonic() + 10
     while kernel_pids(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     shutil.rmtree(ipcdir)  # a SIGKILLed owner cannot clean up after itself
     assert kernel_pids(marker) == []
+    # nor unmount its quota file system: the next workspace does (as root, where it mounts one)
+    mounted = Path(marker)
+    if os.path.ismount(mounted):
+        assert mounted in quota.sweep_stale() and not os.path.ismount(mounted)
 
 
 def test_rlimits_only_fallback_still_allowlists_and_limits(task_file, capfd, monkeypatch):
@@ -250,3 +263,27 @@ def test_rlimits_only_fallback_still_allowlists_and_limits(task_file, capfd, mon
     assert not report.host_files_hidden and any("WEAK" in n for n in report.notes)
     assert cell.output == f"None {1500 * 2**20}\n(3, 3)\n", cell.error
     assert "WEAK kernel isolation" in capfd.readouterr().err
+
+
+def test_a_task_file_that_is_not_a_table_is_copied_and_briefed_as_a_file(runner, tmp_path):
+    from colabkit.tasks import load_tasks
+    from colabkit.team.briefing import private_briefing
+
+    odd = Path(__file__).resolve().parent / "fixtures" / "odd"
+    task = load_tasks(odd).get("plant_invasions/0/0")
+    briefing = private_briefing("D", task)
+    assert "data/phylogenetic_tree.txt (0 columns): Phylogeny of the non-native species." in briefing
+    assert "not a table but a .txt file: open it directly" in briefing
+    assert "tab-separated: read with sep='\\t'" in briefing  # the .csv beside it
+    ws = runner.run(Workspace.open(task.data_files, root=tmp_path))
+    try:
+        cell = run(runner, ws, """
+            import pandas as pd
+            tree = open("data/phylogenetic_tree.txt").read()
+            print(tree.count("("), tree.strip()[-1])
+            print(pd.read_csv("data/invasion_success.csv", sep="\\t").shape)
+        """)
+    finally:
+        runner.run(ws.close())
+    assert ws.data_files == ("invasion_success.csv", "phylogenetic_tree.txt")
+    assert (cell.status, cell.output) == ("ok", "5 ;\n(6, 5)\n"), cell.error

@@ -147,6 +147,34 @@ def test_bubblewrap_command_mounts_no_repository_or_home(tmp_path):
         assert Path(dest) != Path.home(), dest
     if sys.prefix != sys.base_prefix:
         assert cmd[cmd.index("-c") - 1] == "/opt/venv/" + Path(sys.executable).relative_to(sys.prefix).as_posix()
+    assert bad_bind_sources(cmd, layout) == []
+    # the check itself can fail: a bind of the repository, of home or of their ancestor "/"
+    end = cmd.index("--")
+    for src in (REPO, Path.home(), Path("/"), REPO / "colabkit"):
+        assert bad_bind_sources([*cmd[:end], "--ro-bind", str(src), "/mnt", *cmd[end:]], layout) == [str(src)]
+
+
+_BIND_FLAGS = ("--bind", "--ro-bind", "--ro-bind-try", "--bind-try", "--dev-bind", "--dev-bind-try")
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+
+
+def bad_bind_sources(cmd: list[str], layout: Layout) -> list[str]:
+    """Bind sources that are not a system folder, the Python interpreter's installation (the
+    venv, its base installation) or the workspace's own folders; and any source that is the
+    repository, the home folder, an ancestor of either, or inside the repository."""
+    end = cmd.index("--")
+    sources = [cmd[i + 1] for i, a in enumerate(cmd[:end]) if a in _BIND_FLAGS]
+    interpreter = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.base_exec_prefix)}
+    interpreter.add(Path(sys.executable).resolve().parent)
+    own = {layout.workdir, layout.datadir, layout.ipcdir}
+    bad = []
+    for src in sources:
+        path = Path(src)
+        covers = any(path == p or path in p.parents for p in (REPO.resolve(), Path.home().resolve()))
+        allowed = src in _SYSTEM or path in interpreter or path in own
+        if covers or not allowed or (path.is_relative_to(REPO.resolve()) and path not in interpreter):
+            bad.append(src)
+    return bad
 
 
 def test_open_rejects_missing_and_clashing_files(tmp_path):
@@ -192,16 +220,23 @@ def test_open_that_cannot_copy_the_data_leaves_no_folders(tmp_path, monkeypatch)
 
     (tmp_path / "x.csv").write_text("a\n1\n")
     root = tmp_path / "root"
-    ipc_before = set(Path(tempfile.gettempdir()).glob("ck-*"))
+    made: list[str] = []  # this process's folders (other processes may make ck-* folders too)
+    mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args, **kwargs):
+        made.append(mkdtemp(*args, **kwargs))
+        return made[-1]
 
     def unreadable(src, dst):
         raise PermissionError(13, "Permission denied", str(src))
 
     monkeypatch.setattr(shutil, "copyfile", unreadable)
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
     with pytest.raises(ColabkitError, match="cannot prepare the workspace data: .*x.csv"):
         asyncio.run(Workspace.open([tmp_path / "x.csv"], root=root))
     assert list(root.iterdir()) == []
-    assert set(Path(tempfile.gettempdir()).glob("ck-*")) == ipc_before
+    assert any(Path(d).name.startswith("ck-") for d in made)  # the socket folder was made...
+    assert [d for d in made if Path(d).exists()] == []  # ...and removed, with the private folder
 
 
 def test_file_listing_skips_data_and_does_not_follow_links(tmp_path):

@@ -5,6 +5,8 @@ session per chosen variant on one task with the embedded model, stores them unde
 `results/demo/`, exports the parquet tables and prints a summary from `load_sessions`. The
 defaults (two variants, a budget of 6 actions) keep it to a few minutes on two cores. Sessions
 are stored by identity, so running the demo again only runs what is not finished yet.
+Every model is preflighted before the first session; a provider refusal stops the demo with
+its one-line error (once: the next sessions would meet the same refusal).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from colabkit.cli.run_cmd import parse_int, show_event
+from colabkit.cli.run_cmd import parse_int, store_session, will_run
 from colabkit.errors import ColabkitError
 from colabkit.tasks import load_tasks, validate_tasks
 
@@ -32,7 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", metavar="M", help="litellm model string for every role (default: embedded model)")
     parser.add_argument("--out", type=Path, default=Path("results/demo"), metavar="DIR",
                         help="results folder (default: results/demo)")
-    parser.add_argument("--action-budget", default="6", metavar="N", help="task-phase actions per session (default 6)")
+    parser.add_argument("--action-budget", default="6", metavar="N", help="task-phase actions per side and session (default 6)")
     parser.add_argument("--max-rounds", default="8", metavar="N", help="rounds per session (default 8)")
     parser.add_argument("--quiet", action="store_true", help="do not show events as they happen")
     parser.add_argument("--dry-run", action="store_true",
@@ -42,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from colabkit.session import SessionSettings
-    from colabkit.store import build_session, is_finished, record_session, session_dir
+    from colabkit.store import build_session
 
     seed = parse_int(args.seed, "--seed", minimum=0)
     settings = SessionSettings(action_budget=parse_int(args.action_budget, "--action-budget", minimum=1),
@@ -67,14 +69,16 @@ def _demo(args: argparse.Namespace) -> int:
             print(f"  {task.id}  [{task.question_type}] {task.query}")
     print(f"task {task_id}: {sessions[0][1].query}")
 
-    for spec, task in sessions:
-        stored = is_finished(session_dir(spec, args.out))
-        state = "already finished, not rerun" if stored else f"running (budget {settings.action_budget} actions)"
+    to_run = [will_run(spec, args.out) for spec, _ in sessions]  # every model preflighted before any runs
+    for (spec, task), runs in zip(sessions, to_run, strict=True):
+        state = f"running (budget {settings.action_budget} actions)" if runs else "already finished, not rerun"
         if args.dry_run:
-            state = "finished" if stored else "would run"
+            state = "would run" if runs else "finished"
         print(f"{spec.variant.name}: session {spec.session_id} {state}", flush=True)
         if not args.dry_run:
-            record_session(spec, task, out=args.out, progress=None if args.quiet or stored else show_event)
+            _, provider_error = store_session(spec, task, args.out, runs=runs, show=not args.quiet)
+            if provider_error is not None:
+                raise ColabkitError(provider_error)
     if args.dry_run:
         return 0
     _summarise(args.out, [spec.session_id for spec, _ in sessions])

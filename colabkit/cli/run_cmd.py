@@ -4,6 +4,10 @@ It is a thin shell over `colabkit.store.build_session` + `record_session`, so a 
 here is the same session (same folder, same id) as one asked for from Python or the
 notebook, and asking again returns the stored one instead of rerunning it. Events are shown
 live on stderr; stdout gets three lines: where it went, how it ended, the hypothesis.
+
+Before a session runs, `preflight` checks its models (provider known, key set). A session
+a provider refused (ended by "provider_error": bad key, unknown model) is no result: the
+command ends with that one-line error, and asking again runs it again.
 """
 
 from __future__ import annotations
@@ -11,12 +15,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from colabkit.errors import ColabkitError
 
+# The stored session's record, written last: its presence marks the session finished.
+RECORD_FILE = "session.json"
+
 if TYPE_CHECKING:
-    from colabkit.session import Event
+    from colabkit.session import Event, SessionSpec
+    from colabkit.tasks import Task
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,12 +38,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench data folder or clone (default: the demo tasks)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
-    parser.add_argument("--action-budget", metavar="N", help="task-phase actions before the session ends (default 30)")
+    parser.add_argument("--action-budget", metavar="N", help="task-phase actions per side: the AI agent's, and the humans' together (default 30)")
     parser.add_argument("--max-rounds", metavar="N", help="rounds before the session ends (default 60)")
+    parser.add_argument("--log-prompts", action="store_true",
+                        help="also store every rendered prompt in <session>/prompts.jsonl (not part of the session id)")
     parser.add_argument("--quiet", action="store_true", help="do not show events as they happen")
     parser.set_defaults(func=_run)
 
 
+@overload
+def parse_int(text: str, flag: str, *, minimum: int) -> int: ...
+@overload
+def parse_int(text: str | None, flag: str, *, minimum: int) -> int | None: ...
 def parse_int(text: str | None, flag: str, *, minimum: int) -> int | None:
     """`text` as an int >= minimum (None stays None), else a one-line error naming `flag`."""
     if text is None:
@@ -56,9 +70,54 @@ def show_event(event: Event) -> None:
           f"{event.action:<13} {event.status:<11} {what}", file=sys.stderr, flush=True)
 
 
+class _ProviderWatch:
+    """A progress callback that keeps the provider's one-line error if the session ends on one."""
+
+    def __init__(self, show: bool) -> None:
+        self.show = show
+        self.error: str | None = None
+
+    def __call__(self, event: Event) -> None:
+        if event.action == "session_end" and event.args.get("ended_by") == "provider_error":
+            self.error = event.result
+        if self.show:
+            show_event(event)
+
+
+def will_run(spec: SessionSpec, out: Path) -> bool:
+    """Whether `spec`'s session still has to run; if so, its models are preflighted.
+
+    A stored session runs again only if a provider refused it (no result: a bad key, an
+    unknown model), so fixing the key and asking again is enough.
+    """
+    from colabkit.llm.preflight import preflight
+    from colabkit.store import SessionRecord, is_finished, session_dir
+
+    folder = session_dir(spec, out)
+    if is_finished(folder):
+        record = SessionRecord.model_validate_json((folder / RECORD_FILE).read_bytes())
+        if record.ended_by != "provider_error":
+            return False
+    preflight(spec.model_for(role) for role in spec.participants)
+    return True
+
+
+def store_session(spec: SessionSpec, task: Task, out: Path, *, runs: bool, show: bool,
+                  log_prompts: bool = False) -> tuple[Path, str | None]:
+    """`record_session`, with the live view if `show`; returns the folder and the provider's
+    error if a provider refused the session (`runs` as `will_run` said)."""
+    from colabkit.store import record_session, session_dir
+
+    if runs:  # a stored provider failure is forgotten, so the store redoes its folder
+        (session_dir(spec, out) / RECORD_FILE).unlink(missing_ok=True)
+    watch = _ProviderWatch(show=runs and show)
+    folder = record_session(spec, task, out=out, progress=watch, log_prompts=log_prompts)
+    return folder, watch.error
+
+
 def _run(args: argparse.Namespace) -> int:
     from colabkit.session import SessionSettings
-    from colabkit.store import SessionRecord, build_session, is_finished, record_session, session_dir
+    from colabkit.store import SessionRecord, build_session
 
     seed = parse_int(args.seed, "--seed", minimum=0)
     knobs = {"action_budget": parse_int(args.action_budget, "--action-budget", minimum=1),
@@ -66,17 +125,20 @@ def _run(args: argparse.Namespace) -> int:
     settings = SessionSettings(**{k: v for k, v in knobs.items() if v is not None})
     spec, task = build_session(args.task, args.variant, seed, model=args.model, data_root=args.data_root,
                                settings=settings)
-    stored = is_finished(session_dir(spec, args.out))
-    if not stored and not args.quiet:
+    runs = will_run(spec, args.out)
+    if runs and not args.quiet:
         print(f"running {spec.variant.name} on {task.id} (seed {seed}, session {spec.session_id})",
               file=sys.stderr, flush=True)
-    folder = record_session(spec, task, out=args.out, progress=None if args.quiet else show_event)
-    record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
+    folder, provider_error = store_session(spec, task, args.out, runs=runs, show=not args.quiet,
+                                           log_prompts=args.log_prompts)
+    record = SessionRecord.model_validate_json((folder / RECORD_FILE).read_bytes())
     totals = record.totals
-    print(f"session: {folder}" + (" (already finished: not rerun)" if stored else ""))
-    print(f"ended by: {record.ended_by} after {int(totals.get('actions', 0))} actions, "
-          f"{int(totals.get('llm_calls', 0))} LLM calls, {int(totals.get('tokens', 0))} tokens, "
-          f"${totals.get('cost', 0.0):.4f}")
+    print(f"session: {folder}" + ("" if runs else " (already finished: not rerun)"))
+    print(f"ended by: {record.ended_by} after {totals.actions} actions (AI {totals.ai_actions}, "
+          f"humans {totals.human_actions}), {totals.llm_calls} LLM calls, {totals.tokens} tokens, "
+          f"${totals.cost:.4f}")
     hypothesis = " ".join(record.final_hypothesis.split())
     print(f"final hypothesis: {hypothesis or '(empty)'}")
+    if provider_error is not None:
+        raise ColabkitError(provider_error)
     return 0

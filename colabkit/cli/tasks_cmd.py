@@ -1,6 +1,8 @@
 """`colabkit tasks list|show|validate`: look at a data root before running a study on it.
 
-Without `--data-root` these act on the shipped demo tasks. `show` hides the gold answer
+Without `--data-root` these act on the shipped demo tasks. `list` prints every task that
+loads and reports the others on stderr (exit 0: listing worked); `validate` is the check
+that exits 1 on errors. `show` hides the gold answer
 unless `--with-gold` is given, so a researcher can paste its output into a prompt or a
 note without leaking the answer by accident.
 """
@@ -47,7 +49,10 @@ def _list(args: argparse.Namespace) -> int:
     width = max(len(t.id) for t in suite.tasks)
     for task in suite.tasks:
         print(f"{task.id:<{width}}  [{task.question_type or '-'}] {task.query}")
-    print(f"{len(suite.tasks)} tasks in {suite.root}", file=sys.stderr)
+    for problem in suite.problems:
+        print(problem.line(), file=sys.stderr)
+    left_out = f"; tasks of {len(suite.errors)} error(s) above were left out" if suite.errors else ""
+    print(f"{len(suite.tasks)} tasks in {suite.root}{left_out}", file=sys.stderr)
     return 0
 
 
@@ -56,7 +61,7 @@ def _show(args: argparse.Namespace) -> int:
     for task in suite.tasks:
         gold = suite.gold_for(task.id) if args.with_gold else None
         if args.json:
-            record = {"task": task.model_dump(mode="json")}
+            record: dict[str, object] = {"task": task.model_dump(mode="json")}
             if args.with_gold:
                 record["gold"] = gold.model_dump(mode="json") if gold else None
             print(json.dumps(record, ensure_ascii=False))

@@ -14,12 +14,15 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from colabkit.llm.config import DEFAULT_MODEL, ModelConfig
 from colabkit.llm.gateway import Gateway, RetryPolicy
+from colabkit.llm.prompts import PromptLog, logging_prompts, prompt_hash
 from colabkit.llm.providers import register_provider
 from colabkit.llm.records import (
     Budget,
     BudgetExceeded,
     CallRecord,
     LLMCallError,
+    OutputMode,
+    ProviderError,
     StructuredOutputError,
 )
 
@@ -31,7 +34,12 @@ __all__ = [
     "Gateway",
     "LLMCallError",
     "ModelConfig",
+    "OutputMode",
+    "PromptLog",
+    "ProviderError",
     "RetryPolicy",
     "StructuredOutputError",
+    "logging_prompts",
+    "prompt_hash",
     "register_provider",
 ]

@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from colabkit.llm.config import ModelConfig, sha256_hex
+from colabkit.hashing import sha256_hex
+from colabkit.llm.config import ModelConfig
 
 _KEY_VERSION = 1
 _log = logging.getLogger(__name__)

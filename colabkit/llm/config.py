@@ -8,22 +8,13 @@ canonical JSON) that the response cache and the result store key on.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from colabkit.hashing import sha256_hex
+
 DEFAULT_MODEL = "local/smollm2-135m"
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no whitespace, so equal values always hash equally."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def sha256_hex(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 class ModelConfig(BaseModel):

@@ -3,21 +3,28 @@
 Participants and judges never call litellm themselves; they call `Gateway.structured` (a
 validated pydantic instance) or `Gateway.complete` (text). The gateway guarantees what a
 batch of sessions needs: a failed call never crashes anything (it ends as `LLMCallError` /
-`StructuredOutputError`, or `BudgetExceeded` when a cap is reached), every request leaves
-a `CallRecord`, and a rerun with the same seeds replays from the response cache.
+`StructuredOutputError`, `BudgetExceeded` when a cap is reached, `ProviderError` when the
+provider refuses for good), every request leaves a `CallRecord`, and a rerun with the same
+seeds replays from the response cache.
 
-How a schema is enforced depends on the provider. Registered custom providers (the
-embedded llama.cpp model, test doubles) get the bounded JSON schema, which the embedded
-model turns into a decoding grammar. Providers litellm knows to support JSON schemas get
-the pydantic class natively. Others get JSON mode if they have it, and the schema as
-instructions in the system message. Every answer is validated with pydantic; an invalid
-one gets one repair request that shows the model its reply and the validation error.
+How a schema is asked for is the request's output mode (recorded in every `CallRecord`):
+"json_schema" sends the schema as `response_format` (registered custom providers get the
+bounded JSON schema, which the embedded model turns into a decoding grammar; others the
+pydantic class), "json_object" sends JSON mode plus the schema as instructions in the
+system message, "instructions" the instructions alone. The first mode comes from
+`providers.starting_mode` (litellm's capability flags, corrected by a table of known
+exceptions). Flags can still be wrong, so when a provider rejects a request for its
+`response_format` the gateway falls back one mode and retries at once, and remembers the
+working mode per model for the rest of its life. Every answer is validated with pydantic;
+an invalid one gets one repair request that shows the model its reply and the error.
+
+A refusal no retry can fix (bad key, unknown model, malformed request) raises
+`ProviderError` at once: callers stop instead of spending a budget on failed steps.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,16 +34,32 @@ from pydantic import BaseModel, Field
 
 from colabkit.llm.cache import CachedAnswer, ResponseCache, cache_key
 from colabkit.llm.config import ModelConfig
-from colabkit.llm.providers import is_custom, litellm_module
-from colabkit.llm.records import Budget, CallRecord, LLMCallError, StructuredOutputError
+from colabkit.llm.prompts import prompt_hash
+from colabkit.llm.providers import (
+    FALLBACK,
+    classify,
+    is_custom,
+    litellm_module,
+    provider_message,
+    starting_mode,
+)
+from colabkit.llm.records import (
+    Budget,
+    CallRecord,
+    LLMCallError,
+    OutputMode,
+    ProviderError,
+    StructuredOutputError,
+)
 from colabkit.llm.schema import bounded_schema, parse_as, schema_instructions, token_bound
 
 T = TypeVar("T", bound=BaseModel)
 # Past the configured timeout litellm should have given up itself; this only catches a
 # provider that hangs (a custom handler, a stalled socket).
 _TIMEOUT_GRACE_S = 5.0
-_RETRY_STATUS = {408, 409, 429}
 _ERROR_CHARS = 400
+_PROVIDER_TROUBLE = {401: "authentication failed, check the API key", 402: "payment required",
+                     403: "permission denied", 404: "model not found"}
 
 
 class RetryPolicy(BaseModel, frozen=True):
@@ -55,10 +78,20 @@ class RetryPolicy(BaseModel, frozen=True):
 class _Plan:
     """How one structured request is sent: what format parameter, what cache key part."""
 
+    mode: OutputMode
     response_format: Any
     format_key: dict[str, Any]
     instructions: str | None
     max_tokens: int
+
+
+@dataclass
+class _Outcome:
+    """One request's answer (None on failure), its record, and whether its format was refused."""
+
+    answer: CachedAnswer | None
+    record: CallRecord
+    format_rejected: bool = False
 
 
 class Gateway:
@@ -66,24 +99,28 @@ class Gateway:
 
     `cache_dir` is where answers persist (an experiment's results folder); None keeps them
     in memory for this gateway's lifetime. `budget` may be shared between gateways (see
-    `Budget`). `retry` controls backoff; tests use zero delays.
+    `Budget`). `retry` controls backoff; tests use zero delays. `modes` is the output mode
+    that works for each model string, learnt from rejections (see the module docstring); a
+    batch may pass one dict to all its session gateways so a lesson is learnt once per run.
     """
 
     def __init__(self, *, cache_dir: Path | None = None, budget: Budget | None = None,
-                 retry: RetryPolicy | None = None):
+                 retry: RetryPolicy | None = None, modes: dict[str, OutputMode] | None = None):
         self.cache = ResponseCache(cache_dir)
         self.budget = budget
         self.retry = retry or RetryPolicy()
         self.records: list[CallRecord] = []
+        self.modes: dict[str, OutputMode] = {} if modes is None else modes
         self.cache_hits = 0
         self.cache_misses = 0
 
     async def complete(self, config: ModelConfig, messages: list[dict], *, caller: str,
                        sample: int = 0) -> tuple[str, CallRecord]:
-        """Free text. Raises `LLMCallError` after retries, or `BudgetExceeded`."""
-        answer, record = await self._request(config, messages, caller=caller, sample=sample,
-                                             response_format=None, format_key=None,
-                                             max_tokens=config.max_tokens)
+        """Free text. Raises `LLMCallError` after retries, `ProviderError` or `BudgetExceeded`."""
+        outcome = await self._request(config, messages, caller=caller, sample=sample, mode="text",
+                                      response_format=None, format_key=None,
+                                      max_tokens=config.max_tokens)
+        answer, record = outcome.answer, outcome.record
         if answer is None:
             raise LLMCallError(f"{config.model} ({caller}): {record.error}",
                                attempts=record.attempts, records=[record])
@@ -94,23 +131,37 @@ class Gateway:
         """A validated `schema` instance, after at most one repair request.
 
         Raises `StructuredOutputError` (transport failure after retries, or invalid output
-        after repair) or `BudgetExceeded`; nothing else escapes.
+        after repair), `ProviderError` (a refusal no retry can fix) or `BudgetExceeded`;
+        nothing else escapes. A rejected `response_format` is not a repair round: the same
+        request is sent again at once in the next mode.
         """
         try:
-            plan = self._plan(config, schema)
+            bounded = bounded_schema(schema)
+            mode = self.modes.get(config.model) or starting_mode(config)
         except Exception as exc:  # a broken litellm install or schema must not crash a batch
             raise StructuredOutputError(f"{config.model} ({caller}): cannot prepare request: "
                                         f"{_describe(exc)}", attempts=0, records=[]) from exc
-        conversation = list(messages)
-        if plan.instructions:
-            conversation = _with_system_text(conversation, plan.instructions)
         records: list[CallRecord] = []
-        for round_number in (1, 2):
-            answer, record = await self._request(
-                config, conversation, caller=caller, sample=sample,
-                response_format=plan.response_format, format_key=plan.format_key,
-                max_tokens=plan.max_tokens)
-            records.append(record)
+        repair: list[dict] = []
+        round_number = 1
+        while True:
+            plan = _plan(config, schema, bounded, mode)
+            conversation = list(messages)
+            if plan.instructions:
+                conversation = _with_system_text(conversation, plan.instructions)
+            try:
+                outcome = await self._request(
+                    config, [*conversation, *repair], caller=caller, sample=sample, mode=mode,
+                    response_format=plan.response_format, format_key=plan.format_key,
+                    max_tokens=plan.max_tokens)
+            except ProviderError as exc:
+                exc.records = [*records, *exc.records]
+                raise
+            records.append(outcome.record)
+            if outcome.format_rejected:
+                mode = self.modes[config.model] = FALLBACK[mode]
+                continue
+            answer = outcome.answer
             if answer is None:
                 break
             try:
@@ -119,10 +170,12 @@ class Gateway:
                 problem = str(exc)
                 if answer.finish_reason == "length":
                     problem = f"the reply was cut off at {plan.max_tokens} tokens; {problem}"
-                record.error = f"invalid {schema.__name__}: {problem}"[:_ERROR_CHARS]
-            if round_number == 1:
-                conversation = [*conversation, {"role": "assistant", "content": answer.text},
-                                {"role": "user", "content": _repair_prompt(schema, problem)}]
+                outcome.record.error = f"invalid {schema.__name__}: {problem}"[:_ERROR_CHARS]
+            if round_number == 2:
+                break
+            round_number += 1
+            repair = [{"role": "assistant", "content": answer.text},
+                      {"role": "user", "content": _repair_prompt(schema, problem)}]
         attempts = sum(r.attempts for r in records)
         raise StructuredOutputError(
             f"{config.model} ({caller}): no valid {schema.__name__} after {len(records)} "
@@ -133,46 +186,34 @@ class Gateway:
         """Release the persistent cache (the gateway is not usable afterwards)."""
         self.cache.close()
 
-    def _plan(self, config: ModelConfig, schema: type[BaseModel]) -> _Plan:
-        litellm = litellm_module()
-        bounded = bounded_schema(schema)
-        key = {"schema": bounded}
-        max_tokens = config.max_tokens or token_bound(bounded)
-        if is_custom(config.provider):
-            return _Plan(response_format={"type": "json_schema", "json_schema": {
-                "name": schema.__name__, "schema": bounded, "strict": True}},
-                format_key=key, instructions=None, max_tokens=max_tokens)
-        if _safe(litellm.supports_response_schema, model=config.model):
-            return _Plan(response_format=schema, format_key=key, instructions=None,
-                         max_tokens=max_tokens)
-        supported = _safe(litellm.get_supported_openai_params, model=config.model) or []
-        json_mode = {"type": "json_object"} if "response_format" in supported else None
-        return _Plan(response_format=json_mode, format_key=key,
-                     instructions=schema_instructions(bounded), max_tokens=max_tokens)
-
     async def _request(self, config: ModelConfig, messages: list[dict], *, caller: str,
-                       sample: int, response_format: Any, format_key: dict | None,
-                       max_tokens: int | None) -> tuple[CachedAnswer | None, CallRecord]:
-        """One request with retries. Returns (None, record with error) on failure."""
+                       sample: int, mode: OutputMode, response_format: Any,
+                       format_key: dict | None, max_tokens: int | None) -> _Outcome:
+        """One request with retries; a failure is an `_Outcome` without answer.
+
+        Raises `ProviderError` (after accounting the attempt) when no retry can succeed.
+        """
         if self.budget is not None:
             self.budget.check()
         started = time.perf_counter()
+        digest = prompt_hash(messages)
         key = cache_key(config, messages, format_key, sample)
         cached = self.cache.get(key)
         if cached is not None:
             self.cache_hits += 1
-            return cached, self._account(CallRecord(
-                caller=caller, model=config.model, prompt_tokens=cached.prompt_tokens,
+            return _Outcome(cached, self._account(CallRecord(
+                caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=cached.prompt_tokens,
                 completion_tokens=cached.completion_tokens, cost=cached.cost,
-                latency_s=time.perf_counter() - started, cache_hit=True, attempts=0))
+                latency_s=time.perf_counter() - started, cache_hit=True, attempts=0,
+                output_mode=mode)))
         self.cache_misses += 1
         kwargs = _litellm_kwargs(config, messages, caller=caller, sample=sample,
                                  response_format=response_format, max_tokens=max_tokens)
         try:
             litellm = litellm_module()  # the one-off import is not the model's latency
         except Exception as exc:
-            return None, self._account(CallRecord(caller=caller, model=config.model,
-                                                  error=_describe(exc)))
+            return _Outcome(None, self._account(CallRecord(
+                caller=caller, model=config.model, prompt_hash=digest, error=_describe(exc), output_mode=mode)))
         started = time.perf_counter()
         attempt = 0
         while True:
@@ -184,17 +225,21 @@ class Gateway:
                 answer = _answer_of(litellm, response)
                 break
             except Exception as exc:  # every failure becomes a record, never a crash
-                if _retryable(exc) and attempt < self.retry.max_attempts:
+                kind = classify(exc, sent_format=response_format is not None)
+                if kind == "retry" and attempt < self.retry.max_attempts:
                     await asyncio.sleep(self.retry.delay(attempt))
                     continue
-                return None, self._account(CallRecord(
-                    caller=caller, model=config.model, latency_s=time.perf_counter() - started,
-                    attempts=attempt, error=_describe(exc)))
+                record = self._account(CallRecord(
+                    caller=caller, model=config.model, prompt_hash=digest, latency_s=time.perf_counter() - started,
+                    attempts=attempt, error=_describe(exc), output_mode=mode))
+                if kind == "fatal":
+                    raise _fatal(config.model, exc, record) from exc
+                return _Outcome(None, record, format_rejected=kind == "format")
         self.cache.put(key, answer)
-        return answer, self._account(CallRecord(
-            caller=caller, model=config.model, prompt_tokens=answer.prompt_tokens,
+        return _Outcome(answer, self._account(CallRecord(
+            caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens, cost=answer.cost,
-            latency_s=time.perf_counter() - started, attempts=attempt))
+            latency_s=time.perf_counter() - started, attempts=attempt, output_mode=mode)))
 
     def _account(self, record: CallRecord) -> CallRecord:
         self.records.append(record)
@@ -241,16 +286,30 @@ def _answer_of(litellm: Any, response: Any) -> CachedAnswer:
                         cost=cost, finish_reason=choice.finish_reason)
 
 
-def _retryable(exc: BaseException) -> bool:
-    """Transient failures worth another attempt: timeouts, rate limits, 5xx, connection."""
-    litellm = sys.modules.get("litellm")
-    transient = (TimeoutError, asyncio.TimeoutError)
-    if litellm is not None:
-        transient += (litellm.Timeout, litellm.APIConnectionError)
-    if isinstance(exc, transient):
-        return True
+def _plan(config: ModelConfig, schema: type[BaseModel], bounded: dict[str, Any],
+          mode: OutputMode) -> _Plan:
+    """The request parameters of `mode`; the mode is part of the cache key."""
+    key = {"schema": bounded, "mode": mode}
+    max_tokens = config.max_tokens or token_bound(bounded)
+    if mode == "json_schema":
+        native: Any = schema
+        if is_custom(config.provider):
+            native = {"type": "json_schema", "json_schema": {
+                "name": schema.__name__, "schema": bounded, "strict": True}}
+        return _Plan(mode, native, key, None, max_tokens)
+    json_mode = {"type": "json_object"} if mode == "json_object" else None
+    return _Plan(mode, json_mode, key, schema_instructions(bounded), max_tokens)
+
+
+def _fatal(model: str, exc: BaseException, record: CallRecord) -> ProviderError:
+    """A one-line `ProviderError`: the model, what went wrong, and the provider's own words."""
     status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and (status in _RETRY_STATUS or status >= 500)
+    status = status if isinstance(status, int) else None
+    trouble = _PROVIDER_TROUBLE.get(status or 0, "request rejected")
+    where = f"HTTP {status} " if status is not None else ""
+    detail = provider_message(exc)[:_ERROR_CHARS]
+    return ProviderError(f"{model}: {trouble} ({where}{type(exc).__name__}): {detail}",
+                         model=model, status=status, records=[record])
 
 
 def _describe(exc: BaseException) -> str:
@@ -258,14 +317,6 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) and not text:
         text = "no answer within the timeout"
     return f"{type(exc).__name__}: {text}"[:_ERROR_CHARS]
-
-
-def _safe(function: Any, **kwargs: Any) -> Any:
-    """litellm capability look-ups raise for models they do not know; treat that as 'no'."""
-    try:
-        return function(**kwargs)
-    except Exception:
-        return None
 
 
 def _with_system_text(messages: list[dict], text: str) -> list[dict]:

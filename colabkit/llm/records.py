@@ -1,15 +1,24 @@
 """What every model call leaves behind, the errors a caller can get, and spending caps.
 
 A batch of sessions must never crash on one failed call, so the gateway turns every failure
-into one of two exceptions: `LLMCallError` (with `StructuredOutputError` as the subclass for
-structured calls), which callers record as a failed step, and `BudgetExceeded`, which tells
-them to stop starting new work. Both carry the `CallRecord`s of what was attempted, because
-token use and cost are study data even when a step fails.
+into one of three exceptions: `LLMCallError` (with `StructuredOutputError` as the subclass for
+structured calls), which callers record as a failed step; `BudgetExceeded`, which tells them
+to stop starting new work; and `ProviderError`, a refusal no retry can fix (bad key, unknown
+model), which tells them to stop at once instead of spending a budget on failed steps. All
+carry the `CallRecord`s of what was attempted, because token use and cost are study data
+even when a step fails.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
+
+# How a request asked for its output format (see `colabkit.llm.gateway`): the schema as the
+# provider's `response_format`, JSON mode plus the schema in the prompt, the schema in the
+# prompt alone, or free text (no schema at all).
+OutputMode = Literal["json_schema", "json_object", "instructions", "text"]
 
 
 class CallRecord(BaseModel):
@@ -18,11 +27,15 @@ class CallRecord(BaseModel):
     `attempts` counts transport attempts (0 for a cache hit: nothing was sent). A cache hit
     carries the tokens and cost of the stored answer, so a replay accounts and hits budgets
     exactly like the original run; `cache_hit` tells that nothing was paid this time.
-    `error` is set when the request failed or its answer did not validate.
+    `error` is set when the request failed or its answer did not validate. `prompt_hash` is
+    the sha256 of the messages as sent (`colabkit.llm.prompts`); the gateway always sets it.
+    `output_mode` says how the format was asked for (None only in records written before it
+    existed).
     """
 
     caller: str
     model: str
+    prompt_hash: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
@@ -30,6 +43,7 @@ class CallRecord(BaseModel):
     cache_hit: bool = False
     attempts: int = 0
     error: str | None = None
+    output_mode: OutputMode | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -47,6 +61,19 @@ class LLMCallError(Exception):
 
 class StructuredOutputError(LLMCallError):
     """No schema-valid answer: transport failures after retries, or invalid output after repair."""
+
+
+class ProviderError(Exception):
+    """A provider refusal that no retry can fix: bad key, no permission, unknown model, a
+    malformed request. The message is one line naming the model; `status` is the HTTP status
+    (None when the provider gave none) and `records` what was attempted.
+    """
+
+    def __init__(self, message: str, *, model: str, status: int | None, records: list[CallRecord]):
+        super().__init__(message)
+        self.model = model
+        self.status = status
+        self.records = records
 
 
 class BudgetExceeded(Exception):

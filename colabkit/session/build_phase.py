@@ -5,96 +5,181 @@ Protocol (memory variants only; the single agent and non-memory variants skip it
    responsibility, plan, evidence standards; in Scaffolded also gates). Each proposer sees
    the query, its own private briefing and the proposals made before it, because the point
    of the build is that members learn who knows what.
-2. Round 2, the AI agent consolidates all proposals into one. It is the AI because it is
-   the one member present in every team, so every variant runs the same protocol.
-3. The consolidation becomes the frozen `MemoryRecord` (team layer: gates kept only for
-   self-selected gating, so Memory-only drops any the team wrote) and a `memory_frozen`
-   event records its digest, content and the mapping report.
+2. Round 2, the AI agent consolidates all proposals into one draft. It is the AI because it
+   is the one member present in every team, so every variant runs the same protocol.
+3. Round 3, ratification (issue 8, item 6: the memory is the team's act, not the AI's
+   alone): every simulated human, in a seed-drawn order, sees the draft as it would be
+   enforced and either accepts it or names one amendment. They answer independently (none
+   sees another's answer). The AI agent wrote the draft, so it does not ratify its own work.
+4. Round 4, if anyone amended, the AI agent applies the amendments once (one call, no
+   second round). Then the result becomes the frozen `MemoryRecord` (team layer: gates kept
+   only for self-selected gating, so Memory-only drops any the team wrote) and a
+   `memory_frozen` event records its digest, content, source, each member's ratification
+   and the mapping report.
 
-A proposal whose model answer is malformed is a failed step and is simply missing. If the
-consolidation itself fails, the AI's own proposal (else the first valid one) is adopted, and
-with no valid proposal at all the memory has empty slots; the event says which happened.
-All events here have phase "build" and count towards no task-phase budget.
+A malformed answer is a failed step and is simply missing: a proposal is left out, a
+ratification counts as no amendment. If the consolidation fails, the AI's own proposal (else
+the first valid one) is the draft, and with no valid proposal at all the memory has empty
+slots; if applying the amendments fails, the draft is frozen unamended. The event says
+which happened. All events here have phase "build" and count towards no task-phase budget.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-
-from pydantic import BaseModel
+from typing import Literal
 
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
 from colabkit.session.observation import clip
 from colabkit.session.react import ask, prompt_messages
 from colabkit.session.settings import SessionSpec
-from colabkit.team import MemoryRecord, build_instructions, memory_from_consolidation, memory_schema
+from colabkit.team import (
+    MemoryRecord,
+    MemorySlots,
+    Persona,
+    Ratification,
+    build_instructions,
+    memory_from_consolidation,
+    memory_schema,
+)
 
-PROPOSE, CONSOLIDATE = BUILD_ACTIONS
-PROPOSAL_CHARS = 600
+PROPOSE, CONSOLIDATE, RATIFY, AMEND = BUILD_ACTIONS
 BUILD_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object filling the slots."
+RATIFY_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object: decision, amendment."
 
 
-def _render_proposal(pid: str, proposal: BaseModel) -> str:
+def _render_proposal(pid: str, proposal: MemorySlots, limit: int | None) -> str:
     fields = "; ".join(f"{key}: {' '.join(str(value).split())}" for key, value in proposal.model_dump().items())
-    return clip(f"{pid} proposed -- {fields}", PROPOSAL_CHARS)
+    return clip(f"{pid} proposed -- {fields}", limit)
 
 
-def _user_text(query: str, briefing: str, instructions: str, proposals: Mapping[str, BaseModel]) -> str:
+def _user_text(query: str, briefing: str, instructions: str, extra: list[str]) -> str:
     # The team layer's briefings open with the query; as in task-phase observations, say it once.
     parts = [] if query.strip() in briefing else [f"# Task\n{query}"]
-    parts += [f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{instructions}"]
-    if proposals:
-        parts.append("# Proposals so far\n" + "\n".join(_render_proposal(p, v) for p, v in proposals.items()))
+    parts += [f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{instructions}", *extra]
     return "\n\n".join(parts)
+
+
+class _Build:
+    """One run of the protocol: the spec, the model calls and the log."""
+
+    def __init__(self, spec: SessionSpec, query: str, briefings: Mapping[str, str], gateway: Gateway,
+                 log: EventLog, sample: int) -> None:
+        self.spec, self.query, self.briefings, self.gateway, self.log, self.sample = (
+            spec, query, briefings, gateway, log, sample)
+        self.variant = spec.variant
+        self.with_gates = self.variant.gate_source == "self"
+        self.profile = spec.profile  # the compact one keeps the embedded model's answers short
+        self.schema = memory_schema(self.with_gates, self.profile.slot_chars)
+        self.team: tuple[Persona, ...] = self.variant.team_personas()
+
+    def order(self, members: list[str], step: int) -> list[str]:
+        shuffled = list(members)
+        random.Random(f"{self.spec.seed}:build:{step}").shuffle(shuffled)
+        return shuffled
+
+    def messages(self, pid: str, note: str, stage: Literal["propose", "consolidate", "ratify", "amend"],
+                 extra: list[str]) -> list[dict[str, str]]:
+        instructions = build_instructions(stage, self.team, self.with_gates, self.profile.slot_chars)
+        return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{note}",
+                               _user_text(self.query, self.briefings[pid], instructions, extra))
+
+    def proposals_block(self, proposals: Mapping[str, MemorySlots]) -> list[str]:
+        if not proposals:
+            return []
+        limit = self.profile.proposal_chars
+        return ["# Proposals so far\n" + "\n".join(_render_proposal(p, v, limit) for p, v in proposals.items())]
+
+    async def propose(self) -> dict[str, MemorySlots]:
+        proposals: dict[str, MemorySlots] = {}
+        for pid in self.order(list(self.variant.team), 1):
+            answer = await ask(self.gateway, self.spec.model_for(pid),
+                               self.messages(pid, BUILD_NOTE, "propose", self.proposals_block(proposals)),
+                               self.schema, caller=pid, sample=self.sample)
+            if answer.value is None:
+                self.log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="failed_step",
+                              result=answer.error or "", llm_calls=answer.records)
+                continue
+            proposals[pid] = answer.value
+            self.log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="ok",
+                          args=answer.value.model_dump(mode="json"), result="proposal recorded",
+                          llm_calls=answer.records)
+        return proposals
+
+    async def consolidate(self, proposals: dict[str, MemorySlots]) -> tuple[MemorySlots, str]:
+        answer = await ask(self.gateway, self.spec.model_for("ai"),
+                           self.messages("ai", BUILD_NOTE, "consolidate", self.proposals_block(proposals)),
+                           self.schema, caller="ai", sample=self.sample)
+        if answer.value is not None:
+            self.log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="ok",
+                          args=answer.value.model_dump(mode="json"), result="consolidation recorded",
+                          llm_calls=answer.records)
+            return answer.value, "consolidation"
+        self.log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="failed_step",
+                      result=answer.error or "", llm_calls=answer.records)
+        fallback = "ai" if "ai" in proposals else next(iter(proposals), None)
+        if fallback is not None:
+            return proposals[fallback], f"fallback: proposal of {fallback}"
+        empty = self.schema(expertise="", responsibility="", plan="", evidence_standards="")
+        return empty, "fallback: no valid proposal, empty memory"
+
+    async def ratify(self, draft: MemorySlots) -> tuple[dict[str, str], dict[str, str]]:
+        """Each human's answer ("accept", "amend" or "failed") and the amendments by member."""
+        enforced, _ = memory_from_consolidation(draft, self.team, with_gates=self.with_gates)
+        shown = [f"# Consolidated memory (draft)\n{enforced.render(draft=True)}"]
+        answers: dict[str, str] = {}
+        amendments: dict[str, str] = {}
+        for pid in self.order(list(self.variant.humans), 3):
+            answer = await ask(self.gateway, self.spec.model_for(pid), self.messages(pid, RATIFY_NOTE, "ratify", shown),
+                               Ratification, caller=pid, sample=self.sample)
+            if answer.value is None:
+                answers[pid] = "failed"
+                self.log.emit(phase="build", round=3, participant=pid, action=RATIFY, status="failed_step",
+                              result=answer.error or "", llm_calls=answer.records)
+                continue
+            answers[pid] = answer.value.decision
+            if answer.value.decision == "amend":
+                amendments[pid] = answer.value.amendment.strip()
+            self.log.emit(phase="build", round=3, participant=pid, action=RATIFY, status="ok",
+                          args=answer.value.model_dump(mode="json"),
+                          result="accepted" if answer.value.decision == "accept" else "amendment named",
+                          llm_calls=answer.records)
+        return answers, amendments
+
+    async def amend(self, draft: MemorySlots, amendments: dict[str, str]) -> MemorySlots | None:
+        shown = [f"# Consolidated memory (draft, JSON)\n{draft.model_dump_json()}",
+                 "# Amendments\n" + "\n".join(f"- {pid}: {text}" for pid, text in amendments.items())]
+        answer = await ask(self.gateway, self.spec.model_for("ai"), self.messages("ai", BUILD_NOTE, "amend", shown),
+                           self.schema, caller="ai", sample=self.sample)
+        if answer.value is None:
+            self.log.emit(phase="build", round=4, participant="ai", action=AMEND, status="failed_step",
+                          args={"amendments": amendments}, result=answer.error or "", llm_calls=answer.records)
+            return None
+        self.log.emit(phase="build", round=4, participant="ai", action=AMEND, status="ok",
+                      args={"amendments": amendments, "memory": answer.value.model_dump(mode="json")},
+                      result=f"{len(amendments)} amendment(s) applied", llm_calls=answer.records)
+        return answer.value
 
 
 async def build_memory(
     spec: SessionSpec, query: str, briefings: Mapping[str, str], *, gateway: Gateway, log: EventLog, sample: int
 ) -> MemoryRecord:
     """Run the build protocol above, log it, and return the frozen memory."""
-    variant = spec.variant
-    with_gates = variant.gate_source == "self"
-    schema = memory_schema(with_gates)
-    team = variant.team_personas()
-    order = list(variant.team)
-    random.Random(f"{spec.seed}:build:1").shuffle(order)
-
-    proposals: dict[str, BaseModel] = {}
-    for pid in order:
-        instructions = build_instructions("propose", team, with_gates)
-        messages = prompt_messages(f"{variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
-                                   _user_text(query, briefings[pid], instructions, proposals))
-        answer = await ask(gateway, spec.model_for(pid), messages, schema, caller=pid, sample=sample)
-        if answer.value is None:
-            log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="failed_step",
-                     result=answer.error or "", llm_calls=answer.records)
-            continue
-        proposals[pid] = answer.value
-        log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="ok",
-                 args=answer.value.model_dump(mode="json"), result="proposal recorded", llm_calls=answer.records)
-
-    instructions = build_instructions("consolidate", team, with_gates)
-    messages = prompt_messages(f"{variant.persona('ai').prompt}\n\n{BUILD_NOTE}",
-                               _user_text(query, briefings["ai"], instructions, proposals))
-    answer = await ask(gateway, spec.model_for("ai"), messages, schema, caller="ai", sample=sample)
-    if answer.value is not None:
-        consolidated, source = answer.value, "consolidation"
-        log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="ok",
-                 args=consolidated.model_dump(mode="json"), result="consolidation recorded",
-                 llm_calls=answer.records)
-    else:
-        log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="failed_step",
-                 result=answer.error or "", llm_calls=answer.records)
-        fallback = "ai" if "ai" in proposals else next(iter(proposals), None)
-        consolidated = proposals[fallback] if fallback else schema(
-            expertise="", responsibility="", plan="", evidence_standards="")
-        source = f"fallback: proposal of {fallback}" if fallback else "fallback: no valid proposal, empty memory"
-
-    memory, report = memory_from_consolidation(consolidated, team, with_gates=with_gates)
-    log.emit(phase="build", round=2, participant=SYSTEM, action="memory_frozen", status="info",
+    build = _Build(spec, query, briefings, gateway, log, sample)
+    draft, source = await build.consolidate(await build.propose())
+    ratification, amendments = await build.ratify(draft)
+    final = draft
+    if amendments:
+        amended = await build.amend(draft, amendments)
+        if amended is None:
+            source += "; amending failed, the draft is frozen unamended"
+        else:
+            final, source = amended, source + f"; amended by {', '.join(amendments)}"
+    memory, report = memory_from_consolidation(final, build.team, with_gates=build.with_gates)
+    log.emit(phase="build", round=4, participant=SYSTEM, action="memory_frozen", status="info",
              args={"digest": memory.digest(), "memory": memory.model_dump(mode="json"), "source": source,
-                   "report": list(report)},
+                   "ratification": ratification, "report": list(report)},
              result=memory.digest())
     return memory

@@ -8,8 +8,11 @@ caller's sink as they happen, the workspace lives in the caller's (or a temporar
 
 Failure policy (fail closed, always recorded): a malformed model answer or an impossible
 action is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by
-"llm_budget"; any other exception is a bug, and still ends it with ended_by "error" and a
-`session_end` event carrying the exception, so a batch never loses a session silently.
+"llm_budget"; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
+at once with ended_by "provider_error" and the provider's one-line error, instead of
+spending the action budget on failed steps; any other exception is a bug, and still ends
+it with ended_by "error" and a `session_end` event carrying the exception, so a batch never
+loses a session silently.
 """
 
 from __future__ import annotations
@@ -22,37 +25,43 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from colabkit.errors import ColabkitError
-from colabkit.llm import BudgetExceeded, Gateway
+from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError
 from colabkit.session.actions import Action, InvalidAction, StepSchema, to_action, valid_actions
 from colabkit.session.build_phase import build_memory
-from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EventLog, EventSink
+from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_table
-from colabkit.session.observation import MEMORY_CHARS, Observation, build_observation, cell_output, clip
-from colabkit.session.react import ask, step_messages
+from colabkit.session.observation import Observation, build_observation, cell_output, clip
+from colabkit.session.react import ask, step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
 from colabkit.session.settings import SessionSpec
-from colabkit.session.totals import session_totals
+from colabkit.session.totals import Totals, session_totals
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
 
-EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "error"]
 SCRATCHPAD = 8
 RESULT_CHARS = 500
 
 
 class SessionResult(BaseModel):
-    """How a session ended and what it produced (the events went to the sink)."""
+    """How a session ended and what it produced (the events went to the sink).
+
+    `briefings` (the private text each participant received) and `persona_versions` are
+    per session, not per event: they are fixed before the first step.
+    """
 
     session_id: str
     spec: SessionSpec
+    task_digest: str
+    briefings: dict[str, str]
+    persona_versions: dict[str, str]
     final_hypothesis: str
     ended_by: EndedBy
     memory: MemoryRecord | None
     isolation: IsolationReport
     snapshot: WorkspaceSnapshot
     n_events: int
-    totals: dict[str, float]
+    totals: Totals
 
 
 class _Session:
@@ -64,7 +73,10 @@ class _Session:
         self.team = self.variant.team
         self.briefings: dict[str, str] = {}
         self.scratch: dict[str, deque[str]] = {pid: deque(maxlen=SCRATCHPAD) for pid in self.team}
-        self.sched = Scheduler(spec.settings, self.team)
+        self.profile = spec.profile
+        self.sides = {pid: self.variant.persona(pid).role for pid in self.team}
+        self.sched = Scheduler(spec.settings, self.sides)
+        self.cells_at_request: dict[str, int] = {}  # request id -> cells run when it was made
         self.memory: MemoryRecord | None = None
         self.gates = Gatekeeper(None, self.team)
         self.round = 0
@@ -77,7 +89,8 @@ class _Session:
                       args={"task_id": self.task.id, "variant": self.variant.name, "seed": self.spec.seed,
                             "team": list(self.team), "isolation": self.ws.isolation.level,
                             "personas": {p: self.variant.persona(p).version for p in self.team}})
-        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task) for pid in self.team}
+        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task,
+                                                max_chars=self.profile.briefing_chars) for pid in self.team}
         if self.variant.memory:
             self.memory = await build_memory(self.spec, self.task.query, self.briefings,
                                              gateway=self.gateway, log=self.log, sample=self.spec.seed)
@@ -92,19 +105,23 @@ class _Session:
         return "max_rounds"
 
     def observe(self, pid: str) -> Observation:
+        side = [p for p in self.team if self.sides[p] == self.sides[pid]]
         return build_observation(
             participant=pid,
             team=self.team,
             names=[self.variant.persona(p).name for p in self.team],
-            sees_all=self.variant.persona(pid).role == "ai",
+            sees_all=self.sides[pid] == "ai",
+            profile=self.profile,
             round=self.round,
-            actions_left=self.sched.actions_left,
+            actions_left=self.sched.actions_left(pid),
+            budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
             # Fitted by the memory itself: slots trimmed evenly, the enforced gate line kept whole.
-            memory=self.memory.render(max_chars=MEMORY_CHARS) if self.memory is not None else None,
+            memory=self.memory.render(max_chars=self.profile.memory_chars) if self.memory is not None else None,
             workspace=self.ws,
             gatekeeper=self.gates,
+            cells_at_request=self.cells_at_request,
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
             valid_actions=valid_actions(pid, self.team, has_requests=bool(self.gates.addressed_to(pid))),
@@ -120,7 +137,8 @@ class _Session:
         if not self.sched.eligible(pid, key):
             return None
         messages = step_messages(self.variant.persona(pid).prompt, observation.render())
-        answer = await ask(self.gateway, self.spec.model_for(pid), messages, StepSchema,
+        schema = step_schema(self.profile.thought_chars, self.profile.content_chars)
+        answer = await ask(self.gateway, self.spec.model_for(pid), messages, schema,
                            caller=pid, sample=self.spec.seed)
         step = answer.value
         self.sched.record_step(pid, key, waited=step is not None and step.action == "wait")
@@ -148,9 +166,11 @@ class _Session:
         rule = self.gates.rule_for(action, pid)
         if rule is not None:
             request = self.gates.open(action, pid, rule, self.round)
+            self.cells_at_request[request.request_id] = len(self.ws.cells)
             held = f"held as {request.request_id} until {request.signatory} approves"
+            ref = GateRuleRef(action=rule.action, scope=rule.scope, note=rule.note, signatory=rule.signatory)
             self.emit(pid, action.type, "pending", args=action.args(), request_id=request.request_id,
-                      signatory=request.signatory, result=held, **fields)
+                      signatory=request.signatory, gate_rule=ref, result=held, **fields)
             return False
         return await self.apply(action, pid, **fields)
 
@@ -177,32 +197,35 @@ class _Session:
         if action.type == "send_message":
             message = self.ws.chat.post(actor, action.text, to=action.to)
             to = ",".join(message.to) if message.to else "all"
-            self.emit(actor, action.type, "ok", args=args, result=f"message #{message.index} sent to {to}", **fields)
+            self.emit(actor, action.type, "ok", args=args, result=f"message #{message.index} sent to {to}",
+                      message_index=message.index, **fields)
         elif action.type == "execute_code":
             cell = await self.ws.execute(action.code, author=actor)
             self.emit(actor, action.type, "ok" if cell.status == "ok" else "error", args=args,
-                      result=clip(f"cell {cell.index} {cell.status}: {cell_output(cell)}", RESULT_CHARS), **fields)
+                      result=clip(f"cell {cell.index} {cell.status}: {cell_output(cell)}", RESULT_CHARS),
+                      cell_index=cell.index, **fields)
             if cell.restarted:
                 self.emit(SYSTEM, "kernel_restart", "info", args={"cell": cell.index, "cell_status": cell.status},
                           result=f"kernel restarted while running cell {cell.index} ({cell.status}); "
                                  "earlier successful cells were replayed")
         elif action.type == "edit_result":
             version = self.ws.editor.write(actor, action.text)
-            self.emit(actor, action.type, "ok", args=args, result=f"editor version {version.index}", **fields)
+            self.emit(actor, action.type, "ok", args=args, result=f"editor version {version.index}",
+                      editor_version=version.index, **fields)
         elif action.type == "finish":
             self.emit(actor, action.type, "ok", args=args, result="finished: the editor text is submitted", **fields)
             return True
         return False
 
-    def close(self, ended_by: EndedBy, detail: dict[str, Any]) -> None:
-        """Expire open requests and log the end (with the error, if there was one)."""
+    def close(self, ended_by: EndedBy, detail: dict[str, Any], calls: tuple[CallRecord, ...] = ()) -> None:
+        """Expire open requests and log the end (with the error and the calls behind it, if any)."""
         for request in self.gates.expire_pending():
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
                       signatory=request.signatory, proposer=request.proposer, args={"action": request.action.type},
                       result=f"{request.request_id} ({request.action.type} by {request.proposer}) never decided")
-        self.emit(SYSTEM, "session_end", "error" if ended_by == "error" else "info",
+        self.emit(SYSTEM, "session_end", "error" if ended_by in ("error", "provider_error") else "info",
                   args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round, **detail},
-                  result=detail.get("error", f"ended by {ended_by}"))
+                  result=detail.get("error", f"ended by {ended_by}"), llm_calls=calls)
 
 
 async def run_session(
@@ -226,24 +249,30 @@ async def run_session(
     try:
         session = _Session(spec, task, ws, gateway, log)
         detail: dict[str, Any] = {}
+        calls: tuple[CallRecord, ...] = ()
         try:
             ended_by = await session.play()
         except BudgetExceeded as exc:
             ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
+        except ProviderError as exc:  # the failed call's records stay in the log: attempts are data
+            ended_by, detail, calls = "provider_error", {"error": str(exc)}, tuple(exc.records)
         except Exception as exc:  # a bug: end the session closed and recorded, never silently
             ended_by = "error"
             detail = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
-        session.close(ended_by, detail)
+        session.close(ended_by, detail, calls)
         return SessionResult(
             session_id=spec.session_id,
             spec=spec,
+            task_digest=task.task_digest,
+            briefings=session.briefings,
+            persona_versions={pid: spec.variant.persona(pid).version for pid in spec.variant.team},
             final_hypothesis=ws.editor.text,
             ended_by=ended_by,
             memory=session.memory,
             isolation=ws.isolation,
             snapshot=ws.snapshot(),
             n_events=len(log.events),
-            totals=session_totals(log.events, session.sched, rounds=session.round),
+            totals=session_totals(log.events, spec.settings, session.sides, rounds=session.round),
         )
     finally:
         await ws.close()

@@ -5,6 +5,12 @@ Every step (including `wait`, failed steps and thoughts, which Co-Gym drops) bec
 Events are never amended: a gated action is one `pending` event, later a decision event,
 and (if approved) an application event carrying the original `proposer`.
 
+Joins: an event that creates a notebook cell, a chat message or an editor version carries
+its index (`cell_index`, `message_index`, `editor_version`, the indices in the workspace
+snapshot), including the application of an approved gated action, so a scorer joins the log
+to the snapshot by field, never by parsing `result`. A `pending` event carries the
+`gate_rule` that held it. Every event says which `schema_version` of this model wrote it.
+
 Determinism: given the seed and the model answers, the log is identical across runs except
 for wall-clock fields (`time`, and each LLM call's `latency_s`); `comparable` strips them.
 """
@@ -12,23 +18,43 @@ for wall-clock fields (`time`, and each LLM call's `latency_s`); `comparable` st
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.llm import CallRecord
-from colabkit.team import ACTION_TYPES
+from colabkit.team import ACTION_TYPES, GateScope
 
+EVENT_SCHEMA_VERSION: Final = 2
+"""Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule.
+A stored line without `schema_version` was written by version 1."""
+EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
+"""How a session ended; the one definition every layer imports."""
 Phase = Literal["build", "task"]
 Status = Literal["ok", "error", "failed_step", "pending", "approved", "rejected", "blocked", "info"]
 SYSTEM = "system"
 # The log's vocabulary. Participants use colabkit.team.ACTION_TYPES in the task phase, the
-# two memory-build steps in the build phase, and "invalid_output" for a step whose model
+# four memory-build steps in the build phase, and "invalid_output" for a step whose model
 # answer could not be parsed into any action; "system" has its own actions.
 INVALID_OUTPUT = "invalid_output"
-BUILD_ACTIONS = ("propose_memory", "consolidate_memory")
+BUILD_ACTIONS = ("propose_memory", "consolidate_memory", "ratify_memory", "amend_memory")
 SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", "request_expired", "session_end")
 PARTICIPANT_ACTIONS = (*ACTION_TYPES, *BUILD_ACTIONS, INVALID_OUTPUT)
+
+
+class GateRuleRef(BaseModel):
+    """The gate rule that held an action, as the `pending` event logs it.
+
+    `signatory` is the member the rule names (who was asked to sign); `note` is the team's
+    free text shown to the signatory with the request.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: str
+    scope: GateScope
+    note: str = ""
+    signatory: str
 
 
 class Event(BaseModel):
@@ -36,6 +62,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    schema_version: Literal[2] = EVENT_SCHEMA_VERSION
     session_id: str
     seq: int
     phase: Phase
@@ -51,6 +78,10 @@ class Event(BaseModel):
     decision: Literal["approved", "rejected"] | None = None
     decision_reason: str | None = None
     proposer: str | None = None
+    gate_rule: GateRuleRef | None = None
+    cell_index: int | None = Field(default=None, ge=0)
+    message_index: int | None = Field(default=None, ge=0)
+    editor_version: int | None = Field(default=None, ge=0)
     llm_calls: tuple[CallRecord, ...] = ()
     time: float
 

@@ -7,8 +7,10 @@ decision and its reason. Requests still pending when the session ends are expire
 
 Where the gate table comes from is the variant's `gate_source`: "self" reads the frozen
 memory's table (Scaffolded), "preassigned" the variant's fixed table, "none" gates nothing.
-Which rule applies, its condition and the fallback signatory when the named one cannot sign
-are the team layer's (`GateTable.rule_for`); the condition is shown with the request.
+Both tables hold only rules whose signatory is on the team (absent ones were dropped and
+reported when the table was made). Which rule applies is the team layer's
+(`GateTable.rule_for`): a proposer named as the signatory of its own action is not gated,
+and nobody else is drafted in. The rule's scope and note are shown with the request.
 """
 
 from __future__ import annotations
@@ -40,10 +42,15 @@ class Request:
     proposer: str
     signatory: str
     action: Action
-    condition: str
+    rule: GateRule
     round: int
     status: RequestStatus = "pending"
     reason: str = ""
+
+    @property
+    def condition(self) -> str:
+        """The rule's scope and note, as the signatory reads them ('' when there are none)."""
+        return self.rule.terms()
 
 
 class Gatekeeper:
@@ -59,19 +66,19 @@ class Gatekeeper:
         # Decisions and waits are never gated (GateRule refuses them), so no regress.
         if self.table is None or len(self.team) < 2:
             return None
-        return self.table.rule_for(action.type, proposer, self.team, content=action.payload)
+        return self.table.rule_for(action.type, proposer, content=action.payload)
 
     def open(self, action: Action, proposer: str, rule: GateRule, round: int) -> Request:
         """Hold `action` as a new pending request routed to the rule's signatory."""
         if rule.signatory == proposer or rule.signatory not in self.team:
-            # GateTable.rule_for promises neither; a violation is a bug, not a model error.
+            # rule_for and the tables' team restriction promise neither; a violation is a bug.
             raise RuntimeError(f"gate rule {rule!r} is not signable for proposer {proposer!r} on team {self.team}")
         request = Request(
             request_id=f"req-{len(self.requests) + 1}",
             proposer=proposer,
             signatory=rule.signatory,
             action=action,
-            condition=rule.condition,
+            rule=rule,
             round=round,
         )
         self.requests[request.request_id] = request

@@ -1,49 +1,51 @@
 """What one participant sees before a step: built as a typed object, then rendered as text.
 
-Visibility follows the study. The AI agent sees the whole team's history: every code cell
-with its output, every message (also those between humans), every action in the activity
-list (edits, decisions, requests). A simulated human sees its own cells and actions, the
-messages addressed to it or to all, the current editor text and the approval requests
-addressed to it, never another member's code, outputs or thoughts. Thoughts appear only in
-their owner's scratchpad. The frozen memory, when there is one, is in every task-phase
-observation.
+Visibility follows the study: a participant acts on the last observation of the shared
+workspace, the frozen memory and its own action history; only the AI agent sees the whole
+team's action history. So everyone sees every code cell with its output, the result editor
+and the public chat (plus the messages addressed to it). The AI agent also sees the
+messages between others and the team's activity list (edits, decisions, requests); a
+simulated human sees its own activity only. Thoughts appear only in their owner's
+scratchpad. The frozen memory, when there is one, is in every task-phase observation.
 
-The rendered prompt must fit a tiny local model (~2000 tokens with the persona), so every
-section shows only its most recent items, each clipped, and says how many older ones were
-left out. `view_key` hashes only the shared-world part, so the scheduler can tell whether a
+A signatory deciding a request sees the proposed action in full and the cells it depends
+on. "Depends on" means the cells run before the request was made, by anyone: the kernel
+state the action was proposed on and the evidence it was proposed from. They are shown
+most recent first, up to the profile's `request_cells`, each by index only when it is
+already in the notebook section.
+
+How much of each section is shown is the session's `ObservationProfile` (one per run, from
+the models' context window; see `profile.py`): under "full" nothing is cut and the notebook
+is shown whole up to a budget, summarising the oldest outputs first; under "compact" every
+section shows its most recent items, each clipped, and says how many were left out. The
+stable parts (briefing, memory, team) come first so a local model can reuse its cached
+prefix. `view_key` hashes only the shared-world part, so the scheduler can tell whether a
 participant has anything new in view.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from colabkit.llm.config import sha256_hex
+from colabkit.hashing import sha256_hex
 from colabkit.session.actions import action_help
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.gating import Gatekeeper, Request
+from colabkit.session.profile import ObservationProfile
 
-# Per-section caps (characters or items). Briefings arrive capped at 1,600 characters by the
-# team layer. With a ~900-character persona the worst-case prompt stays near 2,500 tokens
-# and a typical one under 1,500. The stable parts (briefing, memory, team) come first so
-# the embedded model can reuse its cached prefix from one step to the next.
-QUERY_CHARS, BRIEFING_CHARS, MEMORY_CHARS, EDITOR_CHARS = 400, 1600, 1400, 400
-MESSAGES, MESSAGE_CHARS = 5, 200
-CELLS, CODE_CHARS, OUTPUT_CHARS = 2, 250, 350
-ACTIVITY, ACTIVITY_CHARS = 6, 100
-REQUESTS, REQUEST_CHARS = 3, 250
-NOTES, NOTE_CHARS, FEEDBACK_CHARS = 4, 160, 200
+T = TypeVar("T")
+_RULE_CHARS = 120
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
                  "editor", "requests_for_me", "my_requests"}
 
 
-def clip(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, saying how much was cut."""
+def clip(text: str, limit: int | None) -> str:
+    """`text` cut to `limit` characters (None: whole), saying how much was cut."""
     text = text.strip()
-    if len(text) <= limit:
+    if limit is None or len(text) <= limit:
         return text
     return f"{text[:limit].rstrip()} ...[+{len(text) - limit} chars]"
 
@@ -63,6 +65,7 @@ class CellView(BaseModel):
     status: str
     code: str
     output: str
+    summarised: bool = False
 
 
 class RequestView(BaseModel):
@@ -74,10 +77,12 @@ class RequestView(BaseModel):
     condition: str
     status: str
     reason: str
+    proposal: str = ""  # the proposed action in full (for its signatory)
+    depends_on: tuple[CellView, ...] = ()
 
 
 class Observation(BaseModel):
-    """Everything one participant may see at one moment (before clipping for the prompt)."""
+    """Everything one participant may see at one moment, already sized by the profile."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -86,7 +91,8 @@ class Observation(BaseModel):
     names: tuple[str, ...]
     round: int
     actions_left: int
-    query: str
+    budget_holder: str
+    query: str  # "" when the briefing already states it
     briefing: str
     memory: str | None
     editor: str
@@ -108,21 +114,21 @@ class Observation(BaseModel):
 
     def render(self) -> str:
         """The observation as the prompt text the participant's model reads."""
-        # The team layer's briefings already open with the query; do not spend tokens twice.
-        parts = [] if self.query.strip() in self.briefing else [f"# Task\n{clip(self.query, QUERY_CHARS)}"]
-        parts.append(f"# Your private briefing\n{clip(self.briefing, BRIEFING_CHARS) or '(none)'}")
+        parts = [f"# Task\n{self.query}"] if self.query else []
+        parts.append(f"# Your private briefing\n{self.briefing or '(none)'}")
         if self.memory is not None:
-            parts.append(f"# {clip(self.memory, MEMORY_CHARS)}")  # its first line is its own title
+            parts.append(f"# {self.memory}")  # its first line is its own title
         members = ", ".join(f"{pid} ({name})" for pid, name in zip(self.team, self.names))
         parts.append(f"# Team\nYou are {self.participant}. Team: {members}.")
-        parts.append(f"# Result editor (the submitted hypothesis)\n{clip(self.editor, EDITOR_CHARS) or '(empty)'}")
+        parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         parts.append(_section("Chat", self.older_messages, "messages",
                               [_message_line(m) for m in self.messages]))
         parts.append(_section("Code cells", self.older_cells, "cells", [_cell_text(c) for c in self.cells]))
         parts.append(_section("Activity", self.older_activity, "actions", list(self.activity)))
         if self.requests_for_me:
+            shown = {c.index for c in self.cells}
             parts.append("# Approval requests for you (approve or reject each)\n"
-                         + "\n".join(_request_line(r) for r in self.requests_for_me))
+                         + "\n".join(_request_for_signatory(r, shown) for r in self.requests_for_me))
         if self.my_requests:
             parts.append("# Your requests\n" + "\n".join(_request_line(r) for r in self.my_requests))
         if self.scratchpad:
@@ -133,7 +139,7 @@ class Observation(BaseModel):
         if self.feedback:
             parts.append(f"# Your last step\n{self.feedback}")
         help_lines = action_help(self.valid_actions, self.participant, self.team)
-        parts.append(f"# Now (round {self.round}, {self.actions_left} team actions left)\n"
+        parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder})\n"
                      "Reply with JSON: thought, action, content, to. Valid actions:\n"
                      + "\n".join(f"- {line}" for line in help_lines))
         return "\n\n".join(parts)
@@ -152,7 +158,8 @@ def _message_line(message: MessageView) -> str:
 
 
 def _cell_text(cell: CellView) -> str:
-    return f"[cell {cell.index} by {cell.author}: {cell.status}]\n>>> {cell.code}\n{cell.output or '(no output)'}"
+    output = f"(output summarised) {cell.output}" if cell.summarised else cell.output or "(no output)"
+    return f"[cell {cell.index} by {cell.author}: {cell.status}]\n>>> {cell.code}\n{output}"
 
 
 def _request_line(request: RequestView) -> str:
@@ -164,19 +171,40 @@ def _request_line(request: RequestView) -> str:
     return line
 
 
-def request_view(request: Request) -> RequestView:
+def _request_for_signatory(request: RequestView, shown: set[int]) -> str:
+    """The request, the proposed action whole, and the cells it depends on (by index if above)."""
+    lines = [_request_line(request), f"Proposed action in full:\n{request.proposal}"]
+    if request.depends_on:
+        above = [str(c.index) for c in request.depends_on if c.index in shown]
+        rest = [c for c in request.depends_on if c.index not in shown]
+        head = "It depends on the cells run before it, most recent first"
+        noun = "cell" if len(above) == 1 else "cells"
+        lines.append(head + (f": {noun} {', '.join(above)} (shown above)" if above else ":"))
+        lines.extend(_cell_text(c) for c in rest)
+    else:
+        lines.append("No cells had been run when it was proposed.")
+    return "\n".join(lines)
+
+
+def request_view(request: Request, profile: ObservationProfile,
+                 depends_on: Sequence[CellView] = ()) -> RequestView:
+    payload = request.action.payload.strip()
+    target = f" to {','.join(request.action.to)}" if request.action.to else ""
     return RequestView(
         request_id=request.request_id,
         proposer=request.proposer,
         signatory=request.signatory,
-        action=request.action.describe(REQUEST_CHARS),
-        condition=clip(request.condition, 120),
+        action=request.action.describe(profile.activity_chars),
+        condition=clip(request.condition, _RULE_CHARS),
         status=request.status,
-        reason=clip(request.reason, 120),
+        reason=clip(request.reason, _RULE_CHARS),
+        proposal=f"{request.action.type}{target}:\n{clip(payload, profile.request_chars)}" if payload
+        else request.action.type,
+        depends_on=tuple(depends_on),
     )
 
 
-def activity_line(event: Event) -> str:
+def activity_line(event: Event, limit: int) -> str:
     """One event as a short line without its thought (thoughts are private)."""
     line = f"r{event.round} {event.participant} {event.action}"
     if event.request_id:
@@ -185,12 +213,58 @@ def activity_line(event: Event) -> str:
     payload = next((str(event.args[k]) for k in ("text", "code", "reason") if event.args.get(k)), "")
     if payload:
         line += ": " + " ".join(payload.split())
-    return clip(line, ACTIVITY_CHARS)
+    return clip(line, limit)
 
 
-def _recent(items: Sequence[Any], keep: int) -> tuple[list[Any], int]:
-    kept = list(items[-keep:]) if keep else []
+def _recent(items: Sequence[T], keep: int | None, budget: int | None = None,
+            size: Callable[[T], int] = lambda _: 0) -> tuple[list[T], int]:
+    """The most recent `keep` items (None: all) that fit `budget` by `size`; and how many are left out."""
+    kept: list[T] = []
+    used = 0
+    for item in reversed(items[-keep:] if keep is not None else items):
+        used += size(item)
+        if budget is not None and kept and used > budget:
+            break
+        kept.append(item)
+    kept.reverse()
     return kept, len(items) - len(kept)
+
+
+def cell_output(cell: Any) -> str:
+    """A cell's output plus the first line of its error (the traceback is too long to show)."""
+    return f"{cell.output}\n{cell.error.splitlines()[0]}".strip() if cell.error else cell.output.strip()
+
+
+def _cell_view(cell: Any, profile: ObservationProfile) -> CellView:
+    return CellView(index=cell.index, author=cell.author, status=cell.status,
+                    code=clip(cell.code, profile.code_chars), output=clip(cell_output(cell), profile.output_chars))
+
+
+def _summarised(cell: CellView, limit: int) -> CellView:
+    """The cell with its output cut to its first line (at most `limit` chars) and its size."""
+    first = next((line for line in cell.output.splitlines() if line.strip()), "")
+    summary = f"{clip(first, limit)} [{len(cell.output)} chars, {len(cell.output.splitlines())} lines]"
+    return cell.model_copy(update={"output": summary, "summarised": True})
+
+
+def _cell_size(cell: CellView) -> int:
+    return len(cell.code) + len(cell.output) + 40
+
+
+def notebook(cells: Sequence[Any], profile: ObservationProfile) -> tuple[list[CellView], int]:
+    """The notebook within the profile: the newest `cells`, oldest outputs summarised first to fit
+    `notebook_chars`, then the oldest cells left out; returns the views and how many were left out."""
+    views = [_cell_view(c, profile) for c in (cells[-profile.cells:] if profile.cells is not None else cells)]
+    total = sum(_cell_size(v) for v in views)
+    for i, view in enumerate(views):
+        if total <= profile.notebook_chars:
+            break
+        short = _summarised(view, profile.summary_chars)
+        if _cell_size(short) < _cell_size(view):
+            total += _cell_size(short) - _cell_size(view)
+            views[i] = short
+    kept, _ = _recent(views, None, profile.notebook_chars, _cell_size)
+    return kept, len(cells) - len(kept)
 
 
 def build_observation(
@@ -199,21 +273,29 @@ def build_observation(
     team: Sequence[str],
     names: Sequence[str],
     sees_all: bool,
+    profile: ObservationProfile,
     round: int,
     actions_left: int,
+    budget_holder: str,
     query: str,
     briefing: str,
     memory: str | None,
     workspace: Any,
     gatekeeper: Gatekeeper,
+    cells_at_request: Mapping[str, int],
     events: Sequence[Event],
     scratchpad: Sequence[str],
     valid_actions: Sequence[str],
 ) -> Observation:
-    """Assemble `participant`'s view from the workspace, the gates and the event log."""
+    """Assemble `participant`'s view from the workspace, the gates and the event log.
+
+    `cells_at_request` maps a request id to the number of cells run when it was made.
+    """
     chat = workspace.chat.messages if sees_all else workspace.chat.visible_to(participant)
-    messages, older_messages = _recent(chat, MESSAGES)
-    cells, older_cells = _recent(workspace.cells_visible_to(participant, sees_all=sees_all), CELLS)
+    messages, older_messages = _recent(chat, profile.messages, profile.chat_chars,
+                                       lambda m: min(len(m.text), profile.message_chars or len(m.text)) + 20)
+    all_cells = list(workspace.cells)
+    cells, older_cells = notebook(all_cells, profile)
     task_events = [e for e in events if e.phase == "task" and e.participant != SYSTEM]
     own = [e for e in task_events if e.participant == participant]
     # Waits and failed steps change nothing, so they are not news to anyone (the actor
@@ -222,42 +304,39 @@ def build_observation(
     done = [e for e in task_events if e.action != "wait" and e.status != "failed_step"
             and not (e.action in ("send_message", "execute_code") and e.status in ("ok", "error"))]
     activity, older_activity = _recent(done if sees_all else [e for e in done if e.participant == participant],
-                                       ACTIVITY)
-    my_requests, _ = _recent(gatekeeper.proposed_by(participant), REQUESTS)
+                                       profile.activity)
+    my_requests, _ = _recent(gatekeeper.proposed_by(participant), profile.requests)
+
+    def depends_on(request: Request) -> list[CellView]:
+        before = all_cells[: cells_at_request.get(request.request_id, 0)]
+        return [_cell_view(c, profile) for c in reversed(before[-profile.request_cells:])]
+
     return Observation(
         participant=participant,
         team=tuple(team),
         names=tuple(names),
         round=round,
         actions_left=actions_left,
-        query=query,
-        briefing=briefing,
+        budget_holder=budget_holder,
+        # The team layer's briefings already open with the query; do not spend tokens twice.
+        query="" if query.strip() in briefing else clip(query, profile.query_chars),
+        briefing=clip(briefing, profile.briefing_chars),
         memory=memory,
-        editor=workspace.editor.text,
-        messages=tuple(
-            MessageView(index=m.index, sender=m.sender, to=m.to, text=clip(m.text, MESSAGE_CHARS)) for m in messages
-        ),
+        editor=clip(workspace.editor.text, profile.editor_chars),
+        messages=tuple(MessageView(index=m.index, sender=m.sender, to=m.to, text=clip(m.text, profile.message_chars))
+                       for m in messages),
         older_messages=older_messages,
-        cells=tuple(_cell_view(c) for c in cells),
+        cells=tuple(cells),
         older_cells=older_cells,
-        activity=tuple(activity_line(e) for e in activity),
+        activity=tuple(activity_line(e, profile.activity_chars) for e in activity),
         older_activity=older_activity,
-        requests_for_me=tuple(request_view(r) for r in gatekeeper.addressed_to(participant)[:REQUESTS]),
-        my_requests=tuple(request_view(r) for r in my_requests),
-        scratchpad=tuple(clip(note, NOTE_CHARS) for note in scratchpad[-NOTES:]),
-        feedback=clip(_feedback(own[-1]), FEEDBACK_CHARS) if own else "",
+        requests_for_me=tuple(request_view(r, profile, depends_on(r))
+                              for r in gatekeeper.addressed_to(participant)[: profile.requests]),
+        my_requests=tuple(request_view(r, profile) for r in my_requests),
+        scratchpad=tuple(clip(note, profile.note_chars) for note in scratchpad[-profile.notes:]),
+        feedback=clip(_feedback(own[-1]), profile.feedback_chars) if own else "",
         valid_actions=tuple(valid_actions),
     )
-
-
-def cell_output(cell: Any) -> str:
-    """A cell's output plus the first line of its error (the traceback is too long to show)."""
-    return f"{cell.output}\n{cell.error.splitlines()[0]}".strip() if cell.error else cell.output.strip()
-
-
-def _cell_view(cell: Any) -> CellView:
-    return CellView(index=cell.index, author=cell.author, status=cell.status,
-                    code=clip(cell.code, CODE_CHARS), output=clip(cell_output(cell), OUTPUT_CHARS))
 
 
 def _feedback(event: Event) -> str:

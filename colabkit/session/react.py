@@ -4,17 +4,20 @@ A ReAct step is: the participant's persona prompt (system), its rendered observa
 scratchpad (user), and a structured answer (`StepSchema`: a private thought and one action)
 from the gateway. The gateway raises `StructuredOutputError` when no valid answer came
 after its retries; that is a *failed step*, recorded with the call records behind it, and
-the session goes on. `BudgetExceeded` is not caught here: it ends the session.
+the session goes on. `BudgetExceeded` and `ProviderError` are not caught here: they end the
+session.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
 from colabkit.llm import CallRecord, Gateway, ModelConfig, StructuredOutputError
+from colabkit.session.actions import StepSchema
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -53,6 +56,27 @@ async def ask(
     except StructuredOutputError as exc:
         return Answer(None, tuple(exc.records), f"{type(exc).__name__}: {exc}")
     return Answer(value, tuple(records))
+
+
+@cache
+def step_schema(thought_chars: int, content_chars: int) -> type[StepSchema]:
+    """`StepSchema` with the profile's answer lengths (its own bounds when they are the same).
+
+    The bounds go into the JSON schema (hence the decoding grammar and the gateway's
+    `max_tokens`), so a model with a large window may write code cells of several thousand
+    characters while the embedded model keeps short, always-finishable answers.
+    """
+    fields = StepSchema.model_fields
+    if (thought_chars, content_chars) == (fields["thought"].metadata[0].max_length,
+                                          fields["content"].metadata[0].max_length):
+        return StepSchema
+    sized: type[StepSchema] = create_model(
+        f"StepSchema{thought_chars}x{content_chars}",
+        __base__=StepSchema,
+        thought=(str, Field(max_length=thought_chars, description=fields["thought"].description)),
+        content=(str, Field(default="", max_length=content_chars, description=fields["content"].description)),
+    )
+    return sized
 
 
 def step_messages(persona_prompt: str, observation_text: str) -> list[dict[str, str]]:

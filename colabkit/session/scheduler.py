@@ -7,17 +7,25 @@ turn. "New in view" is a change of the participant's `Observation.view_key` (the
 world it can see) since its last step; a participant that waited and sees nothing new is
 skipped without a model call, which is also what makes a quiet session end.
 
-End conditions (checked by the engine in this order): a finish takes effect; the action
-budget (task-phase steps other than wait, failed steps included) is spent; K consecutive
-idle rounds (every participant waited or was skipped); `max_rounds` rounds have run.
+Budgets are per side (`SessionSettings.budget_for`): the AI agent's steps and the simulated
+humans' steps (together) are counted apart, so a talkative teammate never spends the AI
+agent's steps and the single agent has exactly the AI agent's budget of a team. A side that
+has spent its budget takes no more steps (its members are skipped, without a model call);
+the others go on with theirs. Co-Gym's environment ends the whole session when either side
+reaches `max_steps`; here that would let one side's activity cut the other's work short,
+which is the confound per-side budgets remove. An approve/reject is the signatory's step.
+
+End conditions (checked by the engine in this order): a finish takes effect; every side has
+spent its budget, or the optional team-wide cap is reached; K consecutive idle rounds
+(every participant waited or was skipped); `max_rounds` rounds have run.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from colabkit.session.settings import SessionSettings
+from colabkit.session.settings import SessionSettings, Side
 
 
 def round_order(participants: Sequence[str], seed: int, round: int) -> list[str]:
@@ -28,12 +36,13 @@ def round_order(participants: Sequence[str], seed: int, round: int) -> list[str]
 
 
 class Scheduler:
-    """Tracks eligibility, the action budget and idleness across task-phase rounds."""
+    """Tracks eligibility, the per-side budgets and idleness across task-phase rounds."""
 
-    def __init__(self, settings: SessionSettings, participants: Sequence[str]) -> None:
+    def __init__(self, settings: SessionSettings, sides: Mapping[str, Side]) -> None:
         self.settings = settings
-        self.participants = tuple(participants)
-        self.actions = 0
+        self.sides = dict(sides)
+        self.participants = tuple(sides)
+        self.used: dict[Side, int] = {side: 0 for side in self.sides.values()}
         self.waits = 0
         self.idle_streak = 0
         self._seen: dict[str, str] = {}
@@ -41,27 +50,41 @@ class Scheduler:
         self._active_this_round = False
 
     @property
-    def actions_left(self) -> int:
-        return max(self.settings.action_budget - self.actions, 0)
+    def actions(self) -> int:
+        """Task-phase steps other than waits, all sides together."""
+        return sum(self.used.values())
+
+    def actions_left(self, participant: str) -> int:
+        """Steps `participant`'s side may still take (within the team cap, if any)."""
+        side = self.sides[participant]
+        left = self.settings.budget_for(side) - self.used[side]
+        if self.settings.team_action_budget is not None:
+            left = min(left, self.settings.team_action_budget - self.actions)
+        return max(left, 0)
 
     @property
     def budget_spent(self) -> bool:
-        return self.actions >= self.settings.action_budget
+        """Every side has spent its budget, or the team-wide cap is reached."""
+        cap = self.settings.team_action_budget
+        return (cap is not None and self.actions >= cap) or all(
+            self.used[side] >= self.settings.budget_for(side) for side in self.used)
 
     def eligible(self, participant: str, view_key: str) -> bool:
         """Whether `participant` gets a step now (see the module docstring)."""
+        if self.actions_left(participant) == 0:
+            return False
         if participant not in self._seen or not self._waited[participant]:
             return True
         return self._seen[participant] != view_key
 
     def record_step(self, participant: str, view_key: str, *, waited: bool) -> None:
-        """Note a step taken on the view with `view_key`; non-waits spend the budget."""
+        """Note a step taken on the view with `view_key`; non-waits spend the side's budget."""
         self._seen[participant] = view_key
         self._waited[participant] = waited
         if waited:
             self.waits += 1
         else:
-            self.actions += 1
+            self.used[self.sides[participant]] += 1
             self._active_this_round = True
 
     def end_round(self) -> bool:

@@ -7,28 +7,50 @@ spec always produces the same ids and, given the same model answers, the same ev
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from colabkit.errors import ColabkitError
+from colabkit.hashing import sha256_hex
 from colabkit.llm import ModelConfig
-from colabkit.llm.config import sha256_hex
-from colabkit.team import VariantConfig
+from colabkit.session.profile import ObservationProfile, resolve_profile
+from colabkit.team import PERSONA_IDS, VariantConfig
 from colabkit.workspace import Limits
+
+Side = Literal["ai", "human"]  # a persona's role is its side
 
 
 class SessionSettings(BaseModel):
-    """How long a session may run and how its kernel is limited.
+    """How long a session may run, how its kernel is limited, and how large its prompts are.
 
-    `action_budget` counts task-phase steps other than `wait` (failed steps included, so a
-    participant stuck on malformed output cannot spin forever); `idle_rounds` is K in
-    "everyone waited or had nothing new for K consecutive rounds".
+    Budgets are per side, as in Co-Gym, whose environment counts the agent's and the users'
+    task-phase steps separately against one `max_steps` (30 in its simulated experiments):
+    `action_budget` is the AI agent's, `human_action_budget` the simulated humans' together
+    (None: the same number). A step is any task-phase step other than `wait`, failed steps
+    included (so a participant stuck on malformed output cannot spin forever), and an
+    approve/reject is its signatory's step, never its proposer's. `team_action_budget`, when
+    set, is a further cap on all steps together (the old single team-wide budget).
+    `idle_rounds` is K in "everyone waited or had nothing new for K consecutive rounds".
+    `context_window` overrides the models' window (tokens) the observation profile is
+    derived from.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     action_budget: int = Field(default=30, ge=1)
+    human_action_budget: int | None = Field(default=None, ge=1)
+    team_action_budget: int | None = Field(default=None, ge=1)
     idle_rounds: int = Field(default=3, ge=1)
     max_rounds: int = Field(default=60, ge=1)
+    context_window: int | None = Field(default=None, ge=1)
     limits: Limits = Limits()
+
+    def budget_for(self, side: Side) -> int:
+        """The task-phase steps `side` ("ai" or "human") may take."""
+        if side == "ai":
+            return self.action_budget
+        return self.action_budget if self.human_action_budget is None else self.human_action_budget
 
     def identity(self) -> str:
         return sha256_hex(self.model_dump(mode="json"))
@@ -37,8 +59,12 @@ class SessionSettings(BaseModel):
 class SessionSpec(BaseModel):
     """One task x one team variant x one seed, with the model each role talks to.
 
-    `models` keys are roles ("ai", "D", "R", "judge"); a role without an entry uses
-    `models["default"]`, else the embedded default `ModelConfig()`.
+    `models` keys are participant roles ("ai", "D", "R") or "default"; a role without an
+    entry uses `models["default"]`, else the embedded default `ModelConfig()`. A judge is not
+    a role here: scoring is configured in the evaluation layer, so changing the judge never
+    changes a session's identity (and never reruns a session). `profile` is filled in from
+    the models (see `colabkit.session.profile`) unless given, so it is part of the identity
+    and of the record.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -48,6 +74,19 @@ class SessionSpec(BaseModel):
     seed: int
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     settings: SessionSettings = SessionSettings()
+    # Derived after `models` and `settings` are validated (a field that failed is absent from `data`).
+    profile: ObservationProfile = Field(
+        default_factory=lambda data: _derive_profile(data.get("models", {}), data.get("settings", SessionSettings())))
+
+    @field_validator("models")
+    @classmethod
+    def _session_roles_only(cls, models: dict[str, ModelConfig]) -> dict[str, ModelConfig]:
+        roles = ("default", *PERSONA_IDS)
+        for role in models:
+            if role not in roles:
+                where = " (judges are set in the evaluation layer, not the session spec)" if role == "judge" else ""
+                raise ColabkitError(f"model role {role!r} is not a session role{where}; valid: {', '.join(roles)}")
+        return models
 
     def identity(self) -> str:
         """sha256 hex of the canonical JSON: the run's identity (folder = first 16 hex)."""
@@ -64,4 +103,14 @@ class SessionSpec(BaseModel):
 
     def model_for(self, role: str) -> ModelConfig:
         """The model config `role` uses, after the defaulting rule above."""
-        return self.models.get(role) or self.models.get("default") or ModelConfig()
+        return _model_for(self.models, role)
+
+
+def _model_for(models: dict[str, ModelConfig], role: str) -> ModelConfig:
+    return models.get(role) or models.get("default") or ModelConfig()
+
+
+def _derive_profile(models: dict[str, ModelConfig], settings: SessionSettings) -> ObservationProfile:
+    """The run's profile from every role's model, not only the variant's team (same for all variants)."""
+    roles = (set(PERSONA_IDS) | set(models)) - {"default", "judge"}
+    return resolve_profile([_model_for(models, role) for role in sorted(roles)], settings.context_window)

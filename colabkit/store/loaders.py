@@ -28,16 +28,19 @@ EVENTS_PARQUET = "events.parquet"
 SESSIONS_PARQUET = "sessions.parquet"
 
 _EVENT_FIELDS = ("phase", "round", "participant", "action", "status", "result", "thought",
-                 "request_id", "signatory", "decision", "decision_reason", "proposer", "time")
+                 "request_id", "signatory", "decision", "decision_reason", "proposer",
+                 "cell_index", "message_index", "editor_version", "time")
+_GATE_FIELDS = ("gate_scope", "gate_note", "gate_signatory")
 _CALL_TOTALS = ("n_calls", "prompt_tokens", "completion_tokens", "tokens", "cost", "latency_s",
                 "cache_hits", "llm_errors")
-EVENT_COLUMNS = ("session_id", "event_id", "seq", "task_id", "variant", "seed", *_EVENT_FIELDS,
-                 "args_json", *_CALL_TOTALS)
-SESSION_COLUMNS = ("session_id", "task_id", "variant", "variant_hash", "humans", "memory", "gate_source",
+EVENT_COLUMNS = ("session_id", "event_id", "seq", "schema_version", "task_id", "variant", "seed", *_EVENT_FIELDS,
+                 *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes")
+SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "memory", "gate_source",
                    "seed", "model", "models_json", "action_budget", "idle_rounds", "max_rounds", "ended_by",
-                   "final_hypothesis", "n_events", "memory_digest", "isolation_level", "package_version",
-                   "started", "finished", "duration_s")
-_INT_EVENT_COLUMNS = ("seq", "seed", "round", "n_calls", "prompt_tokens", "completion_tokens", "tokens",
+                   "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
+                   "isolation_level", "package_version", "started", "finished", "duration_s")
+_INDEX_COLUMNS = ("cell_index", "message_index", "editor_version")  # nullable: only creating events have one
+_INT_EVENT_COLUMNS = ("seq", "schema_version", "seed", "round", "n_calls", "prompt_tokens", "completion_tokens", "tokens",
                       "cache_hits", "llm_errors")
 
 
@@ -70,18 +73,25 @@ def _current_parquet(out: Path, name: str, finished: list[tuple[str, Path, int]]
     return path if (on_disk <= exported if filtered else on_disk == exported) else None
 
 
+def _json(value: object) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def _session_row(rec: dict) -> dict:
     spec, variant = rec["spec"], rec["spec"]["variant"]
     settings = spec["settings"]
+    # Records written before schema version 2 lack the version and the fields it added.
     row = {
-        "session_id": rec["session_id"], "task_id": rec["task_id"], "variant": variant["name"],
+        "session_id": rec["session_id"], "schema_version": rec.get("schema_version", 1), "task_id": rec["task_id"],
+        "task_digest": rec.get("task_digest"), "variant": variant["name"],
         "variant_hash": rec["variant_hash"], "humans": ",".join(variant["humans"]), "memory": variant["memory"],
         "gate_source": variant["gate_source"], "seed": rec["seed"], "model": rec["models"]["ai"]["model"],
-        "models_json": orjson.dumps(rec["models"], option=orjson.OPT_SORT_KEYS).decode(),
+        "models_json": _json(rec["models"]),
         "action_budget": settings["action_budget"], "idle_rounds": settings["idle_rounds"],
         "max_rounds": settings["max_rounds"], "ended_by": rec["ended_by"],
         "final_hypothesis": rec["final_hypothesis"], "n_events": rec["n_events"],
-        "memory_digest": rec["memory_digest"], "isolation_level": rec["isolation_level"],
+        "memory_digest": rec["memory_digest"], "persona_versions_json": _json(rec.get("persona_versions")),
+        "briefings_json": _json(rec.get("briefings")), "isolation_level": rec["isolation_level"],
         "package_version": rec["package_version"], "started": rec["started"], "finished": rec["finished"],
     }
     for key, value in rec["totals"].items():
@@ -96,7 +106,7 @@ def _sessions_frame(rows: list[dict]) -> pd.DataFrame:
     df["duration_s"] = (df["finished"] - df["started"]).dt.total_seconds()
     totals = [c for c in df.columns if c not in SESSION_COLUMNS]
     df[totals] = df[totals].astype("float64")
-    df = df.astype({"seed": "int64", "n_events": "int64", "action_budget": "int64", "idle_rounds": "int64",
+    df = df.astype({"seed": "int64", "schema_version": "int64", "n_events": "int64", "action_budget": "int64", "idle_rounds": "int64",
                     "max_rounds": "int64", "memory": "bool"})
     return df[[*SESSION_COLUMNS, *totals]].reset_index(drop=True)
 
@@ -111,12 +121,18 @@ def _append_events(folder: Path, rec: dict, cols: dict[str, list]) -> None:
         cols["session_id"].append(sid)
         cols["event_id"].append(f"{sid}-{ev['seq']:05d}")
         cols["seq"].append(ev["seq"])
+        cols["schema_version"].append(ev.get("schema_version", 1))  # absent: written by version 1
         cols["task_id"].append(task_id)
         cols["variant"].append(variant)
         cols["seed"].append(seed)
         for field in _EVENT_FIELDS:
             cols[field].append(ev.get(field))
-        cols["args_json"].append(orjson.dumps(ev.get("args") or {}, option=orjson.OPT_SORT_KEYS).decode())
+        gate = ev.get("gate_rule") or {}
+        cols["gate_scope"].append(gate.get("scope"))
+        cols["gate_note"].append(gate.get("note"))
+        cols["gate_signatory"].append(gate.get("signatory"))
+        cols["args_json"].append(_json(ev.get("args") or {}))
+        cols["prompt_hashes"].append(";".join(c.get("prompt_hash") or "" for c in calls))
         prompt = sum(c["prompt_tokens"] for c in calls)
         completion = sum(c["completion_tokens"] for c in calls)
         cols["n_calls"].append(len(calls))
@@ -142,8 +158,8 @@ def _read_jsonl(finished: list[tuple[str, Path, int]], *, events: bool) -> pd.Da
     if not events:
         return _sessions_frame(rows)
     df = pd.DataFrame(cols)
-    df = df.astype({c: "int64" for c in _INT_EVENT_COLUMNS} | {"time": "float64", "cost": "float64",
-                                                                "latency_s": "float64"})
+    df = df.astype({c: "int64" for c in _INT_EVENT_COLUMNS} | {c: "Int64" for c in _INDEX_COLUMNS}
+                   | {"time": "float64", "cost": "float64", "latency_s": "float64"})
     return df.sort_values(["session_id", "seq"], kind="stable").reset_index(drop=True)
 
 
@@ -162,10 +178,13 @@ def _load(out: Path | str, name: str, session_ids: Iterable[str] | None, *, even
 def load_events(out: Path | str, session_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per event of every finished session under `out` (or of `session_ids`).
 
-    Columns: ids and factors (session_id, event_id, seq, task_id, variant, seed), the event's
-    own fields, `args_json` (the action's arguments as JSON text: their shape varies by
-    action), and the totals of the LLM calls behind the event (n_calls, prompt_tokens,
-    completion_tokens, tokens, cost, latency_s, cache_hits, llm_errors).
+    Columns: ids and factors (session_id, event_id, seq, schema_version, task_id, variant,
+    seed), the event's own fields (with the nullable join keys cell_index, message_index and
+    editor_version: indices into the session's snapshot), the gate rule of a `pending` event
+    (gate_scope, gate_note, gate_signatory), `args_json` (the action's arguments as JSON
+    text: their shape varies by action), the totals of the LLM calls behind the event
+    (n_calls, prompt_tokens, completion_tokens, tokens, cost, latency_s, cache_hits,
+    llm_errors) and their `prompt_hashes` (";"-joined, keys into `prompts.jsonl`).
     """
     return _load(out, EVENTS_PARQUET, session_ids, events=True)
 
@@ -174,7 +193,8 @@ def load_sessions(out: Path | str, session_ids: Iterable[str] | None = None) -> 
     """One row per finished session under `out` (or of `session_ids`), sorted by session id.
 
     Columns: factors (task, variant and its parts, seed, model), settings, outcome
-    (ended_by, final_hypothesis, n_events), provenance (isolation, package version, times),
+    (ended_by, final_hypothesis, n_events), provenance (schema version, task digest, persona
+    versions and briefings as JSON, isolation, package version, times),
     then one float column per key of the session's totals (actions, llm_calls, cost, ...).
     """
     return _load(out, SESSIONS_PARQUET, session_ids, events=False)

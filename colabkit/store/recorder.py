@@ -17,11 +17,12 @@ import asyncio
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
 from colabkit.errors import ColabkitError
-from colabkit.llm import Gateway
+from colabkit.llm import Gateway, logging_prompts
 from colabkit.session import Event, SessionSpec, run_session
 from colabkit.store.atomic import atomic_write_text
 from colabkit.store.records import SessionRecord
@@ -31,6 +32,7 @@ from colabkit.tasks import Task
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
 SNAPSHOT_FILE = "snapshot.json"
+PROMPTS_FILE = "prompts.jsonl"
 CACHE_DIR = "llm-cache"
 
 
@@ -62,6 +64,7 @@ async def arecord_session(
     out: Path | str,
     gateway: Gateway | None = None,
     progress: Callable[[Event], None] | None = None,
+    log_prompts: bool = False,
 ) -> Path:
     """Async form of `record_session`, for callers already inside an event loop."""
     if spec.task_id != task.id:
@@ -78,8 +81,9 @@ async def arecord_session(
         gateway = Gateway(cache_dir=out / CACHE_DIR)
 
     started = datetime.now(UTC)
+    keeping_prompts = logging_prompts() if log_prompts else nullcontext()
     try:
-        with JsonlEventSink(folder / EVENTS_FILE) as sink:
+        with JsonlEventSink(folder / EVENTS_FILE) as sink, keeping_prompts as prompts:
             target = sink if progress is None else _Tee(sink, progress)
             result = await run_session(spec, task, gateway=gateway, sink=target)
             sink.finalise()
@@ -89,6 +93,8 @@ async def arecord_session(
     finished = datetime.now(UTC)
 
     record = SessionRecord.from_result(result, started=started, finished=finished)
+    if prompts is not None:
+        atomic_write_text(folder / PROMPTS_FILE, prompts.jsonl())
     atomic_write_text(folder / SNAPSHOT_FILE, result.snapshot.model_dump_json(indent=1))
     atomic_write_text(folder / SESSION_FILE, record.model_dump_json(indent=1))
     return folder
@@ -101,16 +107,21 @@ def record_session(
     out: Path | str,
     gateway: Gateway | None = None,
     progress: Callable[[Event], None] | None = None,
+    log_prompts: bool = False,
 ) -> Path:
     """Run `spec` on `task` unless already stored; return its folder `out/<session id>/`.
 
     Writes `events.jsonl` (finalised atomically), `snapshot.json`, then `session.json`.
+    With `log_prompts`, also `prompts.jsonl` (every distinct rendered prompt with its
+    `prompt_hash`, the key in each event's LLM call records). It is not part of the spec:
+    logging prompts never changes a session's identity, and asking for prompts of a session
+    already finished returns it as stored (it is not rerun).
     Without a `gateway`, model answers are cached in `out/llm-cache` so a rerun replays them.
     `progress`, if given, is called with each event once it is logged (a CLI's live view).
     Works from plain scripts and from Jupyter (whose kernel already runs an event loop: the
     session then runs on a worker thread).
     """
-    coro = arecord_session(spec, task, out=out, gateway=gateway, progress=progress)
+    coro = arecord_session(spec, task, out=out, gateway=gateway, progress=progress, log_prompts=log_prompts)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -10,17 +10,20 @@ store's definition of "finished", so it is always written last and atomically.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 import colabkit
 from colabkit.llm import ModelConfig
 from colabkit.session import SessionResult, SessionSpec
+from colabkit.session.events import EndedBy
+from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
-EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "error"]
+RECORD_SCHEMA_VERSION: Final = 2
+"""Version 2 added schema_version, task_digest, briefings and persona_versions."""
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -37,23 +40,30 @@ class SessionRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    schema_version: Literal[2] = RECORD_SCHEMA_VERSION
     session_id: str
     """First 16 hex digits of `spec.identity()`: also the session's folder name."""
     spec_identity: str
     """The full sha256 of the spec, so a folder can be checked against what produced it."""
     task_id: str
+    task_digest: str
+    """sha256 of the task's metadata file when the session ran (`Task.task_digest`)."""
     seed: int
     variant_hash: str
     """`spec.variant.identity()`: the variant config's stable hash (names can be reused)."""
     spec: SessionSpec
     models: dict[str, ModelConfig]
     """Per participant ("ai", "D", "R"), the model configuration actually used."""
+    briefings: dict[str, str]
+    """Per participant, the private briefing it received (once per session, not per event)."""
+    persona_versions: dict[str, str]
+    """Per participant, the version of its persona prompt."""
     memory: MemoryRecord | None
     memory_digest: str | None
     final_hypothesis: str
     ended_by: EndedBy
     n_events: int
-    totals: dict[str, float]
+    totals: Totals
     isolation: IsolationReport
     isolation_level: str
     package_version: str
@@ -68,16 +78,19 @@ class SessionRecord(BaseModel):
             session_id=result.session_id,
             spec_identity=spec.identity(),
             task_id=spec.task_id,
+            task_digest=result.task_digest,
             seed=spec.seed,
             variant_hash=spec.variant.identity(),
             spec=spec,
             models=resolved_models(spec),
+            briefings=result.briefings,
+            persona_versions=result.persona_versions,
             memory=result.memory,
             memory_digest=result.memory.digest() if result.memory is not None else None,
             final_hypothesis=result.final_hypothesis,
             ended_by=result.ended_by,
             n_events=result.n_events,
-            totals=dict(result.totals),
+            totals=result.totals,
             isolation=result.isolation,
             isolation_level=result.isolation.level,
             package_version=colabkit.__version__,

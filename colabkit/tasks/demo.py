@@ -169,8 +169,9 @@ def _pollen_rows(rng: random.Random) -> list[list]:
     for i, ce in enumerate(years):
         window = [v for v in raw[max(0, i - 2):i + 3] if v is not None]
         smooth = sum(window) / len(window)
-        value = "" if raw[i] is None else _comma(raw[i], 4)
-        rows.append([ce, 1950 - ce, ce, value, _comma(smooth, 4)])
+        observed = raw[i]
+        shown = "" if observed is None else _comma(observed, 4)
+        rows.append([ce, 1950 - ce, ce, shown, _comma(smooth, 4)])
     return rows
 
 

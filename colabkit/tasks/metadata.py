@@ -12,6 +12,11 @@ fix these files by hand.
 
 Gold found inline (`true_hypothesis` in train/dev queries, the top-level `workflow`) is
 returned separately from the `Task`, so it can only ever travel to `TaskSuite.gold`.
+
+Where a file is odd but its meaning is clear, it loads and a warning says what was done:
+upstream describes a Newick tree (`.txt`, not a table) with one "column" whose name is
+empty; that entry describes the file's content, so its description joins the file's.
+An empty column name for a *table* stays an error: which column it means is a guess.
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from colabkit.errors import ColabkitError
+from colabkit.hashing import sha256_bytes
 from colabkit.tasks.layout import MetadataFile
 from colabkit.tasks.model import Column, DatasetInfo, Task
+from colabkit.tasks.table import is_table_name
 
 
 class MetadataError(ColabkitError):
@@ -39,9 +46,10 @@ class ParsedQuery:
     workflow: str | None
 
 
-def read_json(path: Path) -> Any:
-    """Decode a metadata file: UTF-8 first, cp1252 as upstream's synth files need."""
-    raw = path.read_bytes()
+def read_json(path: Path, raw: bytes | None = None) -> Any:
+    """Decode a metadata file (or its bytes already read): UTF-8 first, cp1252 as upstream's
+    synth files need."""
+    raw = path.read_bytes() if raw is None else raw
     for encoding in ("utf-8-sig", "cp1252"):
         try:
             text = raw.decode(encoding)
@@ -60,9 +68,11 @@ def read_json(path: Path) -> Any:
         raise MetadataError(f"malformed metadata {path}: JSON nested too deeply") from None
 
 
-def parse_metadata(meta: MetadataFile) -> list[ParsedQuery]:
-    """All tasks of one metadata file (one per query), or MetadataError naming file and field."""
-    doc = read_json(meta.path)
+def parse_metadata(meta: MetadataFile) -> tuple[list[ParsedQuery], list[str]]:
+    """All tasks of one metadata file (one per query) and its warnings (one line each), or
+    MetadataError naming file and field."""
+    raw = meta.path.read_bytes()
+    doc = read_json(meta.path, raw)
     fields = _Fields(meta.path)
     if not isinstance(doc, dict):
         raise fields.bad("(top level)", "must be a JSON object")
@@ -78,6 +88,7 @@ def parse_metadata(meta: MetadataFile) -> list[ParsedQuery]:
         "datasets": datasets,
         "domain_knowledge": "\n".join(k for k in knowledge if k),
         "workflow_tags": _tags(fields, doc),
+        "task_digest": sha256_bytes(raw),
     }
     workflow = fields.text(doc, "workflow", "workflow") or None
     parsed = []
@@ -91,7 +102,7 @@ def parse_metadata(meta: MetadataFile) -> list[ParsedQuery]:
         )
         hypothesis = fields.text(query, "true_hypothesis", f"{where}.true_hypothesis") or None
         parsed.append(ParsedQuery(task, hypothesis, workflow))
-    return parsed
+    return parsed, fields.warnings
 
 
 class _Fields:
@@ -99,6 +110,7 @@ class _Fields:
 
     def __init__(self, path: Path):
         self.path = path
+        self.warnings: list[str] = []
 
     def bad(self, field: str, problem: str) -> MetadataError:
         return MetadataError(f"malformed metadata {self.path}: field {field} {problem}")
@@ -147,19 +159,25 @@ def _dataset(fields: _Fields, folder: Path, item: Any, where: str) -> DatasetInf
         columns = [] if columns is None else columns
     if not isinstance(columns, list):
         raise fields.bad(col_where, f"must be a list, not {type(columns).__name__}")
+    table = is_table_name(name)
+    description = fields.text(item, "description", f"{where}.description")
     parsed = []
     for j, col in enumerate(columns):
         col = fields.object(col, f"{col_where}[{j}]")
+        col_description = fields.text(col, "description", f"{col_where}[{j}].description")
+        if not table and not fields.text(col, "name", f"{col_where}[{j}].name"):
+            fields.warnings.append(
+                f"metadata {fields.path}: field {col_where}[{j}].name is empty; {name} is not a "
+                "table, so the entry is read as a description of the file")
+            if col_description and col_description not in description:
+                description = f"{description} {col_description}".strip()
+            continue
         parsed.append(Column(
             name=fields.required_text(col, "name", f"{col_where}[{j}].name"),
-            description=fields.text(col, "description", f"{col_where}[{j}].description"),
+            description=col_description,
         ))
-    return DatasetInfo(
-        name=name,
-        path=path,
-        description=fields.text(item, "description", f"{where}.description"),
-        columns=tuple(parsed),
-    )
+    return DatasetInfo(name=name, path=path, description=description, columns=tuple(parsed),
+                       kind="table" if table else "file")
 
 
 def _tags(fields: _Fields, doc: dict) -> tuple[str, ...]:
@@ -176,7 +194,7 @@ def _tags(fields: _Fields, doc: dict) -> tuple[str, ...]:
 
 def _queries(fields: _Fields, doc: dict) -> list[tuple[dict, str]]:
     """Flatten real (list of lists) and synth (flat list) query layouts, keeping field paths."""
-    found = []
+    found: list[tuple[dict, str]] = []
     for i, item in enumerate(fields.nonempty_list(doc, "queries")):
         if isinstance(item, list):
             found.extend((fields.object(q, f"queries[{i}][{j}]"), f"queries[{i}][{j}]")

@@ -1,8 +1,8 @@
 """One pass over a data root that reads every task and collects every problem it meets.
 
 `load_tasks` and `colabkit tasks validate` need the same reading of the files but react
-differently: the loader must stop at the first problem that concerns the tasks asked for,
-while validate must report all of them. So the scan never raises for per-file problems; it
+differently: the loader leaves out the tasks a problem concerns and reports it with the
+suite, while validate reports every problem. So the scan never raises for per-file problems; it
 records each as a `Problem` (one self-contained line naming the file or value) tagged with
 the split and task id (or `<folder>/<metadata id>` prefix) it concerns.
 """
@@ -16,28 +16,11 @@ from colabkit.errors import ColabkitError
 from colabkit.tasks.answer_keys import AnswerKey, read_answer_key
 from colabkit.tasks.layout import SCHEMAS, Layout, MetadataFile, locate
 from colabkit.tasks.metadata import MetadataError, parse_metadata
-from colabkit.tasks.model import Gold, Task
+from colabkit.tasks.model import Gold, Problem, Task
 
-# Kinds that make `load_tasks` refuse the tasks they concern; validate reports all kinds.
+# Kinds that keep the tasks they concern out of a load (the rest of the root still loads);
+# validate reports all kinds.
 BLOCKING = frozenset({"bad-metadata", "missing-file", "duplicate-id", "bad-answer-key"})
-WARNINGS = frozenset({"duplicate-question", "same-gold"})
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One finding about the data, printable as one line."""
-
-    kind: str
-    message: str
-    split: str | None = None  # None: concerns the whole root (e.g. an answer key)
-    scope: str | None = None  # a task id, or "<folder>/<metadata id>" for a whole file
-
-    @property
-    def severity(self) -> str:
-        return "warning" if self.kind in WARNINGS else "error"
-
-    def line(self) -> str:
-        return f"{self.severity}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -64,25 +47,28 @@ def scan(root: Path | str) -> Scan:
     seen: dict[str, Path] = {}
     for meta in layout.metadata_files():
         try:
-            parsed = parse_metadata(meta)
+            parsed, warnings = parse_metadata(meta)
         except MetadataError as exc:
-            result.problems.append(Problem("bad-metadata", str(exc), meta.split, meta.id_prefix))
+            result.problems.append(Problem(kind="bad-metadata", message=str(exc), split=meta.split,
+                                           scope=meta.id_prefix))
             continue
+        result.problems.extend(Problem(kind="odd-metadata", message=w, split=meta.split, scope=meta.id_prefix)
+                               for w in warnings)
         for item in parsed:
             task = item.task
             if task.id in seen:
                 result.problems.append(Problem(
-                    "duplicate-id",
-                    f"task id {task.id} is defined twice: in {seen[task.id]} and in {meta.path}",
-                    meta.split, task.id))
+                    kind="duplicate-id",
+                    message=f"task id {task.id} is defined twice: in {seen[task.id]} and in {meta.path}",
+                    split=meta.split, scope=task.id))
                 continue
             seen[task.id] = meta.path
             for dataset in task.datasets:
                 if not dataset.path.is_file():
                     result.problems.append(Problem(
-                        "missing-file",
-                        f"dataset file listed in {meta.path} is missing: {dataset.path}",
-                        meta.split, task.id))
+                        kind="missing-file",
+                        message=f"dataset file listed in {meta.path} is missing: {dataset.path}",
+                        split=meta.split, scope=task.id))
             qid = int(task.id.rsplit("/", 1)[1])
             hypothesis = keys[meta.schema].get((meta.folder, meta.metadata_id, qid))
             hypothesis = hypothesis or item.inline_hypothesis
@@ -98,5 +84,5 @@ def _answer_key(layout: Layout, schema: str, result: Scan) -> AnswerKey:
     try:
         return read_answer_key(path)
     except ColabkitError as exc:
-        result.problems.append(Problem("bad-answer-key", str(exc)))
+        result.problems.append(Problem(kind="bad-answer-key", message=str(exc)))
         return {}

@@ -1,8 +1,9 @@
 """Check a data root before a study spends model budget on it.
 
 Reports, one line each: files that do not parse or have malformed fields, listed data files
-that are missing, broken answer keys, tasks without gold (they could never be scored), and
-duplicated questions. Duplicates are warnings, not errors: DiscoveryBench itself ships
+that are missing or cannot be read as the table their metadata says they are (every data
+file is read, see `datacheck`), broken answer keys, tasks without gold (they could never be
+scored), and duplicated questions. Duplicates are warnings, not errors: DiscoveryBench itself ships
 archaeology metadata_2 and metadata_26 as the same task (upstream issue #21) and a study may
 keep both, but its analysis should know they are one question.
 """
@@ -13,8 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from colabkit.tasks.datacheck import check_data
 from colabkit.tasks.layout import ANSWER_KEYS, demo_root
-from colabkit.tasks.scan import Entry, Problem, Scan, scan
+from colabkit.tasks.model import Problem
+from colabkit.tasks.scan import Entry, Scan, scan
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ def validate_tasks(root: Path | str | None = None) -> ValidationReport:
     """Every problem under `root` (the demo tasks when None); raises only for an unusable root."""
     result = scan(demo_root() if root is None else root)
     problems = list(result.problems)
+    problems += check_data(result.entries)
     problems += _missing_gold(result)
     problems += _duplicates(result.entries)
     return ValidationReport(result.layout.scope, len(result.entries), tuple(problems))
@@ -58,10 +62,10 @@ def _missing_gold(result: Scan) -> list[Problem]:
         key = result.layout.answer_key(schema)
         looked = f"not in {key}" if key else f"no eval/{ANSWER_KEYS[schema]} found"
         found.append(Problem(
-            "missing-gold",
-            f"no gold answer for task {entry.task.id}: {looked} and no true_hypothesis in "
+            kind="missing-gold",
+            message=f"no gold answer for task {entry.task.id}: {looked} and no true_hypothesis in "
             f"{entry.source.path}",
-            entry.task.split, entry.task.id))
+            split=entry.task.split, scope=entry.task.id))
     return found
 
 
@@ -82,10 +86,10 @@ def _duplicates(entries: list[Entry]) -> list[Problem]:
         original = first_question.setdefault(qkey, entry)
         if original is not entry:
             found.append(Problem(
-                "duplicate-question",
-                f"task {task.id} asks the same question as {original.task.id} "
+                kind="duplicate-question",
+                message=f"task {task.id} asks the same question as {original.task.id} "
                 f"({src.path.name} and {original.source.path.name})",
-                task.split, task.id))
+                split=task.split, scope=task.id))
             continue
         if entry.gold is None:
             continue
@@ -93,8 +97,8 @@ def _duplicates(entries: list[Entry]) -> list[Problem]:
         original = first_gold.setdefault(gkey, entry)
         if original is not entry and original.source.path != src.path:
             found.append(Problem(
-                "same-gold",
-                f"task {task.id} has the same gold answer as {original.task.id} "
+                kind="same-gold",
+                message=f"task {task.id} has the same gold answer as {original.task.id} "
                 f"(near-duplicate question; {src.path.name} and {original.source.path.name})",
-                task.split, task.id))
+                split=task.split, scope=task.id))
     return found

@@ -7,10 +7,10 @@ them into running sessions. See each module for the design reasons.
 from colabkit.team.briefing import DEFAULT_MAX_CHARS, private_briefing
 from colabkit.team.gates import (
     ACTION_TYPES,
-    DATA_CHANGING,
     DEFAULT_PREASSIGNED_GATES,
     GATEABLE_ACTIONS,
     GateRule,
+    GateScope,
     GateTable,
     is_data_changing,
 )
@@ -19,6 +19,7 @@ from colabkit.team.memory import (
     MemoryProposal,
     MemoryRecord,
     MemorySlots,
+    Ratification,
     build_instructions,
     memory_from_consolidation,
     memory_schema,
@@ -29,7 +30,6 @@ from colabkit.team.variants import VARIANT_NAMES, VARIANTS, VariantConfig, varia
 __all__ = [
     "ACTION_TYPES",
     "AI_ID",
-    "DATA_CHANGING",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_PREASSIGNED_GATES",
     "GATEABLE_ACTIONS",
@@ -38,11 +38,13 @@ __all__ = [
     "VARIANT_NAMES",
     "GateItem",
     "GateRule",
+    "GateScope",
     "GateTable",
     "MemoryProposal",
     "MemoryRecord",
     "MemorySlots",
     "Persona",
+    "Ratification",
     "VariantConfig",
     "build_instructions",
     "is_data_changing",

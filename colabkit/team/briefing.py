@@ -5,9 +5,9 @@ holds the task's domain knowledge, D the dataset and column descriptions and the
 quirks, and the AI agent neither -- only the query and the file names, which everybody gets.
 What a persona holds is its `knows` field, so custom personas can take any slice.
 
-Briefings are built from the participant-safe `Task` only (it carries no gold) and are
-capped at `max_chars` because they go into every observation of models with tiny context
-windows. Shortening is deliberate rather than a blunt cut: numbered domain-knowledge points
+Briefings are built from the participant-safe `Task` only (it carries no gold). They are
+whole unless the session's observation profile caps them (`max_chars`: the compact profile
+of the embedded model, whose context is tiny, uses `DEFAULT_MAX_CHARS`). Shortening is deliberate rather than a blunt cut: numbered domain-knowledge points
 are trimmed evenly (the longest first), the data quirks are kept whole, columns related to
 the query or carrying a description are kept before the rest, and the briefing says when it
 was shortened. The query and the file names are never cut.
@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from colabkit.tasks.table import sniff_delimiter
 from colabkit.team.personas import Persona, persona
 from colabkit.team.textfit import fair_cap, fit_all, trim
 
@@ -43,6 +44,7 @@ _PREFIX_WORDS = 6
 _PREFIX_MIN_COLUMNS = 3
 _QUIRK_NAMES = 5
 _UNNAMED_INDEX = "the unnamed first column is a saved row index"
+_SEPARATORS = {"\t": "tab", ";": "semicolon"}
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
 _POINT_START = re.compile(r"(?<!\S)(?=\d{1,2}\.\s)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -97,8 +99,9 @@ def _data_notes(datasets: tuple[DatasetInfo, ...], budget: int | None, query: st
     heads: list[str] = []
     lists: list[tuple[int, str, list[tuple[str, str]]]] = []  # (dataset index, label, columns)
     for i, ds in enumerate(datasets):
-        groups, quirks = _describe(ds)
-        description = trim(" ".join(ds.description.split()), _DESC_MAX)
+        groups, quirks = _describe(ds, whole=budget is None)
+        description = " ".join(ds.description.split())
+        description = description if budget is None else trim(description, _DESC_MAX)
         head = f"data/{Path(ds.path).name} ({len(ds.columns)} columns): {description}"
         heads.append(head + ("\n Quirks: " + "; ".join(quirks) + "." if quirks else ""))
         lists.extend((i, label, cols) for label, cols in groups)
@@ -115,22 +118,26 @@ def _data_notes(datasets: tuple[DatasetInfo, ...], budget: int | None, query: st
     return "Data notes:\n" + "\n".join(blocks)
 
 
-def _describe(ds: DatasetInfo) -> tuple[list[tuple[str, list[tuple[str, str]]]], list[str]]:
+def _describe(ds: DatasetInfo, *, whole: bool) -> tuple[list[tuple[str, list[tuple[str, str]]]], list[str]]:
     """The file's column lists (label, [(name, description)]) and its quirks.
 
     Dropped columns move into the quirks, raw/`_inter` pairs are listed once, description
     openings shared by several columns ("Z values for ...") are stated once per list, and
     descriptions that only repeat the name ("Dagger: Daggers") are left out: that keeps what
-    matters (which opaque name means what) within the budget.
+    matters (which opaque name means what) within the budget. A file that is not a table (a
+    Newick tree, say) has no columns: the one quirk worth saying is how to open it.
     """
+    if ds.kind != "table":
+        return [], [f"not a table but a {Path(ds.path).suffix or 'plain'} file: open it directly "
+                    "(open(...).read() for text), not with pd.read_csv"]
     described = [(c.name, " ".join(c.description.split())) for c in ds.columns]
     names = {n for n, _ in described}
     dropped = [n for n, d in described if "dropped" in d.lower()]
     index_like = [n for n, _ in described if n.lower().startswith("unnamed")]
     paired = {n for n in names if f"{n}_inter" in names}
-    quirks = _file_quirks(Path(ds.path), [n for n, _ in described if n not in index_like], bool(index_like))
+    quirks = _file_quirks(Path(ds.path), [n for n, _ in described if n not in index_like], bool(index_like), whole)
     if dropped:
-        quirks.append(f"{_some(dropped)}: documented as dropped after loading, not analysis variables")
+        quirks.append(f"{_some(dropped, whole)}: documented as dropped after loading, not analysis variables")
     if paired:
         quirks.append("X(_inter) = raw column X and its interpolated X_inter")
     skip = {*dropped, *index_like, *(f"{n}_inter" for n in paired)}
@@ -159,7 +166,7 @@ def _group_by_prefix(cols: list[tuple[str, str]]) -> list[tuple[str, list[tuple[
     return [(f'Columns "{p} …"' if p else "Columns", c) for p, c in groups.items() if c]
 
 
-def _file_quirks(path: Path, described: list[str], index_in_metadata: bool) -> list[str]:
+def _file_quirks(path: Path, described: list[str], index_in_metadata: bool, whole: bool) -> list[str]:
     """Quirks visible in the CSV's first few KB (only the metadata's word when it cannot be read)."""
     try:
         with path.open("rb") as fh:
@@ -169,11 +176,12 @@ def _file_quirks(path: Path, described: list[str], index_in_metadata: bool) -> l
     lines = raw.decode("utf-8", errors="replace").splitlines()
     if len(raw) == _HEAD_BYTES:
         lines = lines[:-1]  # the last line is probably cut
-    rows = list(csv.reader(lines))
+    sep = sniff_delimiter("\n".join(lines))
+    rows = list(csv.reader(lines, delimiter=sep))
     if not rows:
         return []
     header, data = rows[0], rows[1:]
-    quirks = []
+    quirks = [f"{_SEPARATORS[sep]}-separated: read with sep={sep!r}"] if sep != "," else []
     if (header and header[0] == "") or index_in_metadata:
         quirks.append(_UNNAMED_INDEX)
     examples = [f for row in data for f in row if _DECIMAL_COMMA.match(f)]
@@ -183,15 +191,17 @@ def _file_quirks(path: Path, described: list[str], index_in_metadata: bool) -> l
         quirks.append("some cells are empty")
     undocumented = [h for h in header if h and h not in described]
     if undocumented:
-        quirks.append(f"not in the column descriptions: {_some(undocumented)}")
+        quirks.append(f"not in the column descriptions: {_some(undocumented, whole)}")
     absent = [n for n in described if n not in header]
     if absent:
-        quirks.append(f"described but not in the file: {_some(absent)}")
+        quirks.append(f"described but not in the file: {_some(absent, whole)}")
     return quirks
 
 
-def _some(names: list[str]) -> str:
-    """Up to `_QUIRK_NAMES` names, then how many more: quirks are kept whole, so they must stay short."""
+def _some(names: list[str], whole: bool) -> str:
+    """All names (`whole`), else up to `_QUIRK_NAMES` and how many more: quirks are never trimmed later."""
+    if whole:
+        return ", ".join(names)
     extra = f" and {len(names) - _QUIRK_NAMES} more" if len(names) > _QUIRK_NAMES else ""
     return ", ".join(names[:_QUIRK_NAMES]) + extra
 

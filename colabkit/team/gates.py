@@ -1,40 +1,40 @@
 """Approval gating: which actions need whose signature before they take effect.
 
-A gate table is a list of rules `action -> signatory`, optionally with a condition. The
-session layer asks `GateTable.rule_for(...)` for each proposed action; a returned rule means
-the action becomes a pending request routed to `rule.signatory`, `None` means it takes
-effect at once.
+A gate table is a list of rules `action -> signatory` with a structured `scope` and a free
+text `note`. The session layer asks `GateTable.rule_for(...)` for each proposed action; a
+returned rule means the action becomes a pending request routed to `rule.signatory`, `None`
+means it takes effect at once.
 
-Conditions come in two kinds, because tables come from two sources:
-- `DATA_CHANGING` is a machine condition, evaluated deterministically on the action's
-  content (the code) by `is_data_changing`; the preassigned default uses it so that D only
-  signs code that changes data, not every exploratory cell.
-- Any other condition is words a team wrote during the memory build ("if it changes the
-  time bins"). Words cannot be judged cheaply and deterministically, so such a rule gates
-  every action of its type and the signatory, who sees the condition in the request, judges
-  whether it applies.
+Scope is what the machine enforces, deterministically: `all` gates every action of the
+type; `data_changing` (only for `execute_code`) gates only code that `is_data_changing`
+judges to change data, so a team (or the preassigned table) can gate data handling without
+gating every exploratory cell. The note is words a team wrote during the memory build ("if
+it changes the time bins"); words cannot be judged cheaply and deterministically, so the
+note never narrows a gate: it is shown to the signatory with the request, who decides.
 
-Fallback when the named signatory cannot sign (not on the team, or is the proposer -- nobody
-signs their own request): another human on the team who is not the proposer (the first in
-team order); else the AI agent if the proposer is a human; else the action is ungated (an AI
-proposal in a team with no other eligible human has nobody left to check it).
+A gate means exactly what was chosen, with no silent rerouting (issue 8, item 5):
+- when the named signatory is the proposer, the action is ungated: nobody signs their own
+  work, and nobody else was chosen;
+- a rule naming someone not on the team is dropped before the session (`for_team`), and the
+  drop is reported: in the memory's mapping report for a team's own gates, in the variant's
+  table for preassigned ones (see `DEFAULT_PREASSIGNED_GATES`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from colabkit.errors import ColabkitError
-from colabkit.team.personas import AI_ID
 
 ACTION_TYPES = ("send_message", "execute_code", "edit_result", "approve", "reject", "finish", "wait")
 # Deciding on a request or doing nothing cannot itself wait for a decision.
 GATEABLE_ACTIONS = tuple(a for a in ACTION_TYPES if a not in ("approve", "reject", "wait"))
-DATA_CHANGING = "data-changing"
-CONDITION_MAX_CHARS = 120
+GateScope = Literal["all", "data_changing"]
+NOTE_MAX_CHARS = 120
 
 # File writes: pandas/numpy writers, open() in a write mode, path writers, deletions/moves.
 _WRITES = re.compile(
@@ -74,13 +74,14 @@ def is_data_changing(code: str) -> bool:
 
 
 class GateRule(BaseModel):
-    """`action` by anyone needs `signatory`'s approval (when `condition` applies)."""
+    """`action` by anyone but `signatory` needs `signatory`'s approval, within `scope`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     action: str
     signatory: str = Field(min_length=1)
-    condition: str = Field("", max_length=CONDITION_MAX_CHARS)
+    scope: GateScope = "all"
+    note: str = Field("", max_length=NOTE_MAX_CHARS)
 
     @field_validator("action")
     @classmethod
@@ -89,16 +90,33 @@ class GateRule(BaseModel):
             raise ColabkitError(f"gate action {action!r} cannot be gated; valid: {', '.join(GATEABLE_ACTIONS)}")
         return action
 
+    @model_validator(mode="after")
+    def _scope_fits_action(self) -> GateRule:
+        if self.scope == "data_changing" and self.action != "execute_code":
+            raise ColabkitError(f"gate scope 'data_changing' applies to execute_code only, not {self.action!r}")
+        return self
+
     def applies(self, content: str | None) -> bool:
-        """Whether this rule gates an action with this content (see module docstring)."""
-        if self.condition == DATA_CHANGING and content is not None:
+        """Whether this rule's scope covers an action with this content (the code).
+
+        Without content a `data_changing` scope is assumed to apply, so a forgotten payload
+        errs towards gating.
+        """
+        if self.scope == "data_changing" and content is not None:
             return is_data_changing(content)
         return True
 
+    def terms(self) -> str:
+        """The scope and note as the signatory reads them with a request ('' for neither)."""
+        parts = ["data-changing code only"] if self.scope == "data_changing" else []
+        if self.note:
+            parts.append(f"note: {self.note}")
+        return "; ".join(parts)
+
     def describe(self) -> str:
-        """One line for observations and requests, e.g. `execute_code (data-changing) -> D`."""
-        cond = f" ({self.condition})" if self.condition else ""
-        return f"{self.action}{cond} -> {self.signatory}"
+        """One line for observations, e.g. `execute_code (data-changing code only) -> D`."""
+        terms = self.terms()
+        return f"{self.action}{f' ({terms})' if terms else ''} -> {self.signatory}"
 
 
 class GateTable(BaseModel):
@@ -108,27 +126,26 @@ class GateTable(BaseModel):
 
     rules: tuple[GateRule, ...] = ()
 
-    def rule_for(
-        self, action_type: str, proposer: str, team: Sequence[str], *, content: str | None = None
-    ) -> GateRule | None:
-        """The rule gating this proposal, with the signatory who will actually sign, or None.
+    def rule_for(self, action_type: str, proposer: str, *, content: str | None = None) -> GateRule | None:
+        """The rule gating this proposal, or None when it takes effect at once.
 
-        `team` lists every participant id (the AI agent included). `content` is the action's
-        payload (the code for `execute_code`); without it a machine condition is assumed to
-        apply, so a forgotten payload errs towards gating. The returned rule's `signatory`
-        is the effective one after the fallback described in the module docstring; it is
-        never the proposer.
+        The first rule for the action whose scope covers `content` decides; if it names the
+        proposer as signatory, the action is ungated (see the module docstring). The table
+        is assumed restricted to the team (`for_team`).
         """
         if action_type not in ACTION_TYPES:
             raise ColabkitError(f"unknown action type {action_type!r}; valid: {', '.join(ACTION_TYPES)}")
         for rule in self.rules:
-            if rule.action != action_type or not rule.applies(content):
-                continue
-            signatory = _effective_signatory(rule.signatory, proposer, team)
-            if signatory is None:
-                return None
-            return rule if signatory == rule.signatory else rule.model_copy(update={"signatory": signatory})
+            if rule.action == action_type and rule.applies(content):
+                return None if rule.signatory == proposer else rule
         return None
+
+    def for_team(self, team: Sequence[str]) -> tuple[GateTable, tuple[str, ...]]:
+        """This table without the rules whose signatory is not on `team`, and a report line per drop."""
+        kept = tuple(rule for rule in self.rules if rule.signatory in team)
+        report = tuple(f"gate {rule.describe()} dropped: {rule.signatory} is not on the team"
+                       for rule in self.rules if rule.signatory not in team)
+        return GateTable(rules=kept), report
 
     def render(self) -> str:
         """The table as one line per rule, or a sentence saying nothing is gated."""
@@ -137,23 +154,16 @@ class GateTable(BaseModel):
         return "; ".join(rule.describe() for rule in self.rules)
 
 
-def _effective_signatory(named: str, proposer: str, team: Sequence[str]) -> str | None:
-    if named in team and named != proposer:
-        return named
-    for member in team:
-        if member not in (AI_ID, proposer):
-            return member
-    if proposer != AI_ID and AI_ID in team:
-        return AI_ID
-    return None
-
-
 DEFAULT_PREASSIGNED_GATES = GateTable(
     rules=(
         GateRule(action="edit_result", signatory="R"),
         GateRule(action="finish", signatory="R"),
-        GateRule(action="execute_code", signatory="D", condition=DATA_CHANGING),
+        GateRule(action="execute_code", signatory="D", scope="data_changing"),
     )
 )
 """The study's preassigned gating: R signs the result and the end (evidence standards), D
-signs code that changes data (data handling). Messages stay ungated."""
+signs code that changes data (data handling). Messages stay ungated. Each preassigned
+variant enforces this table restricted to its team (`GateTable.for_team`): preassigned-dr
+all three rules; preassigned-r only R's (data-changing code is ungated, as no Data Analyst
+is there to check it); preassigned-d only D's (edits and the finish are ungated). Nobody is
+drafted in for an absent signatory, so the gate still means "the expert for this signs"."""

@@ -4,28 +4,32 @@ The four slots follow the study (and transactive-memory theory): who knows what
 (expertise), who is trusted with what (responsibility), how work is coordinated (plan) and
 which evidence standards the answer must meet; Scaffolded teams also write a gate table.
 
-The session layer runs the build protocol (each member proposes, one consolidation) with the
-schemas here as structured outputs, then calls `memory_from_consolidation` to get the
-immutable `MemoryRecord`. Lengths are bounded in the schemas (they appear as maxLength in the
-JSON schema given to the model) because the rendered memory goes into every task-phase
-observation, and the smallest model works with ~1500 tokens in total; `render(max_chars=...)`
-fits a tighter observation budget by trimming the slots evenly.
+The session layer runs the build protocol (each member proposes, the AI agent consolidates,
+each human ratifies or names one amendment, the AI agent applies the amendments once) with
+the schemas here as structured outputs, then calls `memory_from_consolidation` to get the
+immutable `MemoryRecord`. Slot lengths are bounded in the schemas (they appear as maxLength
+in the JSON schema given to the model) at what the session's observation profile allows:
+`SLOT_MAX_CHARS` for the embedded model (compact profile), more for models with large
+windows; `render(max_chars=...)` fits a tighter observation budget by trimming the slots
+evenly.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from colabkit.team.canonical import canonical_digest
-from colabkit.team.gates import CONDITION_MAX_CHARS, GATEABLE_ACTIONS, GateRule, GateTable
+from colabkit.hashing import sha256_hex
+from colabkit.team.gates import GATEABLE_ACTIONS, NOTE_MAX_CHARS, GateRule, GateScope, GateTable
 from colabkit.team.personas import Persona
 from colabkit.team.textfit import fit_all
 
-SLOT_MAX_CHARS = 280
+SLOT_MAX_CHARS = 280  # the compact (embedded-model) answer length; a session profile may allow more
+SLOT_CEILING = 4000  # what a frozen record may hold, whatever the profile
+AMENDMENT_MAX_CHARS = 280
 MAX_GATES = 8
 SLOTS = ("expertise", "responsibility", "plan", "evidence_standards")
 
@@ -64,7 +68,8 @@ class GateItem(BaseModel):
 
     action: str = Field(max_length=40, description="one of: " + ", ".join(GATEABLE_ACTIONS))
     signatory: str = Field(max_length=40, description="id of the member who must approve")
-    condition: str = Field("", max_length=CONDITION_MAX_CHARS, description="optional: when it applies")
+    scope: GateScope = Field("all", description="all, or data_changing (execute_code only: code that changes data)")
+    note: str = Field("", max_length=NOTE_MAX_CHARS, description="optional: what the signatory should check")
 
 
 class MemoryProposal(MemorySlots):
@@ -76,9 +81,28 @@ class MemoryProposal(MemorySlots):
     )
 
 
-def memory_schema(with_gates: bool) -> type[MemorySlots]:
-    """The structured-output schema for the build phase of a memory variant."""
-    return MemoryProposal if with_gates else MemorySlots
+class Ratification(BaseModel):
+    """Structured output of one member's ratification: accept the draft, or name one amendment."""
+
+    decision: Literal["accept", "amend"] = Field(description="accept the memory as it is, or amend it")
+    amendment: str = Field("", max_length=AMENDMENT_MAX_CHARS,
+                           description="if amend: the one change you need, in your own words")
+
+    @model_validator(mode="after")
+    def _amendment_named(self) -> Ratification:
+        if self.decision == "amend" and not self.amendment.strip():
+            raise ValueError("decision 'amend' needs the amendment text")
+        return self
+
+
+def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> type[MemorySlots]:
+    """The structured-output schema for the build phase of a memory variant, `slot_chars` per slot."""
+    base = MemoryProposal if with_gates else MemorySlots
+    if slot_chars == SLOT_MAX_CHARS:
+        return base
+    fields: dict[str, Any] = {
+        slot: (str, Field(max_length=min(slot_chars, SLOT_CEILING), description=_SLOT_HELP[slot])) for slot in SLOTS}
+    return cast(type[MemorySlots], create_model(f"{base.__name__}{slot_chars}", __base__=base, **fields))
 
 
 class MemoryRecord(BaseModel):
@@ -86,23 +110,24 @@ class MemoryRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    expertise: str = Field(max_length=SLOT_MAX_CHARS)
-    responsibility: str = Field(max_length=SLOT_MAX_CHARS)
-    plan: str = Field(max_length=SLOT_MAX_CHARS)
-    evidence_standards: str = Field(max_length=SLOT_MAX_CHARS)
+    expertise: str = Field(max_length=SLOT_CEILING)
+    responsibility: str = Field(max_length=SLOT_CEILING)
+    plan: str = Field(max_length=SLOT_CEILING)
+    evidence_standards: str = Field(max_length=SLOT_CEILING)
     gates: GateTable | None = None
 
     def digest(self) -> str:
         """sha256 of the canonical JSON: the memory's identity in the session record."""
-        return canonical_digest(self)
+        return sha256_hex(self)
 
-    def render(self, max_chars: int | None = None) -> str:
-        """The read-only block shown in every task-phase observation.
+    def render(self, max_chars: int | None = None, *, draft: bool = False) -> str:
+        """The read-only block shown in every task-phase observation (or, `draft`, for ratifying).
 
         With `max_chars`, the four slots are trimmed evenly (longest first) so the block fits
         while every slot keeps its opening; the gate line, which is enforced, stays whole.
         """
-        header = f"Shared Group Memory (read-only, frozen {self.digest()[:8]}):"
+        state = "draft, not frozen yet" if draft else f"read-only, frozen {self.digest()[:8]}"
+        header = f"Shared Group Memory ({state}):"
         labels = [f"- {slot.replace('_', ' ').capitalize()}: " for slot in SLOTS]
         values = [getattr(self, slot) or "(none)" for slot in SLOTS]
         gates = [f"- Gates: {self.gates.render()}"] if self.gates is not None else []
@@ -112,22 +137,39 @@ class MemoryRecord(BaseModel):
         return "\n".join([header, *(label + value for label, value in zip(labels, values)), *gates])
 
 
-def build_instructions(stage: Literal["propose", "consolidate"], team: Sequence[Persona], with_gates: bool) -> str:
+def build_instructions(
+    stage: Literal["propose", "consolidate", "ratify", "amend"], team: Sequence[Persona], with_gates: bool,
+    slot_chars: int = SLOT_MAX_CHARS,
+) -> str:
     """Short task text for one build-phase call, so every variant's build asks the same thing."""
     members = ", ".join(f"{p.id} = {p.name}" for p in team)
+    if stage == "ratify":
+        return (
+            f"Memory build. Team: {members}. Below is the consolidated shared memory. Reply with decision "
+            f"'accept' if you can work with it, or 'amend' and the one change you need (at most "
+            f"{AMENDMENT_MAX_CHARS} characters). The AI agent applies the amendments once; then it is frozen."
+        )
+    if stage == "amend":
+        return (
+            f"Memory build. Team: {members}. The members amended the consolidated memory below. Reply with the "
+            "memory with every amendment applied (the same JSON fields, each slot at most "
+            f"{slot_chars} characters); keep the rest as it is. It is frozen after this."
+        )
     what = (
         "Propose the team's shared memory for this task."
         if stage == "propose"
         else "Merge the members' proposals into one shared memory; keep what they agree on."
     )
     text = (
-        f"Memory build. Team: {members}. {what} Fill each slot in at most {SLOT_MAX_CHARS} characters: "
+        f"Memory build. Team: {members}. {what} Fill each slot in at most {slot_chars} characters: "
         "expertise, responsibility, plan, evidence_standards. It is frozen before the task starts."
     )
     if with_gates:
         text += (
-            f" Also choose gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval and "
-            "which member signs each; nobody signs their own request; unlisted actions stay ungated."
+            f" Also choose gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
+            "signs each, the scope (all, or data_changing: only execute_code that changes data) and an "
+            "optional note for the signatory. A member's own actions are never held by its own gate; "
+            "unlisted actions stay ungated."
         )
     return text
 
@@ -168,9 +210,10 @@ def memory_from_consolidation(
     Pure and deterministic. Gates are kept only `with_gates` (Scaffolded); each gate's action
     is mapped from common wordings ("edit", "run code") to an action type and its signatory
     from a member id or name ("Researcher" -> R) on this team. Gates with an action that
-    cannot be gated, a signatory not on the team, or repeating an earlier (action,
-    condition) are dropped; every drop or mapping is a line in the report so the session
-    log shows what the team wrote versus what is enforced.
+    cannot be gated, a signatory not on the team (nobody is drafted in instead), or repeating
+    an earlier (action, scope) are dropped; a `data_changing` scope on another action than
+    execute_code is widened to `all`. Every drop or mapping is a line in the report so the
+    session log shows what the team wrote versus what is enforced.
     """
     parsed = output if isinstance(output, MemorySlots) else MemoryProposal.model_validate(output)
     report: list[str] = [f"slot {s} is empty" for s in SLOTS if not getattr(parsed, s).strip()]
@@ -184,18 +227,21 @@ def memory_from_consolidation(
         seen: set[tuple[str, str]] = set()
         for i, item in enumerate(items, 1):
             action, signatory = _map_action(item.action), _map_signatory(item.signatory, aliases)
-            condition = item.condition.strip()
+            scope: GateScope = item.scope if action == "execute_code" else "all"
             if action is None:
                 report.append(f"gate {i} dropped: action {item.action!r} cannot be gated")
             elif signatory is None:
-                report.append(f"gate {i} dropped: signatory {item.signatory!r} is not a team member")
-            elif (action, condition) in seen:
+                report.append(f"gate {i} dropped: signatory {item.signatory!r} is not on the team")
+            elif (action, scope) in seen:
                 report.append(f"gate {i} dropped: repeats an earlier gate for {action}")
             else:
                 if (action, signatory) != (item.action, item.signatory):
                     report.append(f"gate {i} mapped: {item.action!r} -> {action}, {item.signatory!r} -> {signatory}")
-                seen.add((action, condition))
-                rules.append(GateRule(action=action, signatory=signatory, condition=condition))
+                if scope != item.scope:
+                    report.append(f"gate {i} widened: scope data_changing is for execute_code only; "
+                                  f"every {action} is gated")
+                seen.add((action, scope))
+                rules.append(GateRule(action=action, signatory=signatory, scope=scope, note=item.note.strip()))
     record = MemoryRecord(
         **{s: getattr(parsed, s).strip() for s in SLOTS},
         gates=GateTable(rules=tuple(rules)) if with_gates else None,

@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colabkit.errors import ColabkitError
-from colabkit.team.canonical import canonical_digest
+from colabkit.hashing import sha256_hex
 from colabkit.team.gates import DEFAULT_PREASSIGNED_GATES, GateTable
 from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
 
@@ -72,6 +72,10 @@ class VariantConfig(BaseModel):
             raise ColabkitError(f"{where}: gate_source 'self' needs memory=True (the gates are written in the memory)")
         if (self.gate_source == "preassigned") != (self.preassigned is not None):
             raise ColabkitError(f"{where}: a preassigned gate table goes with gate_source 'preassigned' and only with it")
+        absent = sorted({r.signatory for r in self.preassigned.rules} - set(self.team)) if self.preassigned else []
+        if absent:
+            raise ColabkitError(f"{where}: preassigned gates name {', '.join(absent)}, not on the team "
+                                "(GateTable.for_team drops such gates)")
         if self.gate_source != "none" and not self.humans:
             raise ColabkitError(f"{where}: gating needs at least one human (nobody signs their own request)")
         return self
@@ -97,7 +101,7 @@ class VariantConfig(BaseModel):
 
     def identity(self) -> str:
         """Stable sha256 hex of the canonical JSON of this config."""
-        return canonical_digest(self)
+        return sha256_hex(self)
 
 
 def _registry() -> dict[str, VariantConfig]:
@@ -106,12 +110,14 @@ def _registry() -> dict[str, VariantConfig]:
         "default": {"memory": False, "gate_source": "none"},
         "scaffolded": {"memory": True, "gate_source": "self"},
         "memory": {"memory": True, "gate_source": "none"},
-        "preassigned": {"memory": False, "gate_source": "preassigned", "preassigned": DEFAULT_PREASSIGNED_GATES},
+        "preassigned": {"memory": False, "gate_source": "preassigned"},
     }
     configs = [VariantConfig(name="single")]
     for family, settings in families.items():
         for suffix, humans in compositions.items():
-            configs.append(VariantConfig(name=f"{family}-{suffix}", humans=humans, **settings))
+            # The study's table without the rules whose signatory is absent (see DEFAULT_PREASSIGNED_GATES).
+            gates = DEFAULT_PREASSIGNED_GATES.for_team((AI_ID, *humans))[0] if family == "preassigned" else None
+            configs.append(VariantConfig(name=f"{family}-{suffix}", humans=humans, preassigned=gates, **settings))
     return {c.name: c for c in configs}
 
 

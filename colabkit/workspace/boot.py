@@ -22,18 +22,19 @@ import resource
 import signal
 import sys
 import threading
+from typing import Any
 
 DROPPED_MIME = "application/vnd.colabkit.dropped+json"
 
 
-def switch_user(uid):
+def switch_user(uid: int) -> None:
     """Leave root for an unprivileged uid (no supplementary groups)."""
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
 
 
-def die_with_parent(parent_pid):
+def die_with_parent(parent_pid: int) -> None:
     """Linux: SIGKILL this process when its parent dies; exit if that already happened."""
     if not sys.platform.startswith("linux"):
         return
@@ -45,7 +46,7 @@ def die_with_parent(parent_pid):
         os._exit(1)
 
 
-def apply_limits(limits):
+def apply_limits(limits: dict[str, list[int]]) -> list[str]:
     """Set every limit this platform knows; return the names that took effect."""
     applied = []
     for name, (soft, hard) in limits.items():
@@ -63,18 +64,18 @@ def apply_limits(limits):
 class OutputCap:
     """Per-cell budget of stream characters shared by stdout and stderr (thread-safe)."""
 
-    def __init__(self, limit):
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
         self.dropped = 0
         self.lock = threading.Lock()
 
-    def reset(self):
+    def reset(self) -> None:
         with self.lock:
             self.used = 0
             self.dropped = 0
 
-    def take(self, text):
+    def take(self, text: str) -> str:
         with self.lock:
             room = max(0, self.limit - self.used)
             kept = text[:room]
@@ -83,13 +84,13 @@ class OutputCap:
         return kept
 
 
-def install_output_cap(cap):
+def install_output_cap(cap: OutputCap) -> None:
     """Route every OutStream write (print, sys.stdout, captured fds) through the cap."""
     from ipykernel.iostream import OutStream
 
     original = OutStream.write
 
-    def capped_write(self, string):
+    def capped_write(self: Any, string: Any) -> Any:
         if not isinstance(string, str):
             return original(self, string)
         kept = cap.take(string)
@@ -97,20 +98,20 @@ def install_output_cap(cap):
             original(self, kept)
         return len(string)
 
-    OutStream.write = capped_write
+    OutStream.write = capped_write  # type: ignore[method-assign]
 
 
-def install_cell_hooks(shell, cap, workdir):
+def install_cell_hooks(shell: Any, cap: OutputCap, workdir: str) -> None:
     """Before a cell: fresh budget and cwd.  After: report what the cap dropped."""
 
-    def before(*_):
+    def before(*_: object) -> None:
         cap.reset()
         try:
             os.chdir(workdir)
         except OSError:
             pass
 
-    def after(*_):
+    def after(*_: object) -> None:
         if cap.dropped:
             from IPython.display import publish_display_data
 
@@ -120,7 +121,7 @@ def install_cell_hooks(shell, cap, workdir):
     shell.events.register("post_execute", after)
 
 
-def silence_echo():
+def silence_echo() -> None:
     """Send the kernel's echo of raw fd output to /dev/null once start-up is over.
 
     ipykernel copies output written straight to fds 1/2 both to the client and to the
@@ -134,7 +135,7 @@ def silence_echo():
     os.close(devnull)
 
 
-def main(config):
+def main(config: dict[str, Any]) -> None:
     parent = os.getppid()
     if config["uid"] is not None:
         switch_user(config["uid"])

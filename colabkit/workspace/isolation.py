@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -61,7 +62,8 @@ class Limits(BaseModel):
     Memory, CPU and file size are per process; CPU time accumulates over one kernel's life
     (a restart resets it).  `max_processes` counts threads too.  `interrupt_grace_s` is how
     long a timed-out cell may take to honour the interrupt before the kernel is restarted;
-    `tmp_mb` sizes the sandbox's private in-memory /tmp and /dev/shm.
+    `tmp_mb` sizes the sandbox's private in-memory /tmp and /dev/shm; `disk_mb` caps the
+    total the workspace may write into its working folder (see `quota`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -74,6 +76,7 @@ class Limits(BaseModel):
     output_chars: PositiveInt = 8000
     interrupt_grace_s: PositiveFloat = 5
     tmp_mb: PositiveInt = 512
+    disk_mb: PositiveInt = 1024
 
 
 class IsolationReport(BaseModel):
@@ -90,6 +93,8 @@ class IsolationReport(BaseModel):
     kernel_uid: int | None = None
     rlimits: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    disk_quota_mb: int | None = None
+    disk_quota_enforced_by: str | None = None  # "filesystem" or "checked"
 
 
 @dataclass(frozen=True)
@@ -235,7 +240,7 @@ def fresh_uid() -> int:
             return uid
 
 
-def _processes():
+def _processes() -> Iterator[tuple[Path, int]]:
     """(/proc entry, owner uid) of every visible process; empty where /proc is absent."""
     for entry in Path("/proc").glob("[0-9]*"):
         try:
@@ -324,7 +329,7 @@ def _trial(level: str, drop_uid: bool) -> tuple[bool, str]:
         Path(tmp).chmod(0o711)
         layout = _probe_layout(Path(tmp))
         sandbox = Sandbox(level, fresh_uid() if drop_uid else None)
-        if drop_uid:
+        if sandbox.uid is not None:
             for d in (layout.workdir, layout.ipcdir, layout.tmpdir):
                 os.chown(d, sandbox.uid, sandbox.uid)
         cmd = sandbox.command(layout, Limits(), [json.dumps(boot_config(sandbox, layout, Limits(), probe=True))])
@@ -361,8 +366,12 @@ def boot_config(sandbox: Sandbox, layout: Layout, limits: Limits, *, probe: bool
     }
 
 
-def report(sandbox: Sandbox, limits: Limits, notes: tuple[str, ...]) -> IsolationReport:
-    """Describe the chosen sandbox; weak isolation is also announced on stderr (once per reason)."""
+def report(sandbox: Sandbox, limits: Limits, notes: tuple[str, ...], *,
+           disk: tuple[str, str] | None = None) -> IsolationReport:
+    """Describe the chosen sandbox; weak isolation is also announced on stderr (once per reason).
+
+    `disk` is the workspace's quota as (enforcement, one-line description).
+    """
     boxed = sandbox.level == "bubblewrap"
     dropped = sandbox.uid is not None
     lines = list(notes)
@@ -377,13 +386,15 @@ def report(sandbox: Sandbox, limits: Limits, notes: tuple[str, ...]) -> Isolatio
                      "permissions bind")
     elif os.geteuid() == 0:
         lines.append("kernel runs as root: RLIMIT_NPROC does not bind root")
-    lines.append("RLIMIT_AS caps virtual memory per process; disk use of the working folder "
-                 "is capped only per file (RLIMIT_FSIZE)")
+    lines.append("RLIMIT_AS caps virtual memory per process; RLIMIT_FSIZE caps each file")
+    if disk is not None:
+        lines.append(disk[1])
     names = tuple(f"{k}={v[0]}" for k, v in rlimits(limits).items())
     rep = IsolationReport(
         level=sandbox.level, network_isolated=boxed, data_read_only=boxed or dropped,
         env_allowlisted=True, host_files_hidden=boxed, pid_namespace=boxed,
-        kernel_uid=sandbox.uid, rlimits=names, notes=tuple(lines))
+        kernel_uid=sandbox.uid, rlimits=names, notes=tuple(lines),
+        disk_quota_mb=limits.disk_mb if disk else None, disk_quota_enforced_by=disk[0] if disk else None)
     if not boxed:
         _announce("colabkit: WEAK kernel isolation (rlimits-only): model code shares the host's "
                   "network and files; only the environment allow-list and resource limits apply"

@@ -194,7 +194,7 @@ class SandboxedKernel:
         try:
             return await self._await_cell(msg_id, sink, timeout)
         except asyncio.CancelledError:  # the caller gave up: do not leave the cell running
-            self._interrupt()
+            self.interrupt()
             raise
 
     async def _await_cell(self, msg_id: str, sink: OutputCollector, timeout: float) -> Outcome:
@@ -219,7 +219,7 @@ class SandboxedKernel:
                 await self._drain_iopub(msg_id, sink)
                 return Outcome("died", detail=self._describe_exit())
             if reply is None and interrupted_at is None and now >= deadline:
-                self._interrupt()
+                self.interrupt()
                 interrupted_at = now
             elif reply is None and interrupted_at is not None and \
                     now >= interrupted_at + self.limits.interrupt_grace_s:
@@ -259,7 +259,8 @@ class SandboxedKernel:
                 sink.handle(msg)
         return idle
 
-    def _interrupt(self) -> None:
+    def interrupt(self) -> None:
+        """Ask the running cell to stop (KeyboardInterrupt in the kernel)."""
         if self._client is not None:
             self._client.control_channel.send(self._client.session.msg("interrupt_request", {}))
 
@@ -282,7 +283,7 @@ class SandboxedKernel:
 
 
 @atexit.register
-def _kill_leftovers() -> None:
+def kill_leftovers() -> None:
     """Kernels whose workspace was never closed die with the interpreter."""
     for kernel in list(_LIVE):
         kernel.kill()

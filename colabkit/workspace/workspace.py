@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,11 +26,13 @@ from colabkit.errors import ColabkitError
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
 from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, choose, report
-from colabkit.workspace.kernel import SandboxedKernel
+from colabkit.workspace.kernel import Outcome, SandboxedKernel
 from colabkit.workspace.output import DiscardingCollector, OutputCollector
+from colabkit.workspace.quota import MIB, POLL_S, DiskQuota
 
 MAX_LISTED_FILES = 1000
 MAX_HASHED_BYTES = 64 * 1024 * 1024
+SNAPSHOT_SCHEMA_VERSION: Final = 2
 
 
 class CellResult(BaseModel):
@@ -90,6 +92,8 @@ class WorkspaceSnapshot(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    schema_version: Literal[2] = SNAPSHOT_SCHEMA_VERSION
+    """Version 2 added this field; a stored snapshot without it was written by version 1."""
     isolation: IsolationReport
     limits: Limits
     data_files: tuple[str, ...]
@@ -116,8 +120,9 @@ class Workspace:
 
     def __init__(self, *, base: Path, owns_base: bool, layout: Layout, data_files: tuple[str, ...],
                  limits: Limits, sandbox: Sandbox, isolation: IsolationReport,
-                 clock: Callable[[], float]):
+                 clock: Callable[[], float], quota: DiskQuota):
         self._base, self._owns_base, self._layout = base, owns_base, layout
+        self._quota = quota
         self.workdir = layout.workdir
         self.data_files = data_files
         self.limits = limits
@@ -148,9 +153,15 @@ class Workspace:
             notes += (f"{base.parent} is not traversable by an unprivileged uid; the kernel runs as root",)
         layout = Layout(base / "work", base / "work" / "data",
                         Path(tempfile.mkdtemp(prefix="ck-")), base / "tmp")
+        quota: DiskQuota | None = None
         try:
+            quota = DiskQuota.create(layout.workdir, limits.disk_mb * MIB, image=base / "workdir.img",
+                                     data_bytes=sum(p.stat().st_size for p in sources))
             _prepare(layout, sources, sandbox.uid)
+            quota.start()
         except BaseException as exc:  # nothing was started yet: only the folders to remove
+            if quota is not None:
+                quota.release()
             shutil.rmtree(layout.ipcdir, ignore_errors=True)
             shutil.rmtree(base, ignore_errors=True)
             if isinstance(exc, OSError):
@@ -158,7 +169,8 @@ class Workspace:
             raise
         ws = cls(base=base, owns_base=root is None, layout=layout,
                  data_files=tuple(p.name for p in sources), limits=limits, sandbox=sandbox,
-                 isolation=report(sandbox, limits, notes), clock=clock)
+                 isolation=report(sandbox, limits, notes, disk=(quota.mode, quota.describe())),
+                 clock=clock, quota=quota)
         started = time.monotonic()
         try:
             await ws._kernel.start()
@@ -187,10 +199,14 @@ class Workspace:
                 await self._recover(index, "the kernel had stopped between cells")
                 restarted = True
             sink = OutputCollector(self.limits.output_chars, workdir=self.workdir, image_stem=f"cell{index}")
-            started_at, started = self._clock(), time.monotonic()
-            outcome = await self._kernel.execute(code, sink, timeout=limit)
+            started_at, started, wall = self._clock(), time.monotonic(), time.time()
+            outcome = await self._execute_watched(code, sink, limit)
             duration = time.monotonic() - started
             error = sink.error
+            over_quota = await asyncio.to_thread(self._quota.exceeded)
+            if over_quota:  # before any replay, so only this cell's files are removed
+                removed, freed = await asyncio.to_thread(self._quota.remove_written_since, wall)
+                self._event("disk_quota", index, f"{removed} file(s) removed, {freed} bytes")
             if outcome.status == "timeout":
                 how = "interrupted" if outcome.interrupted else "stopped (it ignored the interrupt)"
                 error = f"CellTimeout: the cell ran longer than {limit:g} s and was {how}" + \
@@ -199,17 +215,42 @@ class Workspace:
             elif outcome.status == "died":
                 error = f"KernelDied: the kernel process {outcome.detail}"
                 self._event("kernel_died", index, outcome.detail)
-            if outcome.status == "died" or (outcome.status == "timeout" and not outcome.interrupted):
+            if error and (outcome.status == "died" or (outcome.status == "timeout" and not outcome.interrupted)):
                 replayed = await self._recover(index, error.splitlines()[0])
                 restarted = True
                 error += (f"\nThe kernel was restarted and {replayed} earlier successful cell(s) "
                           "were replayed, so their variables are defined again.")
-            cell = CellResult(index=index, author=author, code=code, status=outcome.status,
+            status = outcome.status
+            if over_quota:
+                error = (f"DiskQuotaExceeded: the workspace may write at most {self.limits.disk_mb} MB in "
+                         f"total and this cell went past it; the {removed} file(s) it wrote were removed"
+                         + (f"\n{error}" if error else ""))
+                status = "error" if status == "ok" else status
+            cell = CellResult(index=index, author=author, code=code, status=status,
                               output=sink.text, error=error, images=tuple(sink.images),
                               truncated=sink.truncated, restarted=restarted,
                               duration_s=round(duration, 4), time=started_at)
             self.cells.append(cell)
             return cell
+
+    async def _execute_watched(self, code: str, sink: OutputCollector, timeout: float) -> Outcome:
+        """Run a cell; where the file system does not cap the disk, watch its usage meanwhile
+        and stop the cell once it is over the quota (interrupt, then kill if ignored)."""
+        if self._quota.mode == "filesystem":
+            return await self._kernel.execute(code, sink, timeout=timeout)
+
+        async def watch() -> None:
+            while not await asyncio.to_thread(self._quota.exceeded):
+                await asyncio.sleep(POLL_S)
+            self._kernel.interrupt()
+            await asyncio.sleep(self.limits.interrupt_grace_s)
+            self._kernel.kill()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            return await self._kernel.execute(code, sink, timeout=timeout)
+        finally:
+            watcher.cancel()
 
     async def _recover(self, index: int, reason: str) -> int:
         """Restart the kernel and silently re-run earlier successful cells; return how many."""
@@ -261,6 +302,16 @@ class Workspace:
         self._closed = True
         await self._kernel.shutdown()
         self._final_files = list_files(self.workdir)
+        keep = self._quota.mode == "filesystem" and not self._owns_base
+        kept = self._base / "work.kept"  # the caller keeps the files; the mount goes
+        try:
+            if keep:
+                copy_files(self.workdir, kept)
+        finally:
+            self._quota.release()
+        if keep:
+            self.workdir.rmdir()
+            kept.rename(self.workdir)
         shutil.rmtree(self._layout.ipcdir, ignore_errors=True)
         shutil.rmtree(self._base if self._owns_base else self._layout.tmpdir, ignore_errors=True)
 
@@ -299,6 +350,23 @@ def _prepare(layout: Layout, sources: list[Path], uid: int | None) -> None:
         # create and remove its own files but cannot rename `data/` away and plant another.
         os.chown(layout.workdir, -1, uid)
         layout.workdir.chmod(0o1770)
+
+
+def copy_files(src: Path, dest: Path) -> None:
+    """Copy folders and regular files (the data copy too), never following a link: the
+    kernel wrote this tree, so links and special files it planted are left behind."""
+    for top, _, names in os.walk(src, followlinks=False):
+        target = dest / Path(top).relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            try:
+                fd = os.open(Path(top) / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as fh:
+                if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    with open(target / name, "wb") as out:
+                        shutil.copyfileobj(fh, out)
 
 
 def list_files(workdir: Path) -> tuple[tuple[FileRecord, ...], int]:

@@ -1,0 +1,59 @@
+"""Check, before anything runs, that every configured model can be called at all.
+
+Without this, a model string litellm does not know or a provider key that is not set only
+shows on the first call, and a session then spends its whole budget on failed steps (or a
+batch, hundreds of sessions). `preflight` turns both into one `ColabkitError` line naming
+the model and what is missing, without sending a request: it asks litellm which provider a
+model string means and which environment variables that provider needs
+(`litellm.validate_environment`). The embedded `local/...` models need their GGUF file.
+What only the provider can tell (a wrong key, an unknown model name) is the gateway's
+`ProviderError` on the first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from colabkit.errors import ColabkitError
+from colabkit.llm.config import ModelConfig
+from colabkit.llm.providers import LOCAL_PROVIDER, is_custom, litellm_module, provider_message
+
+# Variables litellm lists as missing although the provider has a default for them
+# (Ollama serves on http://localhost:11434 unless told otherwise).
+HAS_DEFAULT = {"OLLAMA_API_BASE"}
+
+
+def preflight(configs: Iterable[ModelConfig]) -> None:
+    """Raise a one-line `ColabkitError` for the first model in `configs` that cannot run here."""
+    seen: set[ModelConfig] = set()
+    for config in configs:
+        if config not in seen:
+            seen.add(config)
+            check_model(config)
+
+
+def check_model(config: ModelConfig) -> None:
+    """Raise a one-line `ColabkitError` if `config`'s model cannot be called here."""
+    litellm = litellm_module()
+    if config.provider == LOCAL_PROVIDER:
+        from colabkit.llm.local import locate_gguf
+
+        try:
+            locate_gguf(config.model.partition("/")[2])
+        except Exception as exc:
+            raise ColabkitError(f"model {config.model!r}: {provider_message(exc)}") from None
+        return
+    if is_custom(config.provider):  # a registered handler (a test double, a user's provider)
+        return
+    try:
+        litellm.get_llm_provider(model=config.model, api_base=config.api_base)
+    except Exception:
+        what = f"unknown provider {config.provider!r}" if config.provider else "no provider"
+        raise ColabkitError(f"model {config.model!r}: {what}; write it as '<provider>/<model>' with a "
+                            "provider litellm knows (https://docs.litellm.ai/docs/providers)") from None
+    api_key = config.extra.get("api_key")
+    found = litellm.validate_environment(model=config.model, api_key=api_key, api_base=config.api_base)
+    missing = [name for name in found.get("missing_keys", []) if name not in HAS_DEFAULT]
+    if missing:
+        what = f"variable {missing[0]}, which is" if len(missing) == 1 else f"variables {', '.join(missing)}, which are"
+        raise ColabkitError(f"model {config.model!r} needs the environment {what} not set")
