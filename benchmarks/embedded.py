@@ -28,9 +28,9 @@ import resource
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
 from colabkit.llm import Gateway, ModelConfig, StructuredOutputError
 from colabkit.llm.local import shared_local_provider
@@ -94,6 +94,46 @@ async def measure_schema(gateway: Gateway, name: str, context: str, repeats: int
             "valid_share": sum(r["valid"] for r in rows) / len(rows), "calls": rows}
 
 
+def bounded_step(max_chars: int) -> type[BaseModel]:
+    """A step-shaped schema whose two strings are bounded at `max_chars` (a grammar of that depth)."""
+    action = create_model(f"Action{max_chars}", type=(Literal["send_message", "execute_code", "finish"], ...),
+                          content=(str, Field(max_length=max_chars)))
+    return create_model(f"Step{max_chars}", thought=(str, Field(max_length=max_chars)), action=(action, ...))
+
+
+async def measure_grammar_depth(gateway: Gateway, bounds: list[int], repeats: int) -> list[dict[str, Any]]:
+    """Greedy decoding of one prompt under the same schema bounded at different depths.
+
+    llama.cpp expands `maxLength: n` into n nested optional rules. At temperature 0 the text
+    is the same under every bound the answer stays within, so any difference in CPU per
+    token is the grammar's own cost; a bound whose text differs from the first bound's is flagged.
+    """
+    config = ModelConfig(temperature=0.0)
+    prompt = [{"role": "system", "content": "You are a data analyst. Reply with one JSON object only."},
+              {"role": "user", "content": "Data: data/sites.csv with columns region, depth_cm, ceramic_share. "
+                                          "In two or three sentences each: your thought, then a message to the team."}]
+    rows: list[dict[str, Any]] = []
+    for repeat in range(repeats + 1):
+        for bound in bounds:
+            start_wall, start_cpu = time.perf_counter(), cpu_seconds()
+            value, records = await gateway.structured(config, prompt, bounded_step(bound),
+                                                      caller="bench-grammar", sample=repeat)
+            wall, cpu = time.perf_counter() - start_wall, cpu_seconds() - start_cpu
+            rows.append({"bound": bound, "repeat": repeat, "text": value.model_dump_json(),
+                         "completion_tokens": sum(r.completion_tokens for r in records),
+                         "prompt_tokens": sum(r.prompt_tokens for r in records), "wall_s": wall, "cpu_s": cpu})
+    first = {r["repeat"]: r["text"] for r in rows if r["bound"] == bounds[0]}
+    summary = []
+    for bound in bounds:
+        warm = [r for r in rows if r["bound"] == bound and r["repeat"] > 0]
+        tokens = sum(r["completion_tokens"] for r in warm)
+        summary.append({"bound": bound, "completion_tokens": warm[0]["completion_tokens"],
+                        "same_text": all(r["text"] == first[r["repeat"]] for r in warm),
+                        "cpu_s_per_token": sum(r["cpu_s"] for r in warm) / max(tokens, 1),
+                        "wall_s_per_token": sum(r["wall_s"] for r in warm) / max(tokens, 1)})
+    return summary
+
+
 async def measure_build_phase(seed: int) -> dict[str, Any]:
     """A real scaffolded-dr session on a demo task, stopped after one task action: the build phase's cost."""
     from colabkit.session import ListSink, SessionSettings, run_session
@@ -103,6 +143,7 @@ async def measure_build_phase(seed: int) -> dict[str, Any]:
                                settings=SessionSettings(action_budget=1, max_rounds=1))
     sink = ListSink()
     gateway = Gateway()
+    start_cpu = cpu_seconds()
     try:
         await run_session(spec, task, gateway=gateway, sink=sink)
     finally:
@@ -110,11 +151,19 @@ async def measure_build_phase(seed: int) -> dict[str, Any]:
     build = [e for e in sink.events if e.phase == "build"]
     answers = [e for e in build if e.participant != "system"]
     calls = [c for e in build for c in e.llm_calls]
+    completion = sum(c.completion_tokens for c in calls)
     return {"build_wall_s": build[-1].time - sink.events[0].time if build else 0.0,
+            "build_llm_s": sum(c.latency_s for c in calls),
+            # the build's model calls and the one task step after it; the kernel is another process
+            "session_cpu_s": cpu_seconds() - start_cpu,
             "build_answers": len(answers),
             "valid_share": sum(e.status != "failed_step" for e in answers) / max(len(answers), 1),
-            "completion_tokens": sum(c.completion_tokens for c in calls),
-            "prompt_tokens": sum(c.prompt_tokens for c in calls)}
+            "completion_tokens": completion, "prompt_tokens": sum(c.prompt_tokens for c in calls),
+            "answers": [{"participant": e.participant, "action": e.action, "status": e.status,
+                         "prompt_tokens": sum(c.prompt_tokens for c in e.llm_calls),
+                         "completion_tokens": sum(c.completion_tokens for c in e.llm_calls),
+                         "llm_s": sum(c.latency_s for c in e.llm_calls), "calls": len(e.llm_calls)}
+                        for e in answers]}
 
 
 def configure(threads: int, kv: str) -> None:
@@ -133,7 +182,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for kv in args.kv:
             configure(threads, kv)
             gateway = Gateway()
-            for name in args.schemas:
+            if args.grammar_bounds:
+                for row in await measure_grammar_depth(gateway, args.grammar_bounds, args.repeats):
+                    row.update(threads=threads, kv=kv)
+                    results.setdefault("grammar", []).append(row)
+                    print(f"threads={threads} kv={kv:5} grammar maxLength={row['bound']:5} "
+                          f"len={row['completion_tokens']:4} same text={row['same_text']} "
+                          f"cpu/token={row['cpu_s_per_token'] * 1000:5.1f} ms "
+                          f"wall/token={row['wall_s_per_token'] * 1000:5.1f} ms", flush=True)
+            for name in [] if args.skip_schemas else args.schemas:
                 for context in args.contexts:
                     row = await measure_schema(gateway, name, context, args.repeats)
                     row.update(threads=threads, kv=kv)
@@ -143,12 +200,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                           f"cpu/token={row['warm_cpu_s_per_token'] * 1000:5.0f} ms "
                           f"len={row['mean_completion_tokens']:5.0f} valid={row['valid_share']:.0%}", flush=True)
             gateway.close()
-            if not args.skip_build:
-                build = await measure_build_phase(seed=0)
-                build.update(threads=threads, kv=kv)
+            for seed in [] if args.skip_build else args.seeds:
+                build = await measure_build_phase(seed=seed)
+                build.update(threads=threads, kv=kv, seed=seed)
                 results["build"].append(build)
-                print(f"threads={threads} kv={kv:5} build phase (scaffolded-dr, demo task): "
-                      f"{build['build_wall_s']:.1f} s, {build['build_answers']} answers, "
+                print(f"threads={threads} kv={kv:5} seed={seed} build phase (scaffolded-dr, demo task): "
+                      f"{build['build_wall_s']:.1f} s wall, {build['build_llm_s']:.1f} s in the model, "
+                      f"{build['session_cpu_s']:.1f} CPU-s, {build['build_answers']} answers, "
                       f"{build['completion_tokens']} completion tokens, valid={build['valid_share']:.0%}", flush=True)
     return results
 
@@ -161,6 +219,11 @@ def main() -> None:
     parser.add_argument("--contexts", nargs="+", default=["short", "long"], choices=list(CSV_ROWS))
     parser.add_argument("--repeats", type=int, default=2, help="warm calls per schema and context")
     parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0],
+                        help="build phases to run (answer lengths, hence times, vary with the seed)")
+    parser.add_argument("--skip-schemas", action="store_true", help="only the build phase (and grammar depths)")
+    parser.add_argument("--grammar-bounds", type=int, nargs="*", default=[],
+                        help="also compare grammar depths: maxLength values, e.g. 120 600")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
     results = asyncio.run(run(args))

@@ -62,7 +62,7 @@ def test_schema_constrained_actions_are_valid_several_times_in_a_row(model_calls
                                                sample=sample))
         assert isinstance(step, Step) and step.action.type in ACTION_TYPES
         assert len(records) == 1 and records[0].error is None  # valid first time: no repair
-        assert records[0].cost == 0.0 and records[0].completion_tokens > 0
+        assert records[0].cost == 0.0 and records[0].completion_tokens > 0 and records[0].prompt_tokens > 0
     assert len(model_calls) == 3
 
 

@@ -183,9 +183,9 @@ class LocalLlamaProvider(CustomLLM):
         model_response.choices[0].finish_reason = choice["finish_reason"]
         model_response.model = f"local/{model}"
         usage = out["usage"]
-        model_response.usage = Usage(  # type: ignore[attr-defined]  # litellm sets it dynamicallyprompt_tokens=usage["prompt_tokens"],
-                                     completion_tokens=usage["completion_tokens"],
-                                     total_tokens=usage["total_tokens"])
+        model_response.usage = Usage(  # type: ignore[attr-defined]  # litellm sets it dynamically
+            prompt_tokens=usage["prompt_tokens"], completion_tokens=usage["completion_tokens"],
+            total_tokens=usage["total_tokens"])
         return model_response
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
