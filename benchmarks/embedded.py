@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import platform
 import resource
@@ -134,14 +135,30 @@ async def measure_grammar_depth(gateway: Gateway, bounds: list[int], repeats: in
     return summary
 
 
+class BuildClock:
+    """An event sink that notes this process's CPU seconds from the session's start to its last build event."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.start: float | None = None
+        self.build_cpu_s = 0.0
+
+    def emit(self, event: Any) -> None:
+        now = cpu_seconds()
+        self.start = now if self.start is None else self.start
+        if event.phase == "build":
+            self.build_cpu_s = now - self.start
+        self.events.append(event)
+
+
 async def measure_build_phase(seed: int) -> dict[str, Any]:
     """A real scaffolded-dr session on a demo task, stopped after one task action: the build phase's cost."""
-    from colabkit.session import ListSink, SessionSettings, run_session
+    from colabkit.session import SessionSettings, run_session
     from colabkit.store import build_session
 
     spec, task = build_session("demo_archaeology/0/0", "scaffolded-dr", seed,
                                settings=SessionSettings(action_budget=1, max_rounds=1))
-    sink = ListSink()
+    sink = BuildClock()
     gateway = Gateway()
     start_cpu = cpu_seconds()
     try:
@@ -156,6 +173,7 @@ async def measure_build_phase(seed: int) -> dict[str, Any]:
             "build_llm_s": sum(c.latency_s for c in calls),
             # the build's model calls and the one task step after it; the kernel is another process
             "session_cpu_s": cpu_seconds() - start_cpu,
+            "build_cpu_s": sink.build_cpu_s,
             "build_answers": len(answers),
             "valid_share": sum(e.status != "failed_step" for e in answers) / max(len(answers), 1),
             "completion_tokens": completion, "prompt_tokens": sum(c.prompt_tokens for c in calls),
@@ -166,54 +184,54 @@ async def measure_build_phase(seed: int) -> dict[str, Any]:
                         for e in answers]}
 
 
-def configure(threads: int, kv: str) -> None:
+def configure(threads: int, batch_threads: int, kv: str) -> None:
     """Point the process-wide embedded provider at one configuration (closing open contexts)."""
     provider = shared_local_provider()
     provider.close()
-    provider.n_threads = threads
-    provider.kv_type = kv
+    provider.n_threads, provider.n_threads_batch, provider.kv_type = threads, batch_threads, kv
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": {"platform": platform.platform(), "cpus": len(__import__("os").sched_getaffinity(0)),
                                            "python": platform.python_version()},
                                "schemas": [], "build": []}
-    for threads in args.threads:
-        for kv in args.kv:
-            configure(threads, kv)
-            gateway = Gateway()
-            if args.grammar_bounds:
-                for row in await measure_grammar_depth(gateway, args.grammar_bounds, args.repeats):
-                    row.update(threads=threads, kv=kv)
-                    results.setdefault("grammar", []).append(row)
-                    print(f"threads={threads} kv={kv:5} grammar maxLength={row['bound']:5} "
-                          f"len={row['completion_tokens']:4} same text={row['same_text']} "
-                          f"cpu/token={row['cpu_s_per_token'] * 1000:5.1f} ms "
-                          f"wall/token={row['wall_s_per_token'] * 1000:5.1f} ms", flush=True)
-            for name in [] if args.skip_schemas else args.schemas:
-                for context in args.contexts:
-                    row = await measure_schema(gateway, name, context, args.repeats)
-                    row.update(threads=threads, kv=kv)
-                    results["schemas"].append(row)
-                    print(f"threads={threads} kv={kv:5} {name:16} {context:6} prompt={row['prompt_tokens']:5} "
-                          f"cold={row['cold_wall_s']:6.1f}s warm={row['warm_tokens_per_s']:5.1f} tok/s "
-                          f"cpu/token={row['warm_cpu_s_per_token'] * 1000:5.0f} ms "
-                          f"len={row['mean_completion_tokens']:5.0f} valid={row['valid_share']:.0%}", flush=True)
-            gateway.close()
-            for seed in [] if args.skip_build else args.seeds:
-                build = await measure_build_phase(seed=seed)
-                build.update(threads=threads, kv=kv, seed=seed)
-                results["build"].append(build)
-                print(f"threads={threads} kv={kv:5} seed={seed} build phase (scaffolded-dr, demo task): "
-                      f"{build['build_wall_s']:.1f} s wall, {build['build_llm_s']:.1f} s in the model, "
-                      f"{build['session_cpu_s']:.1f} CPU-s, {build['build_answers']} answers, "
-                      f"{build['completion_tokens']} completion tokens, valid={build['valid_share']:.0%}", flush=True)
+    for threads, batch_threads, kv in itertools.product(args.threads, args.batch_threads, args.kv):
+        configure(threads, batch_threads, kv)
+        gateway = Gateway()
+        if args.grammar_bounds:
+            for row in await measure_grammar_depth(gateway, args.grammar_bounds, args.repeats):
+                row.update(threads=threads, batch_threads=batch_threads, kv=kv)
+                results.setdefault("grammar", []).append(row)
+                print(f"threads={threads}/{batch_threads} kv={kv:5} grammar maxLength={row['bound']:5} "
+                      f"len={row['completion_tokens']:4} same text={row['same_text']} "
+                      f"cpu/token={row['cpu_s_per_token'] * 1000:5.1f} ms "
+                      f"wall/token={row['wall_s_per_token'] * 1000:5.1f} ms", flush=True)
+        for name in [] if args.skip_schemas else args.schemas:
+            for context in args.contexts:
+                row = await measure_schema(gateway, name, context, args.repeats)
+                row.update(threads=threads, batch_threads=batch_threads, kv=kv)
+                results["schemas"].append(row)
+                print(f"threads={threads}/{batch_threads} kv={kv:5} {name:16} {context:6} prompt={row['prompt_tokens']:5} "
+                      f"cold={row['cold_wall_s']:6.1f}s warm={row['warm_tokens_per_s']:5.1f} tok/s "
+                      f"cpu/token={row['warm_cpu_s_per_token'] * 1000:5.0f} ms "
+                      f"len={row['mean_completion_tokens']:5.0f} valid={row['valid_share']:.0%}", flush=True)
+        gateway.close()
+        for seed in [] if args.skip_build else args.seeds:
+            build = await measure_build_phase(seed=seed)
+            build.update(threads=threads, batch_threads=batch_threads, kv=kv, seed=seed)
+            results["build"].append(build)
+            print(f"threads={threads}/{batch_threads} kv={kv:5} seed={seed} build phase (scaffolded-dr, demo task): "
+                  f"{build['build_wall_s']:.1f} s wall, {build['build_llm_s']:.1f} s in the model, "
+                  f"{build['build_cpu_s']:.1f} CPU-s, {build['build_answers']} answers, "
+                  f"{build['completion_tokens']} completion tokens, valid={build['valid_share']:.0%}", flush=True)
     return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[shared_local_provider().n_threads])
+    parser.add_argument("--batch-threads", type=int, nargs="+", default=[shared_local_provider().n_threads_batch],
+                        help="threads for prompt prefill (llama.cpp's n_threads_batch)")
     parser.add_argument("--kv", nargs="+", default=[shared_local_provider().kv_type], choices=["f16", "q8_0"])
     parser.add_argument("--schemas", nargs="+", default=list(SCHEMAS), choices=list(SCHEMAS))
     parser.add_argument("--contexts", nargs="+", default=["short", "long"], choices=list(CSV_ROWS))

@@ -127,9 +127,9 @@ def test_missing_gguf_is_a_fatal_provider_error_naming_the_file(tmp_path):
 def test_one_compute_thread_and_an_8bit_kv_cache_unless_the_environment_says_otherwise(monkeypatch):
     monkeypatch.delenv(THREADS_ENV, raising=False)
     provider = LocalLlamaProvider()
-    assert (provider.n_threads, provider.kv_type) == (1, "q8_0")
+    assert (provider.n_threads, provider.n_threads_batch, provider.kv_type) == (1, 1, "q8_0")
     monkeypatch.setenv(THREADS_ENV, "2")
-    assert LocalLlamaProvider().n_threads == 2
+    assert (LocalLlamaProvider().n_threads, LocalLlamaProvider().n_threads_batch) == (2, 2)
     assert LocalLlamaProvider(n_threads=3).n_threads == 3
     monkeypatch.setenv(THREADS_ENV, "two")
     with pytest.raises(ColabkitError, match=THREADS_ENV):

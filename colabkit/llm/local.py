@@ -58,8 +58,8 @@ DEFAULT_KV_TYPE = "q8_0"
 # One compute thread: a 135M model gives two threads too little work between their barriers,
 # and with other processes on the cores (kernels, concurrent sessions) the pair waits on each
 # other. Measured on 2 loaded cores: 14 instead of 17 ms CPU and 23 instead of 35 ms wall per
-# token (benchmarks/README.md). On a quiet dedicated machine two threads decode about twice as
-# fast: set COLABKIT_LLM_THREADS=2 there. Fixed, not load-dependent, because the thread count
+# token (benchmarks/README.md). On a quiet dedicated machine two threads decode and prefill
+# about twice as fast: set COLABKIT_LLM_THREADS=2 there. Fixed, not load-dependent, because the thread count
 # can change low-order bits and with them sampled text.
 THREADS_ENV = "COLABKIT_LLM_THREADS"
 DEFAULT_THREADS = 1
@@ -137,11 +137,14 @@ class LocalLlamaProvider(CustomLLM):
     """litellm handler running GGUF models with llama-cpp-python in this process."""
 
     def __init__(self, *, n_ctx: int = N_CTX, max_contexts: int = MAX_CONTEXTS,
-                 n_threads: int | None = None, kv_type: str = DEFAULT_KV_TYPE):
+                 n_threads: int | None = None, n_threads_batch: int | None = None,
+                 kv_type: str = DEFAULT_KV_TYPE):
         super().__init__()
         self.n_ctx = n_ctx
         self.max_contexts = max_contexts
         self.n_threads = n_threads or _threads_from_env()
+        # Prefill too: measured on loaded cores, a second prefill thread saved no CPU and no wall time.
+        self.n_threads_batch = n_threads_batch or self.n_threads
         self.kv_type = kv_type
         self._weights: dict[Path, _Weights] = {}
         self._registry_lock = threading.Lock()
@@ -170,7 +173,7 @@ class LocalLlamaProvider(CustomLLM):
             evicted.close()
         kv = _KV_TYPES[self.kv_type]
         llm = Llama(model_path=str(weights.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads, n_batch=512, flash_attn=True, verbose=False,
+                    n_threads_batch=self.n_threads_batch, n_batch=512, flash_attn=True, verbose=False,
                     type_k=kv, type_v=kv)
         weights.contexts[slot] = llm
         return llm
