@@ -9,8 +9,9 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from colabkit.errors import ColabkitError
 from colabkit.llm import Gateway, ModelConfig, ProviderError, RetryPolicy, StructuredOutputError
-from colabkit.llm.local import locate_gguf, shared_local_provider
+from colabkit.llm.local import THREADS_ENV, LocalLlamaProvider, locate_gguf, shared_local_provider
 from colabkit.llm.providers import litellm_module
 
 MESSAGES = [
@@ -123,3 +124,15 @@ def test_missing_gguf_is_a_fatal_provider_error_naming_the_file(tmp_path):
         run(Gateway().structured(ModelConfig(model=f"local/{missing}"), MESSAGES, Step,
                                  caller="ai"))
     assert [r.attempts for r in info.value.records] == [1] and "nope.gguf" in str(info.value)
+
+
+def test_one_compute_thread_and_an_8bit_kv_cache_unless_the_environment_says_otherwise(monkeypatch):
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    provider = LocalLlamaProvider()
+    assert (provider.n_threads, provider.n_threads_batch, provider.kv_type) == (1, 1, "q8_0")
+    monkeypatch.setenv(THREADS_ENV, "2")
+    assert (LocalLlamaProvider().n_threads, LocalLlamaProvider().n_threads_batch) == (2, 2)
+    assert LocalLlamaProvider(n_threads=3).n_threads == 3
+    monkeypatch.setenv(THREADS_ENV, "two")
+    with pytest.raises(ColabkitError, match=THREADS_ENV):
+        LocalLlamaProvider()

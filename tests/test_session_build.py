@@ -11,6 +11,7 @@ from colabkit.llm import Gateway, ModelConfig
 from colabkit.session import ListSink, SessionSettings, SessionSpec
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import EventLog
+from colabkit.session.profile import COMPACT_SLOT_CHARS
 from colabkit.team import variant
 
 SLOTS = {"expertise": "E", "responsibility": "Resp", "plan": "P", "evidence_standards": "S"}
@@ -132,4 +133,5 @@ def test_the_ratification_is_sized_by_the_profile_like_the_slots():
     [ratify] = [e for e in events if e.action == "ratify_memory"]
     assert ratify.status == "failed_step" and events[-1].args["ratification"] == {"R": "failed"}
     prompt = [c for c in model.calls if c["name"] == "R"][-1]["messages"][-1]["content"]
-    assert "at most 280 characters" in prompt
+    compact = COMPACT_SLOT_CHARS  # the embedded model's slot length, whatever its current size
+    assert f"at most {compact} characters" in prompt and compact < 450

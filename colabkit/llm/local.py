@@ -36,6 +36,8 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
+from colabkit.errors import ColabkitError
+
 # llama.cpp's CPU threads meet at an OpenMP barrier after every operation. With the default
 # (spinning) wait policy, a thread that loses its core to another process stalls the other
 # one: measured on 2 busy cores, 30 tokens took 3.5-18 s instead of 0.8 s. Sleeping waits
@@ -48,6 +50,19 @@ N_CTX = 8192
 MAX_CONTEXTS = 4
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SLOT = "default"
+# ggml type ids for the KV cache: f16 (llama.cpp's default) or 8-bit (needs flash attention).
+# 8-bit halves the bytes attention reads per token; measured at ~3k-token prompts (1 thread):
+# 31 instead of 42 ms CPU per completion token, answers as schema-valid (benchmarks/README.md).
+_KV_TYPES = {"f16": 1, "q8_0": 8}
+DEFAULT_KV_TYPE = "q8_0"
+# One compute thread: a 135M model gives two threads too little work between their barriers,
+# and with other processes on the cores (kernels, concurrent sessions) the pair waits on each
+# other. Measured on 2 loaded cores: 14 instead of 17 ms CPU and 23 instead of 35 ms wall per
+# token (benchmarks/README.md). On a quiet dedicated machine two threads decode and prefill
+# about twice as fast: set COLABKIT_LLM_THREADS=2 there. Fixed, not load-dependent, because the thread count
+# can change low-order bits and with them sampled text.
+THREADS_ENV = "COLABKIT_LLM_THREADS"
+DEFAULT_THREADS = 1
 _SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed",
                   "presence_penalty", "frequency_penalty", "repeat_penalty")
 
@@ -68,6 +83,16 @@ def locate_gguf(name: str) -> Path:
         return path.resolve()
     raise _bad_request(name, f"local model {name!r} is neither a bundled model "
                              f"({', '.join(BUNDLED)}) nor an existing .gguf file")
+
+
+def _threads_from_env() -> int:
+    """`COLABKIT_LLM_THREADS` (a positive integer), else `DEFAULT_THREADS`."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_THREADS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ColabkitError(f"{THREADS_ENV}={raw!r}: expected a positive number of threads")
+    return int(raw)
 
 
 def _bad_request(name: str, message: str) -> Exception:
@@ -112,11 +137,15 @@ class LocalLlamaProvider(CustomLLM):
     """litellm handler running GGUF models with llama-cpp-python in this process."""
 
     def __init__(self, *, n_ctx: int = N_CTX, max_contexts: int = MAX_CONTEXTS,
-                 n_threads: int | None = None):
+                 n_threads: int | None = None, n_threads_batch: int | None = None,
+                 kv_type: str = DEFAULT_KV_TYPE):
         super().__init__()
         self.n_ctx = n_ctx
         self.max_contexts = max_contexts
-        self.n_threads = n_threads or len(os.sched_getaffinity(0))
+        self.n_threads = n_threads or _threads_from_env()
+        # Prefill too: measured on loaded cores, a second prefill thread saved no CPU and no wall time.
+        self.n_threads_batch = n_threads_batch or self.n_threads
+        self.kv_type = kv_type
         self._weights: dict[Path, _Weights] = {}
         self._registry_lock = threading.Lock()
         self._costed: set[str] = set()
@@ -142,8 +171,10 @@ class LocalLlamaProvider(CustomLLM):
         while len(weights.contexts) >= self.max_contexts:
             _, evicted = weights.contexts.popitem(last=False)
             evicted.close()
+        kv = _KV_TYPES[self.kv_type]
         llm = Llama(model_path=str(weights.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads, n_batch=512, flash_attn=True, verbose=False)
+                    n_threads_batch=self.n_threads_batch, n_batch=512, flash_attn=True, verbose=False,
+                    type_k=kv, type_v=kv)
         weights.contexts[slot] = llm
         return llm
 

@@ -46,8 +46,9 @@ from colabkit.team import (
 )
 
 PROPOSE, CONSOLIDATE, RATIFY, AMEND = BUILD_ACTIONS
-BUILD_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object filling the slots."
-RATIFY_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object: decision, amendment."
+# One system note for every build call: what differs by stage is in the user message, after
+# the briefing, so a member's later calls reuse the provider's (or llama.cpp's) prefix cache.
+BUILD_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object, as the memory build section asks."
 
 
 def _render_proposal(pid: str, proposal: MemorySlots, limit: int | None) -> str:
@@ -80,10 +81,10 @@ class _Build:
         random.Random(f"{self.spec.seed}:build:{step}").shuffle(shuffled)
         return shuffled
 
-    def messages(self, pid: str, note: str, stage: Literal["propose", "consolidate", "ratify", "amend"],
+    def messages(self, pid: str, stage: Literal["propose", "consolidate", "ratify", "amend"],
                  extra: list[str]) -> list[dict[str, str]]:
         instructions = build_instructions(stage, self.team, self.with_gates, self.profile.slot_chars)
-        return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{note}",
+        return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
                                _user_text(self.query, self.briefings[pid], instructions, extra))
 
     def proposals_block(self, proposals: Mapping[str, MemorySlots]) -> list[str]:
@@ -96,7 +97,7 @@ class _Build:
         proposals: dict[str, MemorySlots] = {}
         for pid in self.order(list(self.variant.team), 1):
             answer = await ask(self.gateway, self.spec.model_for(pid),
-                               self.messages(pid, BUILD_NOTE, "propose", self.proposals_block(proposals)),
+                               self.messages(pid, "propose", self.proposals_block(proposals)),
                                self.schema, caller=pid, sample=self.sample)
             if answer.value is None:
                 self.log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="failed_step",
@@ -110,7 +111,7 @@ class _Build:
 
     async def consolidate(self, proposals: dict[str, MemorySlots]) -> tuple[MemorySlots, str]:
         answer = await ask(self.gateway, self.spec.model_for("ai"),
-                           self.messages("ai", BUILD_NOTE, "consolidate", self.proposals_block(proposals)),
+                           self.messages("ai", "consolidate", self.proposals_block(proposals)),
                            self.schema, caller="ai", sample=self.sample)
         if answer.value is not None:
             self.log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="ok",
@@ -133,7 +134,7 @@ class _Build:
         answers: dict[str, str] = {}
         amendments: dict[str, str] = {}
         for pid in self.order(list(self.variant.humans), 3):
-            answer = await ask(self.gateway, self.spec.model_for(pid), self.messages(pid, RATIFY_NOTE, "ratify", shown),
+            answer = await ask(self.gateway, self.spec.model_for(pid), self.messages(pid, "ratify", shown),
                                self.ratification, caller=pid, sample=self.sample)
             if answer.value is None:
                 answers[pid] = "failed"
@@ -152,7 +153,7 @@ class _Build:
     async def amend(self, draft: MemorySlots, amendments: dict[str, str]) -> MemorySlots | None:
         shown = [f"# Consolidated memory (draft, JSON)\n{draft.model_dump_json()}",
                  "# Amendments\n" + "\n".join(f"- {pid}: {text}" for pid, text in amendments.items())]
-        answer = await ask(self.gateway, self.spec.model_for("ai"), self.messages("ai", BUILD_NOTE, "amend", shown),
+        answer = await ask(self.gateway, self.spec.model_for("ai"), self.messages("ai", "amend", shown),
                            self.schema, caller="ai", sample=self.sample)
         if answer.value is None:
             self.log.emit(phase="build", round=4, participant="ai", action=AMEND, status="failed_step",

@@ -38,6 +38,11 @@ FULL_MIN_TOKENS = 32_768
 CHARS_PER_TOKEN = 3  # conservative for English and code (tokenizers average ~4)
 NOTEBOOK_SHARE, CHAT_SHARE = 0.35, 0.10  # of the window; the rest is persona, briefing, memory, answer
 FULL_THOUGHT_CHARS, FULL_CONTENT_CHARS, FULL_SLOT_CHARS = 1000, 6000, 1200
+# The embedded model's memory-build sizes: a proposal is four slots plus a gate table, and its
+# length (decoded at 14-25 ms of CPU per token) was most of the build phase's time; with 280
+# characters per slot, answers ran to 900 tokens. Shown to the consolidator, a proposal is
+# clipped at about two and a half slots.
+COMPACT_SLOT_CHARS, COMPACT_PROPOSAL_CHARS = 160, 400
 _GATES_TOKENS, _SLACK_TOKENS = 2200, 300  # a memory answer's bound besides its slots; spare
 
 
@@ -91,7 +96,7 @@ def compact_profile(window: int | None, source: str) -> ObservationProfile:
         cells=2, code_chars=250, output_chars=350, notebook_chars=1400, summary_chars=120,
         activity=6, activity_chars=100, requests=3, request_chars=500, request_cells=2,
         notes=4, note_chars=160, feedback_chars=200,
-        thought_chars=200, content_chars=500, slot_chars=280, proposal_chars=600,
+        thought_chars=200, content_chars=500, slot_chars=COMPACT_SLOT_CHARS, proposal_chars=COMPACT_PROPOSAL_CHARS,
     )
 
 

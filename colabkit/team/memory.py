@@ -28,7 +28,7 @@ from colabkit.team.gates import GATEABLE_ACTIONS, NOTE_MAX_CHARS, GateRule, Gate
 from colabkit.team.personas import Persona
 from colabkit.team.textfit import fit_all
 
-SLOT_MAX_CHARS = 280  # the compact (embedded-model) answer length; a session profile may allow more
+SLOT_MAX_CHARS = 280  # the schema's default slot length; the session's profile sets the one used (compact: 160)
 SLOT_CEILING = 4000  # what a frozen record may hold, whatever the profile
 AMENDMENT_MAX_CHARS = SLOT_MAX_CHARS  # an amendment changes a slot, so it may be as long as one
 MAX_GATES = 8
