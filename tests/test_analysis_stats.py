@@ -29,6 +29,7 @@ from colabkit.analysis import (
     standard_error,
     study_table,
 )
+from colabkit.analysis.gates import JUDGE_LABELS
 from colabkit.errors import ColabkitError
 
 NAN = math.nan
@@ -179,6 +180,14 @@ def test_gate_summary_and_rubber_stamps_by_hand():
     counts = decision_counts(gates)
     assert counts.query("action == 'edit_result' and signatory == 'R' and decision == 'approved'")["count"].item() == 3
     assert counts["count"].sum() == len(gates)
+
+
+def test_gate_labels_read_from_nullable_columns_count_missing_as_missing():
+    gates = gate_table()
+    nullable = gates.assign(**{label: gates[label].astype("boolean") for label in JUDGE_LABELS})
+    assert nullable["grounded"].isna().any()  # pandas' NA, as parquet gives it back
+    assert rubber_stamp_rate(nullable) == pytest.approx(rubber_stamp_rate(gates))
+    pd.testing.assert_frame_equal(gate_summary(nullable), gate_summary(gates))
 
 
 def test_a_session_scored_by_two_judges_must_be_selected_first():

@@ -31,7 +31,8 @@ def check_gates(gates: pd.DataFrame) -> pd.DataFrame:
         raise ColabkitError(f"gated-events table lacks column(s): {', '.join(missing)}")
     table = gates.copy()
     for label in JUDGE_LABELS:
-        table[label] = table[label].map(lambda v: math.nan if v is None or v != v else float(bool(v)))
+        # Missing labels arrive as None, NaN or pandas' NA (nullable boolean columns from parquet).
+        table[label] = table[label].map(lambda v: math.nan if pd.isna(v) else float(bool(v)))
     return table
 
 
