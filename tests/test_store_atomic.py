@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from colabkit.store import atomic_write_text, deferred_folder_syncs
 from colabkit.store import atomic as atomic_module
+from colabkit.store import atomic_write_text, deferred_folder_syncs
 
 
 @pytest.fixture
