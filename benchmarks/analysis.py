@@ -10,7 +10,9 @@ sessions, times each stage and checks the growth from 150 to 1,482 to 15,000 ses
 2. load: `colabkit.store.load_sessions` and `load_events` (JSON lines into pandas);
 3. score: the rule-based process metrics (`work`: W_total, W_human), without a judge,
    through `colabkit.evaluation.score_results`, then `load_scores`; a second
-   `score_results` finds every score stored (what a notebook's rerun pays);
+   `score_results` finds every score stored (what a notebook's rerun pays); and, outside
+   the total, the same scoring on a twin of the sessions with each folder fsynced after its
+   rename (the behaviour before scoring deferred them), for the before/after ratio;
 4. statistics: `study_table`, the Scaffolded - Default `contrasts` (paired + mixed model)
    and `power_table`; the judged metrics (Performance, HMS, H_init,norm, S_hyp, delivery)
    are filled with seeded synthetic values, since no judge runs here;
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -45,6 +48,7 @@ import pandas as pd
 
 from colabkit.analysis import ablation_figure, contrasts, figure_bytes, power_table, study_table
 from colabkit.evaluation import load_scores, score_results
+from colabkit.evaluation import runner as evaluation_runner
 from colabkit.session import SessionSpec
 from colabkit.store import load_events, load_sessions
 from colabkit.tasks import load_tasks
@@ -110,6 +114,23 @@ def timed(times: dict[str, float], stage: str, fn: Callable[[], Any]) -> Any:
     return value
 
 
+def score_with_folder_fsync_each(sources: dict[str, Path], out: Path, n: int) -> float:
+    """The first-time scoring as it was before folder fsyncs were deferred to the job's end
+    (each score file's folder synced right after its rename), on a twin of the same sessions
+    in the same run: the side-by-side before/after."""
+    out.mkdir()
+    synthesise(sources, out, n)
+    original = evaluation_runner.deferred_folder_syncs
+    evaluation_runner.deferred_folder_syncs = contextlib.nullcontext  # type: ignore[assignment]
+    try:
+        t0 = time.perf_counter()
+        score_results(out, metrics=["work"])
+        return time.perf_counter() - t0
+    finally:
+        evaluation_runner.deferred_folder_syncs = original
+        shutil.rmtree(out)
+
+
 def one_size(sources: dict[str, Path], n: int, root: Path) -> dict[str, Any]:
     out = root / f"n{n}"
     out.mkdir()
@@ -120,12 +141,13 @@ def one_size(sources: dict[str, Path], n: int, root: Path) -> dict[str, Any]:
     timed(times, "load_sessions", lambda: load_sessions(out))
     timed(times, "load_events", lambda: load_events(out))
     timed(times, "score_work", lambda: score_results(out, metrics=["work"]))
+    times["score_work_fsync_each"] = score_with_folder_fsync_each(sources, root / f"n{n}-each", n)
     timed(times, "score_again", lambda: score_results(out, metrics=["work"]))  # finds every score stored
     scores = timed(times, "load_scores", lambda: load_scores(out))
     table = judged_values(scores)
     timed(times, "statistics", lambda: (study_table(table), contrasts(table), power_table(table)))
     timed(times, "figure", lambda: figure_bytes(ablation_figure(table), "png"))
-    total = sum(v for k, v in times.items() if k != "score_again")
+    total = sum(v for k, v in times.items() if k not in ("score_again", "score_work_fsync_each"))
     again = sum(times[k] for k in ("score_again", "load_scores", "statistics", "figure"))
     shutil.rmtree(out)
     return {"sessions": n, "synthesise_s": made, "stages_s": times, "total_s": total, "reanalysis_s": again,

@@ -11,8 +11,9 @@ concurrency, so the ideal time is the same at every level) and reports
   concurrent simulations per process; Co-Gym runs one OS process per member;
 - peak memory per live session, kernel included: the proportional set size (PSS, shared
   pages split between processes) of this process and all its children, sampled every 0.5 s,
-  over the sessions alive at the peak. It sets the default kernel cap: the number of
-  sessions whose memory fits in half of this machine's memory (printed; see README).
+  over the sessions alive at the peak. It is the typical footprint behind the runner's
+  default kernel cap (`colabkit.runner.capacity.TYPICAL_SESSION_MB`, checked here; the cap
+  itself reserves each kernel's worst case under the sandbox limits; printed, see README).
 
     PYTHONPATH=. .venv/bin/python benchmarks/batch.py [--concurrency 1,8,32,64] [--latency 1.0]
         [--budget 30] [--variant default-d]
@@ -33,9 +34,9 @@ import benchmodel as bm
 import psutil
 
 from colabkit.runner import arun_sessions
+from colabkit.runner.capacity import MEMORY_SHARE, TYPICAL_SESSION_MB, machine_kernel_cap
 
 TARGET_RATIO = 1.1
-MEMORY_SHARE = 0.5  # of the machine's memory, for kernels (the rest: this process, the OS, others)
 
 
 def memory_now(me: psutil.Process) -> tuple[float, int]:
@@ -120,16 +121,23 @@ def main(argv: list[str] | None = None) -> None:
     per_session = widest["per_live_session_mb"]
     machine_mb = psutil.virtual_memory().total / 2**20
     cap = max(1, int(MEMORY_SHARE * machine_mb // per_session)) if per_session > 0 else None
+    derived = machine_kernel_cap()
+    within = per_session <= TYPICAL_SESSION_MB
     met = top["wall_over_ideal"] is not None and top["wall_over_ideal"] <= TARGET_RATIO
     print(f"wall/ideal at {top['concurrency']}: {top['wall_over_ideal']:.3f} (target <= {TARGET_RATIO} at 64"
           f"{'' if top['concurrency'] >= 64 else ', not run'}: {'met' if met else 'NOT met'} at {top['concurrency']}); memory per live session {per_session:.0f} MB -> kernel cap for "
-          f"{MEMORY_SHARE:.0%} of {machine_mb / 1024:.1f} GB: {cap}")
+          f"{MEMORY_SHARE:.0%} of {machine_mb / 1024:.1f} GB at the typical footprint: {cap}")
+    print(f"runner's typical footprint {TYPICAL_SESSION_MB} MB per session: "
+          f"{'covers' if within else 'BELOW'} the measured {per_session:.0f} MB; "
+          f"runner's default kernel cap here: {derived.describe()}")
     bm.write_result("batch", {"command": " ".join(["benchmarks/batch.py", *sys.argv[1:]]), "latency_s": args.latency,
                               "variant": args.variant, "budget": args.budget, "target_ratio": TARGET_RATIO,
                               "met_at_top_level": met, "top_level": top["concurrency"],
                               "per_session_from_level": widest["concurrency"],
                               "per_live_session_mb": per_session, "memory_share": MEMORY_SHARE,
-                              "suggested_kernel_cap": cap, "levels": rows})
+                              "kernel_cap_at_typical_footprint": cap,
+                              "typical_session_mb_covers_measured": within,
+                              "runner_default_kernel_cap": derived.model_dump(), "levels": rows})
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from colabkit.evaluation.storage import (
 from colabkit.evaluation.tables import export_tables, load_judgements
 from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
 from colabkit.llm.providers import LOCAL_PROVIDER
+from colabkit.store import deferred_folder_syncs
 from colabkit.tasks import TaskSuite, load_tasks
 
 JUDGE_CACHE_DIR = "judge-cache"
@@ -158,7 +159,9 @@ async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], 
                 if progress is not None:
                     progress(done, total)
 
-    await asyncio.gather(*(one_session(f) for f in folders))
+    # Each score file's data is fsynced before its rename; the folders once, at the end.
+    with deferred_folder_syncs():
+        await asyncio.gather(*(one_session(f) for f in folders))
 
 
 async def _score_one(scorer: Scorer, sid: str, ctx: SessionContext, judge: Judge | None, repeats: int,

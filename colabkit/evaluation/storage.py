@@ -20,7 +20,7 @@ from colabkit.evaluation.scorer import Scorer, SessionContext
 from colabkit.hashing import sha256_hex
 from colabkit.llm import ModelConfig
 from colabkit.session import Event
-from colabkit.store import EVENTS_FILE, SESSION_FILE, SNAPSHOT_FILE, SessionRecord, atomic_write_text
+from colabkit.store import EVENTS_FILE, SESSION_FILE, SNAPSHOT_FILE, SessionRecord, atomic_write_text, sync_folder
 from colabkit.tasks import TaskSuite
 from colabkit.workspace import WorkspaceSnapshot
 
@@ -59,7 +59,9 @@ def read_score(path: Path) -> ScoreFile | None:
 def write_score(session_folder: Path, score: ScoreFile) -> Path:
     """Store `score` atomically under its scorer id (replacing an incomplete earlier try)."""
     path = score_path(session_folder, score.scorer_id)
-    path.parent.mkdir(exist_ok=True)
+    if not path.parent.is_dir():
+        path.parent.mkdir(exist_ok=True)
+        sync_folder(session_folder)  # the new scores/ folder's own entry
     return atomic_write_text(path, score.model_dump_json(indent=1))
 
 

@@ -21,6 +21,7 @@ from typing import TypeVar
 from colabkit.errors import ColabkitError
 from colabkit.llm import Budget
 from colabkit.llm.preflight import preflight
+from colabkit.runner.capacity import machine_kernel_cap
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
 from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome, journal
 from colabkit.runner.recorder import (
@@ -36,6 +37,7 @@ from colabkit.runner.workarea import SessionLock, sweep
 from colabkit.session import Event, SessionSpec
 from colabkit.store import EVENTS_FILE, session_dir
 from colabkit.tasks import Task
+from colabkit.workspace import Limits
 
 T = TypeVar("T")
 
@@ -114,13 +116,14 @@ async def _until_free(out: Path, session_id: str) -> None:
 
 
 async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, sessions: int = 4,
-                        kernels: int = 4, retry_errors: bool = False, caps: LLMBudget = LLMBudget(),
+                        kernels: int | None = None, retry_errors: bool = False, caps: LLMBudget = LLMBudget(),
                         progress: bool = True, desc: str = "sessions") -> BatchSummary:
     """Run every (spec, task) not finished yet into `out`; return what became of each.
 
     Every model of the sessions still to run is preflighted first (a missing key or an
     unknown provider is one line before anything runs); a provider refusal during the batch
     stops it from starting more sessions and raises `ProviderRefused` once, at the end.
+    `kernels=None` derives the live-kernel cap from this machine (`runner.capacity`).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -133,6 +136,10 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
     preflight(spec.model_for(role) for spec, _ in items if needs_run(session_dir(spec, out))
               for role in spec.participants)
     refused: list[str] = []
+    if kernels is None:  # derived from this machine, for the strictest sandbox limits among the sessions
+        strictest = max((spec.settings.limits for spec, _ in items), default=Limits(),
+                        key=lambda limits: limits.memory_mb + limits.tmp_mb)
+        kernels = machine_kernel_cap(strictest).kernels
     limit = asyncio.Semaphore(min(sessions, kernels))
     bar = Progress(len(items), desc=desc, enabled=progress)
     outcomes: list[SessionOutcome | None] = [None] * len(items)
@@ -223,5 +230,5 @@ def run_experiment(experiment: Experiment | Path | str, *, results: Path | str |
         return run_on_dask(items, out=out, scheduler=exp.executor.scheduler or "", retry_errors=retry_errors,
                            caps=exp.llm_budget, progress=progress, desc=desc)
     return run_sync(lambda: arun_sessions(items, out=out, sessions=exp.concurrency.sessions,
-                                          kernels=exp.concurrency.kernels, retry_errors=retry_errors,
+                                          kernels=exp.kernel_cap().kernels, retry_errors=retry_errors,
                                           caps=exp.llm_budget, progress=progress, desc=desc))

@@ -31,6 +31,7 @@ from colabkit.evaluation import available_metrics
 from colabkit.hashing import sha256_hex
 from colabkit.llm import DEFAULT_MODEL, ModelConfig
 from colabkit.runner.build import build_spec, model_config
+from colabkit.runner.capacity import KernelCap, machine_kernel_cap
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.tasks import Task, TaskSuite, load_tasks
 from colabkit.team import VARIANT_NAMES
@@ -71,11 +72,12 @@ class Concurrency(_Strict):
 
     A session holds its kernel for its whole life, so at most min(sessions, kernels)
     sessions run in one process; `notebooks` bounds `colabkit batch`'s parallel
-    run_variant notebooks (each its own process).
+    run_variant notebooks (each its own process). `kernels: null` (the default) derives the
+    cap from the machine's memory and cores and the sandbox limits (`runner.capacity`).
     """
 
     sessions: int = Field(default=4, ge=1)
-    kernels: int = Field(default=4, ge=1)
+    kernels: int | None = Field(default=None, ge=1)
     notebooks: int = Field(default=2, ge=1)
 
 
@@ -162,6 +164,12 @@ class Experiment(_Strict):
 
     def model_configs(self) -> dict[str, ModelConfig]:
         return {role: model_config(m) for role, m in self.models.items()}
+
+    def kernel_cap(self) -> KernelCap:
+        """The live-kernel cap: the config's, or derived from this machine and the sandbox limits."""
+        if self.concurrency.kernels is not None:
+            return KernelCap(kernels=self.concurrency.kernels, source="config")
+        return machine_kernel_cap(self.settings.limits)
 
     def identity(self) -> str:
         """sha256 of what determines the sessions: the selected task ids, variants, seeds,

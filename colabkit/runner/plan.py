@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from colabkit.runner.capacity import KernelCap
 from colabkit.runner.experiment import Experiment
 from colabkit.runner.recorder import RETRYABLE_ENDINGS, read_record, record_total
 from colabkit.session import SessionSettings, SessionSpec
@@ -41,6 +42,8 @@ class Plan(BaseModel):
     basis: str
     price_per_call: float | None
     """USD per call at the assumed sizes, None when the models' prices are unknown."""
+    sessions_at_once: int
+    kernel_cap: KernelCap
 
     @property
     def total(self) -> int:
@@ -73,6 +76,8 @@ class Plan(BaseModel):
             lines.append(f"    {v.variant:<15} {left:>5} to run of {v.sessions}")
         lines.append(f"  model calls: about {calls:,.0f}; tokens: about {tokens:,.0f}; cost: {cost}")
         lines.append(f"  estimate basis: {self.basis}")
+        lines.append(f"  sessions at once: {min(self.sessions_at_once, self.kernel_cap.kernels)} "
+                     f"(concurrency.sessions {self.sessions_at_once}; live kernels {self.kernel_cap.describe()})")
         return "\n".join(lines)
 
 
@@ -104,7 +109,8 @@ def make_plan(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]] | None 
                  f"{ASSUMED_PROMPT_TOKENS} prompt + {ASSUMED_COMPLETION_TOKENS} completion tokens per call")
     return Plan(experiment_id=exp.experiment_id, folder=folder, variants=list(per_variant.values()),
                 calls_per_session=per_session, tokens_per_call=per_call, basis=basis,
-                price_per_call=_price_per_call(exp, per_call))
+                price_per_call=_price_per_call(exp, per_call), sessions_at_once=exp.concurrency.sessions,
+                kernel_cap=exp.kernel_cap())
 
 
 def _budgeted_calls(exp: Experiment, specs: list[SessionSpec]) -> float:

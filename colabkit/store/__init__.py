@@ -13,7 +13,13 @@ lands in the same folder. Running sessions into this layout (locks, resumption, 
 the runner layer's job (`colabkit.runner`).
 """
 
-from colabkit.store.atomic import atomic_path, atomic_write_bytes, atomic_write_text
+from colabkit.store.atomic import (
+    atomic_path,
+    atomic_write_bytes,
+    atomic_write_text,
+    deferred_folder_syncs,
+    sync_folder,
+)
 from colabkit.store.layout import (
     CACHE_DIR,
     EVENTS_FILE,
@@ -40,9 +46,11 @@ __all__ = [
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
+    "deferred_folder_syncs",
     "export_parquet",
     "is_finished",
     "load_events",
     "load_sessions",
     "session_dir",
+    "sync_folder",
 ]
