@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers.judges import perfect_answer, use_judge_double
+from helpers.judges import PROVIDER, perfect_answer, use_judge_double
 from helpers.stored import store_session
 
 import colabkit.session
@@ -198,6 +198,24 @@ def test_a_judge_error_is_missing_and_incomplete_and_a_rerun_completes_it(result
     # the reused (undelivered) session's file was written under the failed check; the tables
     # follow the judge's current check
     assert by_seed(load_scores(results))["judge_reliable"].tolist() == [True] * 3
+
+
+def test_a_provider_refusing_the_judge_stops_the_job_and_a_rerun_scores_everything(results):
+    import litellm
+
+    refused = litellm.AuthenticationError("invalid api key", model="perfect", llm_provider=PROVIDER)
+    use_judge_double({}, fallback=lambda prompt_id, payload: refused)
+    report = score_results(results, **FAST, judge=PERFECT)
+    assert report.stopped is not None and report.stopped.startswith("provider: ")
+    assert "invalid api key" in report.stopped
+    assert report.scored == 0  # the sanity check asks first, so nothing was scored 0 or 1
+    scores = load_scores(results)
+    assert "performance" not in scores or scores["performance"].isna().all()
+
+    use_judge_double()  # the key is fixed: the next run scores every session
+    rerun = score_results(results, **FAST, judge=PERFECT)
+    assert rerun.stopped is None and (rerun.scored, rerun.reused) == (3, 0)
+    assert by_seed(load_scores(results))["performance"].tolist() == [1.0, 0.0, 0.0]
 
 
 def marked_context(answers: list[bool]):
