@@ -218,6 +218,19 @@ def test_a_provider_refusing_the_judge_stops_the_job_and_a_rerun_scores_everythi
     assert by_seed(load_scores(results))["performance"].tolist() == [1.0, 0.0, 0.0]
 
 
+def test_a_session_that_ended_by_an_infrastructure_failure_has_its_metrics_missing(tmp_path):
+    store_session(tmp_path, TASK, GOLD, seed=0)
+    store_session(tmp_path, TASK, "", seed=1, ended_by="provider_error")  # refused: no team result
+    store_session(tmp_path, TASK, "", seed=2, ended_by="budget")  # the study's own limit: a result
+    score_results(tmp_path, metrics=["performance", "work"], sanity_tasks=1, judge=PERFECT)
+    scores = by_seed(load_scores(tmp_path))
+    assert scores["performance"].tolist()[::2] == [1.0, 0.0]
+    assert scores["w_total"].tolist()[::2] == [0.0, 0.0]
+    refused = scores.iloc[1]
+    assert pd.isna(refused["performance"]) and pd.isna(refused["w_total"]) and pd.isna(refused["delivered"])
+    assert refused["flags"].startswith("session: ended by provider_error")
+
+
 def marked_context(answers: list[bool]):
     """Context matches for the session's prediction come from `answers` in turn; the rest
     (the sanity check's questions) are answered perfectly."""

@@ -30,6 +30,7 @@ from colabkit.errors import ColabkitError
 from colabkit.llm import Budget, Gateway, logging_prompts
 from colabkit.runner.workarea import SessionLock, clear_session_work, session_work_dir
 from colabkit.session import Event, SessionSpec, run_session
+from colabkit.session.events import INFRASTRUCTURE_ENDINGS
 from colabkit.store import (
     CACHE_DIR,
     EVENTS_FILE,
@@ -44,7 +45,7 @@ from colabkit.store import (
 )
 from colabkit.tasks import Task
 
-RETRYABLE_ENDINGS = frozenset({"error", "llm_budget", "provider_error"})
+RETRYABLE_ENDINGS = INFRASTRUCTURE_ENDINGS
 """How a session may end that says nothing about the team: `--retry-errors` reruns these."""
 
 
