@@ -24,7 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import Budget, Gateway, logging_prompts
@@ -92,13 +91,6 @@ def _retryable(folder: Path, before: datetime, endings: frozenset[str]) -> bool:
         return False
     record = read_record(folder)
     return record.ended_by in endings and record.finished < before
-
-
-def record_total(record: Any, key: str) -> float:
-    """A figure of a record's totals, whether stored as a mapping or as a typed model."""
-    totals = record.totals
-    value = totals.get(key, 0) if isinstance(totals, dict) else getattr(totals, key, 0)
-    return float(value or 0)
 
 
 class _Tee:
