@@ -200,11 +200,14 @@ def test_a_judge_error_is_missing_and_incomplete_and_a_rerun_completes_it(result
     assert by_seed(load_scores(results))["judge_reliable"].tolist() == [True] * 3
 
 
-def test_a_provider_refusing_the_judge_stops_the_job_and_a_rerun_scores_everything(results):
+def test_a_provider_refusing_the_judge_stops_the_job_and_a_rerun_scores_everything(results, capsys):
     import litellm
 
     refused = litellm.AuthenticationError("invalid api key", model="perfect", llm_provider=PROVIDER)
     use_judge_double({}, fallback=lambda prompt_id, payload: refused)
+    assert main(["score", str(results), "--judge", PERFECT.model, "--metrics", "performance",
+                 "--sanity-tasks", "1", "--quiet"]) == 1
+    assert "stopped early: provider: " in capsys.readouterr().out
     report = score_results(results, **FAST, judge=PERFECT)
     assert report.stopped is not None and report.stopped.startswith("provider: ")
     assert "invalid api key" in report.stopped
