@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers.judges import perfect_answer, use_judge_double
+from helpers.judges import PROVIDER, perfect_answer, use_judge_double
 from helpers.stored import store_session
 
 import colabkit.session
@@ -198,6 +198,40 @@ def test_a_judge_error_is_missing_and_incomplete_and_a_rerun_completes_it(result
     # the reused (undelivered) session's file was written under the failed check; the tables
     # follow the judge's current check
     assert by_seed(load_scores(results))["judge_reliable"].tolist() == [True] * 3
+
+
+def test_a_provider_refusing_the_judge_stops_the_job_and_a_rerun_scores_everything(results, capsys):
+    import litellm
+
+    refused = litellm.AuthenticationError("invalid api key", model="perfect", llm_provider=PROVIDER)
+    use_judge_double({}, fallback=lambda prompt_id, payload: refused)
+    assert main(["score", str(results), "--judge", PERFECT.model, "--metrics", "performance",
+                 "--sanity-tasks", "1", "--quiet"]) == 1
+    assert "stopped early: provider: " in capsys.readouterr().out
+    report = score_results(results, **FAST, judge=PERFECT)
+    assert report.stopped is not None and report.stopped.startswith("provider: ")
+    assert "invalid api key" in report.stopped
+    assert report.scored == 0  # the sanity check asks first, so nothing was scored 0 or 1
+    scores = load_scores(results)
+    assert "performance" not in scores or scores["performance"].isna().all()
+
+    use_judge_double()  # the key is fixed: the next run scores every session
+    rerun = score_results(results, **FAST, judge=PERFECT)
+    assert rerun.stopped is None and (rerun.scored, rerun.reused) == (3, 0)
+    assert by_seed(load_scores(results))["performance"].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_a_session_that_ended_by_an_infrastructure_failure_has_its_metrics_missing(tmp_path):
+    store_session(tmp_path, TASK, GOLD, seed=0)
+    store_session(tmp_path, TASK, "", seed=1, ended_by="provider_error")  # refused: no team result
+    store_session(tmp_path, TASK, "", seed=2, ended_by="budget")  # the study's own limit: a result
+    score_results(tmp_path, metrics=["performance", "work"], sanity_tasks=1, judge=PERFECT)
+    scores = by_seed(load_scores(tmp_path))
+    assert scores["performance"].tolist()[::2] == [1.0, 0.0]
+    assert scores["w_total"].tolist()[::2] == [0.0, 0.0]
+    refused = scores.iloc[1]
+    assert pd.isna(refused["performance"]) and pd.isna(refused["w_total"]) and pd.isna(refused["delivered"])
+    assert refused["flags"].startswith("session: ended by provider_error")
 
 
 def marked_context(answers: list[bool]):

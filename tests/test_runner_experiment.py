@@ -59,9 +59,20 @@ def test_relative_paths_resolve_against_the_config_folder(tmp_path, monkeypatch)
     assert override.results == tmp_path / "elsewhere"
 
 
+def test_the_scoring_job_follows_the_experiments_judge_repeats_and_metrics(tmp_path):
+    exp = load_experiment(write(tmp_path, {**BASE, "judge": "scripted/judge", "judge_repeats": 3,
+                                           "metrics": ["work", "performance"]}))
+    scoring = exp.scoring(exclude=["gates"])
+    assert (scoring.judge.model, scoring.repeats, scoring.metrics) == ("scripted/judge", 3, ("work", "performance"))
+    assert exp.scoring(only=["gates"]).metrics == ()  # gates left out of the config: never judged
+    assert load_experiment(write(tmp_path, BASE)).scoring().repeats == 1
+    with pytest.raises(ColabkitError, match="judge_repeats"):
+        load_experiment(write(tmp_path, {**BASE, "judge_repeats": 0}))
+
+
 def test_the_identity_covers_what_makes_the_sessions_and_nothing_else(tmp_path):
     base = load_experiment(write(tmp_path, BASE))
-    same = [{"judge": "scripted/judge"}, {"metrics": ["performance"]}, {"concurrency": {"sessions": 9}},
+    same = [{"judge": "scripted/judge"}, {"metrics": ["performance"]}, {"judge_repeats": 2}, {"concurrency": {"sessions": 9}},
             {"executor": {"kind": "dask", "scheduler": "tcp://x:1"}}, {"results": "elsewhere"},
             {"llm_budget": {"max_cost_per_session": 1.0}}, {"description": "words"}]
     for change in same:

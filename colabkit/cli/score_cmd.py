@@ -2,7 +2,8 @@
 
 Never runs a session: it reads the finished sessions under RESULTS, asks the judge (cached
 in RESULTS/judge-cache), writes `<session>/scores/<scorer id>.json` and the parquet tables,
-and prints a summary. Run again, it reuses every complete score; with another `--judge` it
+and prints a summary (exit status 1 when a spent budget or a provider refusing the judge stopped
+the job early). Run again, it reuses every complete score; with another `--judge` it
 scores again beside the old results. The embedded judge is accepted with a loud warning.
 """
 
@@ -80,7 +81,7 @@ def _score(args: argparse.Namespace) -> int:
                          "judge_reliable") if c in scores.columns]
     if len(scores):
         print(scores[shown].to_string(index=False, max_colwidth=24))
-    return 0
+    return 1 if report.stopped else 0  # a stopped job left sessions unscored: scripts must notice
 
 
 def _num(value: float | None) -> str:

@@ -35,6 +35,7 @@ from colabkit.llm import (
     CallRecord,
     Gateway,
     ModelConfig,
+    ProviderError,
     StructuredOutputError,
 )
 
@@ -101,7 +102,9 @@ class Verdict(BaseModel, Generic[T]):
 class Judge:
     """Asks `config`'s model versioned questions through `gateway`; never raises on a bad answer.
 
-    `BudgetExceeded` still propagates: a spent budget means stop scoring, not score missing.
+    `BudgetExceeded` and `ProviderError` still propagate: a spent budget or a provider that
+    refuses every request (bad key, unknown model) means stop the scoring job, not flag every
+    remaining question of every session one by one (the unscored rest is redone on rerun).
     """
 
     def __init__(self, gateway: Gateway, config: ModelConfig | None = None):
@@ -126,7 +129,7 @@ class Judge:
         try:
             value, raw, calls = await self.gateway.structured_with_text(
                 self.config, messages, schema, caller=f"judge:{prompt.id}", sample=repeat)
-        except BudgetExceeded:
+        except (BudgetExceeded, ProviderError):
             raise
         except StructuredOutputError as exc:
             kind = "judge_invalid" if exc.raw is not None else "judge_error"

@@ -6,6 +6,8 @@ failed) is scored again. Judge answers are cached in `<results>/judge-cache`, so
 replays what was already answered and pays only for what is missing. Before judged scoring,
 the judge's sanity check runs (and is stored) so every score file says whether its judge
 passed it. A scorer that crashes marks its session incomplete and flagged; the batch goes on.
+A spent budget or a provider refusing the judge stops the job (`ScoringReport.stopped`):
+what was scored is kept, the rest is scored by the next run.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from colabkit.evaluation.storage import (
     write_score,
 )
 from colabkit.evaluation.tables import export_tables, load_judgements
-from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
+from colabkit.llm import BudgetExceeded, Gateway, ModelConfig, ProviderError
 from colabkit.llm.providers import LOCAL_PROVIDER
 from colabkit.store import deferred_folder_syncs
 from colabkit.tasks import TaskSuite, load_tasks
@@ -66,7 +68,7 @@ class ScoringReport:
     agreement: dict[str, float | None] = field(default_factory=dict)
     """With repeats: the job's agreement per metric over every session (`table_agreement`)."""
     stopped: str | None = None
-    """Why the job stopped early (a spent budget), else None."""
+    """Why the job stopped early (a spent budget, a provider refusing the judge), else None."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -108,6 +110,8 @@ async def ascore_results(results: Path | str, config: ScoringConfig | None = Non
         await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress)
     except BudgetExceeded as exc:
         report.stopped = f"budget: {exc.reason}"
+    except ProviderError as exc:
+        report.stopped = f"provider: {' '.join(str(exc).split())[:300]}"
     finally:
         if own_gateway and gateway is not None:
             gateway.close()
@@ -159,9 +163,16 @@ async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], 
                 if progress is not None:
                     progress(done, total)
 
+    tasks = [asyncio.ensure_future(one_session(f)) for f in folders]
     # Each score file's data is fsynced before its rename; the folders once, at the end.
     with deferred_folder_syncs():
-        await asyncio.gather(*(one_session(f) for f in folders))
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:  # a job that stops leaves no session mid-scoring behind its gateway
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
 
 async def _score_one(scorer: Scorer, sid: str, ctx: SessionContext, judge: Judge | None, repeats: int,
@@ -189,7 +200,7 @@ async def _safe_score(scorer: Scorer, ctx: SessionContext) -> ScoreResult:
     """One repeat of one scorer; a crash becomes an incomplete, flagged, all-missing result."""
     try:
         return await scorer.score(ctx)
-    except BudgetExceeded:
+    except (BudgetExceeded, ProviderError):
         raise
     except Exception as exc:
         _log.exception("scorer %s failed on session %s", scorer.name, ctx.session_id)

@@ -8,7 +8,9 @@ session and score folder), else rebuild from the files, so a stale export never 
 A session scored by several judges has one row per judge model (`judge_model`); rule-based
 metrics repeat on each. For each scorer and judge the most recently written file is used,
 so after re-scoring with a changed prompt the new result is the one shown. Missing values are
-NaN (or <NA> for yes/no columns), never 0.
+NaN (or <NA> for yes/no columns), never 0. A session that ended by a crash, a spending cap or a
+provider refusal (`INFRASTRUCTURE_ENDINGS`) says nothing about its team: its metrics are
+missing and flagged, so it never counts as an undelivered result in the study's statistics.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from colabkit.errors import ColabkitError
 from colabkit.evaluation.records import ScoreFile
 from colabkit.evaluation.reliability import SanityCheck, load_sanity_check
 from colabkit.evaluation.storage import SCORES_DIR, finished_sessions, stored_scores
+from colabkit.session.events import INFRASTRUCTURE_ENDINGS
 from colabkit.store import SESSION_FILE, atomic_path
 
 SCORES_PARQUET = "scores.parquet"
@@ -58,14 +61,14 @@ def structure_of(variant: dict[str, Any]) -> tuple[str, str]:
     return ("memory" if variant.get("memory") else "default"), composition
 
 
-def session_keys(folder: Path) -> dict[str, Any]:
-    """The factor columns of a stored session, read from its raw record so the tables work
-    for every record schema version (scoring itself needs the current one)."""
+def session_keys(folder: Path) -> tuple[dict[str, Any], str | None]:
+    """The factor columns of a stored session and how it ended, read from its raw record so
+    the tables work for every record schema version (scoring itself needs the current one)."""
     record = orjson.loads((folder / SESSION_FILE).read_bytes())
     variant = record["spec"]["variant"]
     structure, composition = structure_of(variant)
     return {"session_id": record["session_id"], "task_id": record["task_id"], "variant": variant["name"],
-            "structure": structure, "composition": composition, "seed": record["seed"]}
+            "structure": structure, "composition": composition, "seed": record["seed"]}, record.get("ended_by")
 
 
 def _latest(files: list[ScoreFile]) -> dict[tuple[str, str | None], ScoreFile]:
@@ -97,7 +100,7 @@ def _build(results: Path) -> dict[str, pd.DataFrame]:
     judgement_rows: list[dict[str, Any]] = []
     gate_rows: list[dict[str, Any]] = []
     for folder in finished_sessions(results):
-        keys = session_keys(folder)
+        keys, ended_by = session_keys(folder)
         latest = _latest(stored_scores(folder))
         latest = {key: _with_current_check(results, score, checks) for key, score in latest.items()}
         rule_based = [s for (_, judge), s in latest.items() if judge is None]
@@ -111,6 +114,9 @@ def _build(results: Path) -> dict[str, pd.DataFrame]:
                 flags.extend(f"{score.scorer}: {flag}" for flag in score.result.flags)
                 if score.judge is not None:
                     row["judge_grade"], row["judge_reliable"] = score.judge_grade, score.judge_reliable
+            if ended_by in INFRASTRUCTURE_ENDINGS:
+                row.update(dict.fromkeys(METRIC_COLUMNS))
+                flags.insert(0, f"session: ended by {ended_by}, metrics missing (rerun with --retry-errors)")
             row["flags"] = ";".join(flags)
             score_rows.append(row)
         for score in latest.values():

@@ -30,7 +30,6 @@ from colabkit.runner.recorder import (
     needs_run,
     read_record,
     record_if_needed,
-    record_total,
     reopen_for_retry,
 )
 from colabkit.runner.workarea import SessionLock, sweep
@@ -50,7 +49,7 @@ def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
         session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name, seed=spec.seed,
         status="cached" if not ran else ("failed" if failed else "done"), ran_here=ran, ended_by=record.ended_by,
         error=_session_error(folder) if failed and ran else None,
-        tokens=int(record_total(record, "tokens")) if ran else 0, cost=record_total(record, "cost") if ran else 0.0)
+        tokens=record.totals.tokens if ran else 0, cost=record.totals.cost if ran else 0.0)
 
 
 def _session_error(folder: Path) -> str | None:

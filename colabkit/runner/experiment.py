@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from colabkit.errors import ColabkitError
-from colabkit.evaluation import available_metrics
+from colabkit.evaluation import ScoringConfig, available_metrics
 from colabkit.hashing import sha256_hex
 from colabkit.llm import DEFAULT_MODEL, ModelConfig
 from colabkit.runner.build import build_spec, model_config
@@ -111,6 +111,8 @@ class Experiment(_Strict):
     llm_budget: LLMBudget = LLMBudget()
     judge: str | ModelConfig = DEFAULT_MODEL
     metrics: tuple[str, ...] = METRICS
+    judge_repeats: int = Field(default=1, ge=1)
+    """How many times the judge answers each question (2+ gives the agreement across repeats)."""
     concurrency: Concurrency = Concurrency()
     executor: Executor = Executor()
     results: Path = Path("results")
@@ -161,6 +163,13 @@ class Experiment(_Strict):
     # -- what it runs ---------------------------------------------------------------------
     def judge_config(self) -> ModelConfig:
         return model_config(self.judge)
+
+    def scoring(self, *, only: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> ScoringConfig:
+        """The scoring job this experiment asks for: its judge and repeats, over those of its
+        metrics in `only` (all when None) and not in `exclude`; the notebooks that score split
+        the metrics between them this way, so a metric the config leaves out is never judged."""
+        metrics = tuple(m for m in self.metrics if (only is None or m in only) and m not in exclude)
+        return ScoringConfig(judge=self.judge_config(), metrics=metrics, repeats=self.judge_repeats)
 
     def model_configs(self) -> dict[str, ModelConfig]:
         return {role: model_config(m) for role, m in self.models.items()}

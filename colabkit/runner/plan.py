@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from colabkit.runner.capacity import KernelCap
 from colabkit.runner.experiment import Experiment
-from colabkit.runner.recorder import RETRYABLE_ENDINGS, read_record, record_total
+from colabkit.runner.recorder import RETRYABLE_ENDINGS, read_record
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.store import is_finished, session_dir
 from colabkit.tasks import Task
@@ -96,8 +96,8 @@ def make_plan(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]] | None 
             record = read_record(where)
             plan.finished += 1
             plan.retryable += record.ended_by in RETRYABLE_ENDINGS
-            calls += record_total(record, "llm_calls")
-            tokens += record_total(record, "tokens")
+            calls += record.totals.llm_calls
+            tokens += record.totals.tokens
             seen += 1
     if seen and calls:
         per_session, per_call = calls / seen, tokens / calls

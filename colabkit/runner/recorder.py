@@ -24,12 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import Budget, Gateway, logging_prompts
 from colabkit.runner.workarea import SessionLock, clear_session_work, session_work_dir
 from colabkit.session import Event, SessionSpec, run_session
+from colabkit.session.events import INFRASTRUCTURE_ENDINGS
 from colabkit.store import (
     CACHE_DIR,
     EVENTS_FILE,
@@ -44,7 +44,7 @@ from colabkit.store import (
 )
 from colabkit.tasks import Task
 
-RETRYABLE_ENDINGS = frozenset({"error", "llm_budget", "provider_error"})
+RETRYABLE_ENDINGS = INFRASTRUCTURE_ENDINGS
 """How a session may end that says nothing about the team: `--retry-errors` reruns these."""
 
 
@@ -91,13 +91,6 @@ def _retryable(folder: Path, before: datetime, endings: frozenset[str]) -> bool:
         return False
     record = read_record(folder)
     return record.ended_by in endings and record.finished < before
-
-
-def record_total(record: Any, key: str) -> float:
-    """A figure of a record's totals, whether stored as a mapping or as a typed model."""
-    totals = record.totals
-    value = totals.get(key, 0) if isinstance(totals, dict) else getattr(totals, key, 0)
-    return float(value or 0)
 
 
 class _Tee:

@@ -30,6 +30,9 @@ EVENT_SCHEMA_VERSION: Final = 2
 A stored line without `schema_version` was written by version 1."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
 """How a session ended; the one definition every layer imports."""
+INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "llm_budget", "provider_error"})
+"""Endings that say nothing about the team (a crash, a spending cap, a provider refusal): the
+runner's `--retry-errors` reruns them and the score tables leave their metrics missing."""
 Phase = Literal["build", "task"]
 Status = Literal["ok", "error", "failed_step", "pending", "approved", "rejected", "blocked", "info"]
 SYSTEM = "system"

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from colabkit.session import SessionSpec
+from colabkit.session.events import EndedBy
 from colabkit.session.totals import session_totals
 from colabkit.store import SessionRecord, atomic_write_text
 from colabkit.store.records import resolved_models
@@ -21,7 +22,8 @@ from colabkit.workspace import EditorVersion, IsolationReport, Limits, Workspace
 
 
 def store_session(results: Path, task_id: str, hypothesis: str, *, variant_name: str = "single",
-                  seed: int = 0, task_digest: str | None = None, suite: TaskSuite | None = None) -> Path:
+                  seed: int = 0, task_digest: str | None = None, suite: TaskSuite | None = None,
+                  ended_by: EndedBy = "finish") -> Path:
     """Write a finished session whose editor ends with `hypothesis`; return its folder.
 
     `task_digest` overrides the task's metadata digest (a session that ran on other metadata);
@@ -38,7 +40,7 @@ def store_session(results: Path, task_id: str, hypothesis: str, *, variant_name:
         session_id=spec.session_id, spec_identity=spec.identity(), task_id=task_id, seed=seed,
         variant_hash=spec.variant.identity(), spec=spec, models=resolved_models(spec), memory=None,
         task_digest=task_digest or (suite or load_tasks()).get(task_id).task_digest, briefings={}, persona_versions={},
-        memory_digest=None, final_hypothesis=hypothesis, ended_by="finish", n_events=0,
+        memory_digest=None, final_hypothesis=hypothesis, ended_by=ended_by, n_events=0,
         totals=session_totals([], spec.settings, {p: "ai" if p == "ai" else "human" for p in spec.participants},
                               rounds=0),
         isolation=isolation, isolation_level="none", package_version="test", started=now, finished=now)
