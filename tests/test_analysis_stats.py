@@ -21,6 +21,7 @@ from colabkit.analysis import (
     decision_counts,
     format_study_table,
     gate_summary,
+    load_score_table,
     mixed_model_contrast,
     paired_contrast,
     pooled_sd,
@@ -220,3 +221,16 @@ def test_figures_of_a_small_grid(variants):
     table = contrasts(scores, metrics=["performance"])
     assert len(table) == ("scaffolded-dr" in variants)
     assert figure_bytes(contrast_figure(table), "png")[:4] == b"\x89PNG"
+
+
+def test_a_score_table_keeps_only_the_grids_sessions(tmp_path):
+    """An experiment's folder may also hold sessions of an earlier version of its grid (new
+    ids after a change of defaults); pooled, a paired contrast would see two sessions per cell."""
+    scores = score_table(n_tasks=2, seeds=1)
+    stale = scores.assign(session_id=scores["session_id"] + "-old")
+    saved = tmp_path / "scores.csv"
+    pd.concat([scores, stale]).to_csv(saved, index=False)
+    current = load_score_table(tmp_path, saved, sessions=scores["session_id"])
+    assert sorted(current["session_id"]) == sorted(scores["session_id"])
+    assert len(load_score_table(tmp_path, saved)) == 2 * len(scores)
+    assert len(contrasts(current)) == 3 * 7  # one pair per cell: the paired merge accepts it

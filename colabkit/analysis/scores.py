@@ -8,7 +8,7 @@ dr), so every table and figure lists variants in the same order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -81,14 +81,22 @@ def read_score_table(path: Path | str) -> pd.DataFrame:
     raise ColabkitError(f"score table must be .parquet or .csv: {path}")
 
 
-def load_score_table(results: Path | str, scores_file: Path | str | None = None) -> pd.DataFrame:
+def load_score_table(results: Path | str, scores_file: Path | str | None = None, *,
+                     sessions: Collection[str] | None = None) -> pd.DataFrame:
     """The score table of an experiment's results folder, or of `scores_file` when given.
 
+    `sessions`, if given, keeps only those session ids: an experiment's folder can also hold
+    sessions of an earlier version of its grid (a session's id is its spec's hash, so a change
+    of the suite's defaults gives new ids), which must not be pooled with the current ones.
     The evaluation layer is imported here, not at module level: reading a saved table (and
     every statistic) must not pull in the judges and their model stack.
     """
     if scores_file:
-        return read_score_table(scores_file)
-    from colabkit.evaluation import load_scores
+        table = read_score_table(scores_file)
+    else:
+        from colabkit.evaluation import load_scores
 
-    return load_scores(results)
+        table = load_scores(results)
+    if sessions is not None:
+        table = table[table["session_id"].isin(set(sessions))].reset_index(drop=True)
+    return table

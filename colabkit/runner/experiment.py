@@ -223,6 +223,10 @@ class Experiment(_Strict):
         return [(build_spec(task.id, name, seed, models=models, settings=settings), task)
                 for name in chosen for task in suite.tasks for seed in self.seeds]
 
+    def session_ids(self) -> list[str]:
+        """The ids of the grid's sessions: what the experiment's tables and statistics cover."""
+        return [spec.session_id for spec, _ in self.sessions()]
+
     def uses_embedded_model(self) -> bool:
         configs = [*self.model_configs().values(), self.judge_config()]
         return any(m.provider == "local" for m in configs) or "default" not in self.models
