@@ -155,6 +155,9 @@ seeds: [0]
 models:
   default: local/smollm2-135m
 judge: local/smollm2-135m
+# The notebooks' mechanics, on the embedded model: the judged hypothesis metrics are left to
+# tests/test_runner_demo.py (the same notebooks through `colabkit batch`) and test_eval_real_model.py.
+metrics: [work, initiative, gates]
 settings:
   action_budget: 2
   max_rounds: 2
