@@ -137,7 +137,10 @@ def test_ctrl_c_stops_a_sessions_only_batch_cleanly_and_a_rerun_finishes_it(tmp_
     env = subprocess_env(default=CODE, latency_s=1.0, TMPDIR=str(temp))
     specs = [spec for spec, _ in exp.sessions()]
     cmd = [sys.executable, "-m", "colabkit", "batch", str(path), "--sessions-only", "--quiet"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell without job control starts background jobs with SIGINT ignored, and the child
+    # would inherit that (CI may run so): give the batch the default disposition, as a terminal does.
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not any(is_finished(session_dir(s, out)) for s in specs):
         assert time.monotonic() < deadline and proc.poll() is None

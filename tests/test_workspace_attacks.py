@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -138,8 +139,10 @@ def test_api_key_in_another_process_environment_is_not_visible(task, tmp_path, m
     helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
                               env={**os.environ, "OPENAI_API_KEY": FAKE_KEY})
     try:
-        visible_to_host = FAKE_KEY.encode() in Path(f"/proc/{helper.pid}/environ").read_bytes()
-        assert visible_to_host  # the probe below would find it, were it reachable
+        deadline = time.monotonic() + 30  # until the helper has exec'ed (before, it shows our environment)
+        while FAKE_KEY.encode() not in Path(f"/proc/{helper.pid}/environ").read_bytes():
+            assert time.monotonic() < deadline, "the helper never showed the key"  # the probe would find it
+            time.sleep(0.05)
         r = attack(task, f"""
             import os, glob
             print("env:", os.environ.get("OPENAI_API_KEY"))
