@@ -11,9 +11,9 @@ import pytest
 from colabkit.errors import ColabkitError
 from colabkit.workspace import CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot
 from colabkit.workspace.boot import DROPPED_MIME
+from colabkit.workspace.files import list_files
 from colabkit.workspace.isolation import SANDBOX_WORKDIR, IsolationReport, Layout, Sandbox, kernel_env, rlimits
 from colabkit.workspace.output import OutputCollector, clip_middle, strip_ansi, write_no_follow
-from colabkit.workspace.workspace import list_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -187,8 +187,8 @@ def test_open_rejects_missing_and_clashing_files(tmp_path):
 def test_kernel_uid_cannot_swap_the_data_copy(tmp_path):
     import subprocess
 
+    from colabkit.workspace.files import prepare as _prepare
     from colabkit.workspace.processes import fresh_uid
-    from colabkit.workspace.workspace import _prepare
 
     (tmp_path / "x.csv").write_text("a\n1\n")
     layout = Layout(tmp_path / "work", tmp_path / "work" / "data", tmp_path / "ipc", tmp_path / "tmp")

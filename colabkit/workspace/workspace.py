@@ -11,9 +11,7 @@ decision (`colabkit.session.observation`: every cell is shared, chat by addresse
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -23,16 +21,21 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.errors import ColabkitError
-from colabkit.hashing import sha256_stream
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
+from colabkit.workspace.files import (
+    FileRecord,
+    check_sources,
+    copy_files,
+    list_files,
+    prepare,
+    traversable,
+)
 from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, choose, report
 from colabkit.workspace.kernel import Outcome, SandboxedKernel
 from colabkit.workspace.output import DiscardingCollector, OutputCollector
 from colabkit.workspace.quota import MIB, POLL_S, DiskQuota
 
-MAX_LISTED_FILES = 1000
-MAX_HASHED_BYTES = 64 * 1024 * 1024
 SNAPSHOT_SCHEMA_VERSION: Final = 2
 
 
@@ -64,17 +67,6 @@ class WorkspaceEvent(BaseModel):
     time: float
     cell: int | None
     detail: str = ""
-
-
-class FileRecord(BaseModel):
-    """A file participants' code left in the working folder (symlinks are not followed)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    kind: Literal["file", "symlink", "other"]
-    size: int
-    sha256: str | None
 
 
 class WorkspaceSnapshot(BaseModel):
@@ -135,13 +127,13 @@ class Workspace:
         waits for it, and a start that failed raises `ColabkitError` there (and at `close`
         leaves a `kernel_start_failed` event), never silently.
         """
-        sources = _check_sources(data_files)
+        sources = check_sources(data_files)
         sandbox, notes = choose(isolation)
         if root is not None:
             Path(root).mkdir(parents=True, exist_ok=True)
         base = Path(tempfile.mkdtemp(prefix="colabkit-ws-", dir=root))
         base.chmod(0o711)
-        if sandbox.level != "bubblewrap" and sandbox.uid is not None and not _traversable(base):
+        if sandbox.level != "bubblewrap" and sandbox.uid is not None and not traversable(base):
             sandbox = Sandbox(sandbox.level, None)
             notes += (f"{base.parent} is not traversable by an unprivileged uid; the kernel runs as root",)
         layout = Layout(base / "work", base / "work" / "data",
@@ -152,7 +144,7 @@ class Workspace:
                                      data_bytes=sum(p.stat().st_size for p in sources))
             if root is not None:  # the socket folder stays short-pathed in /tmp; a link lets
                 (base / "ipc").symlink_to(layout.ipcdir)  # whoever sweeps `root` after a crash find it
-            _prepare(layout, sources, sandbox.uid)
+            prepare(layout, sources, sandbox.uid)
             quota.start()
         except BaseException as exc:  # nothing was started yet: only the folders to remove
             if quota is not None:
@@ -322,96 +314,3 @@ class Workspace:
             kept.rename(self.workdir)
         shutil.rmtree(self._layout.ipcdir, ignore_errors=True)
         shutil.rmtree(self._base if self._owns_base else self._layout.tmpdir, ignore_errors=True)
-
-
-def _check_sources(data_files: Sequence[Path]) -> list[Path]:
-    sources = [Path(p) for p in data_files]
-    for path in sources:
-        if not path.is_file():
-            raise ColabkitError(f"workspace data file not found: {path}")
-    names = [p.name for p in sources]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ColabkitError(f"workspace data files share a name (all land in data/): {dupes}")
-    return sources
-
-
-def _traversable(path: Path) -> bool:
-    return all(p.stat().st_mode & stat.S_IXOTH for p in path.parents)
-
-
-def _prepare(layout: Layout, sources: list[Path], uid: int | None) -> None:
-    """Create the folders, copy the data read-only, hand writable folders to the kernel uid."""
-    layout.datadir.mkdir(parents=True)
-    layout.tmpdir.mkdir()
-    (layout.workdir / "figures").mkdir()
-    for src in sources:
-        dest = layout.datadir / src.name
-        shutil.copyfile(src, dest)
-        dest.chmod(0o444)
-    layout.datadir.chmod(0o555)
-    layout.workdir.chmod(0o755)
-    if uid is not None:
-        for d in (layout.workdir / "figures", layout.tmpdir, layout.ipcdir):
-            os.chown(d, uid, uid)
-        # Writable through the group, sticky and not owned by the kernel uid: its code can
-        # create and remove its own files but cannot rename `data/` away and plant another.
-        os.chown(layout.workdir, -1, uid)
-        layout.workdir.chmod(0o1770)
-
-
-def copy_files(src: Path, dest: Path) -> None:
-    """Copy folders and regular files (the data copy too), never following a link: the
-    kernel wrote this tree, so links and special files it planted are left behind."""
-    for top, _, names in os.walk(src, followlinks=False):
-        target = dest / Path(top).relative_to(src)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            try:
-                fd = os.open(Path(top) / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                continue
-            with os.fdopen(fd, "rb") as fh:
-                if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                    with open(target / name, "wb") as out:
-                        shutil.copyfileobj(fh, out)
-
-
-def list_files(workdir: Path) -> tuple[tuple[FileRecord, ...], int]:
-    """Files under `workdir` except the data copy, without following symlinks; (records, omitted)."""
-    records: list[FileRecord] = []
-    omitted = 0
-    if not workdir.is_dir():
-        return (), 0
-    for top, dirs, names in os.walk(workdir, followlinks=False):
-        rel_top = Path(top).relative_to(workdir)
-        if rel_top == Path("."):
-            dirs[:] = [d for d in dirs if d != "data"]
-        for name in sorted(names) + sorted(d for d in dirs if (Path(top) / d).is_symlink()):
-            if len(records) >= MAX_LISTED_FILES:
-                omitted += 1
-                continue
-            record = _record(Path(top) / name, (rel_top / name).as_posix())
-            if record is not None:
-                records.append(record)
-    return tuple(records), omitted
-
-
-def _record(path: Path, rel: str) -> FileRecord | None:
-    try:
-        st = path.lstat()
-    except OSError:  # removed by the kernel meanwhile
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        return FileRecord(path=rel, kind="symlink", size=0, sha256=None)
-    if not stat.S_ISREG(st.st_mode):
-        return FileRecord(path=rel, kind="other", size=0, sha256=None)
-    digest = None
-    if st.st_size <= MAX_HASHED_BYTES:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as fh:
-                digest = sha256_stream(fh)
-        except OSError:
-            digest = None
-    return FileRecord(path=rel, kind="file", size=st.st_size, sha256=digest)
