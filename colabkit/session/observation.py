@@ -5,8 +5,9 @@ workspace, the frozen memory and its own action history; only the AI agent sees 
 team's action history. So everyone sees every code cell with its output, the result editor
 and the public chat (plus the messages addressed to it). The AI agent also sees the
 messages between others and the team's activity list (edits, decisions, requests); a
-simulated human sees its own activity only. Thoughts appear only in their owner's
-scratchpad. The frozen memory, when there is one, is in every task-phase observation.
+simulated human sees its own activity only. A thought is seen by its owner only, nobody
+else (the AI agent included). The frozen memory, when there is one, is in every task-phase
+observation.
 
 A signatory deciding a request sees the proposed action in full and the cells it depends
 on. "Depends on" means the cells run before the request was made, by anyone: the kernel
@@ -18,14 +19,18 @@ How much of each section is shown is the session's `ObservationProfile` (one per
 the models' context window; see `profile.py`): under "full" nothing is cut and the notebook
 is shown whole up to a budget, summarising the oldest outputs first; under "compact" every
 section shows its most recent items, each clipped, and says how many were left out.
+Under "full" the participant's own thoughts are entries of the timeline, in the order they
+were formed, and trimmed like the chat (the most recent that fit `chat_chars`); under
+"compact" they are a window of the `notes` most recent, near the end.
 
 The order of the rendered sections serves prefix caching (a provider's, or the embedded
 model's per-caller context): a step's prompt should equal the participant's previous prompt
 plus what happened since, so only the new part is billed and prefilled at full price. The
 stable parts (briefing, memory, team, the valid actions) come first, then what grows by
-appending (code cells and chat messages in one list in the order they happened, then the
-activity list), then the result editor, which is rewritten in place, and last what changes
-every step (requests, recent thoughts, the last step's outcome, round and budget).
+appending (code cells, chat messages and, under "full", the participant's own thoughts in
+one list in the order they happened, then the activity list), then the result editor,
+which is rewritten in place, and last what changes every step (requests, the compact
+profile's recent thoughts, the last step's outcome, round and budget).
 `benchmarks/prompts.py` measures the reuse this gives. `view_key` hashes only the
 shared-world part, so the scheduler can tell whether a participant has anything new in view.
 """
@@ -39,6 +44,7 @@ from pydantic import BaseModel, ConfigDict
 
 from colabkit.hashing import sha256_hex
 from colabkit.session.actions import action_help
+from colabkit.session.actions import valid_actions as valid_actions_for
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.gating import Gatekeeper, Request
 from colabkit.session.profile import ObservationProfile
@@ -83,6 +89,33 @@ class CellView(BaseModel):
     time: float = 0.0
 
 
+class Thought(BaseModel):
+    """One private thought as its owner's scratchpad holds it: when it was formed (so it can
+    take its place in the timeline) and the action it led to."""
+
+    model_config = ConfigDict(frozen=True)
+    round: int
+    action: str
+    text: str
+    time: float = 0.0
+
+    def line(self) -> str:
+        return f"{self._head()}{self.text}"
+
+    def clipped(self, limit: int | None) -> Thought:
+        """The thought with its line (what the compact profile shows) cut to `limit` characters."""
+        return self.model_copy(update={"text": clip(self.line(), limit)[len(self._head()):]})
+
+    def _head(self) -> str:
+        return f"r{self.round} {self.action}: "
+
+
+class ActivityView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    line: str
+    time: float = 0.0
+
+
 class RequestView(BaseModel):
     model_config = ConfigDict(frozen=True)
     request_id: str
@@ -94,6 +127,7 @@ class RequestView(BaseModel):
     reason: str
     proposal: str = ""  # the proposed action in full (for its signatory)
     depends_on: tuple[CellView, ...] = ()
+    time: float = 0.0  # when it was decided (its place in the proposer's timeline)
 
 
 class Observation(BaseModel):
@@ -115,13 +149,17 @@ class Observation(BaseModel):
     older_messages: int
     cells: tuple[CellView, ...]
     older_cells: int
-    activity: tuple[str, ...]
+    activity: tuple[ActivityView, ...]
     older_activity: int
     requests_for_me: tuple[RequestView, ...]
     my_requests: tuple[RequestView, ...]
-    scratchpad: tuple[str, ...]
+    older_requests: int
+    scratchpad: tuple[Thought, ...]
+    older_thoughts: int
+    timeline: bool  # the full profile's layout (`ObservationProfile.timeline`)
     feedback: str
     valid_actions: tuple[str, ...]
+    standing_actions: tuple[str, ...]  # what it may do while its side has budget (the timeline layout lists these)
 
     def view_key(self) -> str:
         """Hash of what the team's actions can change in this view (not notes or counters)."""
@@ -138,37 +176,61 @@ class Observation(BaseModel):
         # Before what grows, so the same every step; approve/reject (valid only while a request
         # is addressed to you) are explained with the requests, near the end.
         decisions = [a for a in self.valid_actions if a in _DECISIONS]
-        help_lines = action_help([a for a in self.valid_actions if a not in _DECISIONS], self.participant, self.team)
-        parts.append("# Valid actions\n" + "\n".join(f"- {line}" for line in help_lines))
+        # The timeline layout lists the same actions all session; a spent budget is said at the end.
+        listed = self.standing_actions if self.timeline else [a for a in self.valid_actions if a not in _DECISIONS]
+        help_lines = action_help(listed, self.participant, self.team)
+        reply = "Reply with JSON: thought, action, content, to (one of the valid actions above)."
+        # In the timeline layout the reply format, the same every step, is said here, so the
+        # prompt ends on what changes: round and budget.
+        parts.append("# Valid actions\n" + "\n".join(f"- {line}" for line in help_lines)
+                     + (f"\n{reply}" if self.timeline else ""))
         # What grows by appending next, then the editor, which is rewritten in place.
         parts.append(self._timeline())
-        parts.append(_section("Activity", self.older_activity, "actions", list(self.activity)))
+        if not self.timeline:
+            parts.append(_section("Activity", self.older_activity, "actions", [a.line for a in self.activity]))
         parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
             parts.append("# Approval requests for you (approve or reject each)\n"
                          + "\n".join(_request_for_signatory(r, shown) for r in self.requests_for_me)
                          + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team)))
-        if self.my_requests:
-            parts.append("# Your requests\n" + "\n".join(_request_line(r) for r in self.my_requests))
-        if self.scratchpad:
+        # In the timeline layout a decided request is an entry of the timeline; only open ones wait here.
+        waiting = [r for r in self.my_requests if not self.timeline or r.status == "pending"]
+        if waiting:
+            parts.append("# Your requests\n" + "\n".join(_request_line(r) for r in waiting))
+        if self.scratchpad and not self.timeline:
             # Not "private notes": the briefing calls what the persona knows that, and a model
             # told to answer from its notes must not mistake its own guesses for them.
             parts.append("# Your recent thoughts (private)\n"
-                         + "\n".join(f"- {note}" for note in self.scratchpad))
+                         + "\n".join(f"- {note.line()}" for note in self.scratchpad))
         if self.feedback:
             parts.append(f"# Your last step\n{self.feedback}")
-        parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder})\n"
-                     "Reply with JSON: thought, action, content, to (one of the valid actions above).")
+        spent = self.timeline and not set(self.valid_actions) - set(_DECISIONS)
+        parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder})"
+                     + ("\nOnly approve or reject is possible now." if spent else "")
+                     + ("" if self.timeline else f"\n{reply}"))
         return "\n\n".join(parts)
 
     def _timeline(self) -> str:
-        """Code cells and chat messages in one list, oldest first: a new one is appended at its end."""
+        """Code cells and chat messages (under "full" also the activity list and the participant's
+        own thoughts) in one list, oldest first: a new one is appended at its end."""
+        thoughts, activity = (self.scratchpad, self.activity) if self.timeline else ((), ())
+        decided = [r for r in self.my_requests if r.status != "pending"] if self.timeline else []
         items = sorted([(c.time, 0, c.index, _cell_text(c)) for c in self.cells]
-                       + [(m.time, 1, m.index, _message_line(m)) for m in self.messages])
-        older = [f"{n} older {noun} not shown" for n, noun in ((self.older_cells, "cells"),
-                                                                 (self.older_messages, "messages")) if n]
-        head = "# Code cells and chat, oldest first" + (f" ({'; '.join(older)})" if older else "")
+                       + [(m.time, 1, m.index, _message_line(m)) for m in self.messages]
+                       + [(a.time, 2, i, f"[activity] {a.line}") for i, a in enumerate(activity)]
+                       + [(r.time, 2, -1, f"[your request decided] {_request_line(r)}") for r in decided]
+                       + [(t.time, 3, i, f"[your private thought, r{t.round} -> {t.action}] {t.text}")
+                          for i, t in enumerate(thoughts)])
+        kinds = [(True, "chat", self.older_messages, "messages"),
+                 (self.timeline, "activity", self.older_activity, "actions"),
+                 (self.timeline, "your requests", self.older_requests, "requests"),
+                 (self.timeline, "your private thoughts", self.older_thoughts, "thoughts")]
+        names = ["code cells"] + [name for shown, name, _, _ in kinds if shown]
+        title = (", ".join(names[:-1]) + " and " + names[-1]).capitalize()
+        older = [f"{n} older {noun} not shown" for n, noun in [(self.older_cells, "cells")]
+                 + [(n, noun) for shown, _, n, noun in kinds if shown] if n]
+        head = f"# {title}, oldest first" + (f" ({'; '.join(older)})" if older else "")
         return head + "\n" + ("\n".join(item[-1] for item in items) if items else "(none)")
 
 
@@ -214,7 +276,7 @@ def _request_for_signatory(request: RequestView, shown: set[int]) -> str:
 
 
 def request_view(request: Request, profile: ObservationProfile,
-                 depends_on: Sequence[CellView] = ()) -> RequestView:
+                 depends_on: Sequence[CellView] = (), time: float = 0.0) -> RequestView:
     payload = request.action.payload.strip()
     target = f" to {','.join(request.action.to)}" if request.action.to else ""
     return RequestView(
@@ -228,6 +290,7 @@ def request_view(request: Request, profile: ObservationProfile,
         proposal=f"{request.action.type}{target}:\n{clip(payload, profile.request_chars)}" if payload
         else request.action.type,
         depends_on=tuple(depends_on),
+        time=time,
     )
 
 
@@ -311,7 +374,7 @@ def build_observation(
     gatekeeper: Gatekeeper,
     cells_at_request: Mapping[str, int],
     events: Sequence[Event],
-    scratchpad: Sequence[str],
+    scratchpad: Sequence[Thought],
     valid_actions: Sequence[str],
 ) -> Observation:
     """Assemble `participant`'s view from the workspace, the gates and the event log.
@@ -330,9 +393,17 @@ def build_observation(
     # Delivered messages and run cells are already shown in full in their own sections.
     done = [e for e in task_events if e.action != "wait" and e.status != "failed_step"
             and not (e.action in ("send_message", "execute_code") and e.status in ("ok", "error"))]
-    activity, older_activity = _recent(done if sees_all else [e for e in done if e.participant == participant],
-                                       profile.activity)
-    my_requests, _ = _recent(gatekeeper.proposed_by(participant), profile.requests)
+    lines = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time)
+             for e in (done if sees_all else [e for e in done if e.participant == participant])]
+    decided_at = {e.request_id: e.time for e in task_events if e.action in _DECISIONS and e.status != "failed_step"}
+    proposed = [request_view(r, profile, time=decided_at.get(r.request_id, 0.0))
+                for r in gatekeeper.proposed_by(participant)]
+    notes = [t.clipped(profile.note_chars) for t in scratchpad]
+    if profile.timeline:
+        activity, my_requests, thoughts = _own_history(lines, proposed, notes, profile.chat_chars)
+    else:  # the most recent few of each, in sections after the timeline
+        activity, my_requests, thoughts = (_recent(lines, profile.activity)[0], _recent(proposed, profile.requests)[0],
+                                           _recent(notes, profile.notes)[0])
 
     def depends_on(request: Request) -> list[CellView]:
         before = all_cells[: cells_at_request.get(request.request_id, 0)]
@@ -355,15 +426,39 @@ def build_observation(
         older_messages=older_messages,
         cells=tuple(cells),
         older_cells=older_cells,
-        activity=tuple(activity_line(e, profile.activity_chars) for e in activity),
-        older_activity=older_activity,
+        activity=tuple(activity),
+        older_activity=len(lines) - len(activity),
         requests_for_me=tuple(request_view(r, profile, depends_on(r))
                               for r in gatekeeper.addressed_to(participant)[: profile.requests]),
-        my_requests=tuple(request_view(r, profile) for r in my_requests),
-        scratchpad=tuple(clip(note, profile.note_chars) for note in scratchpad[-profile.notes:]),
-        feedback=clip(_feedback(own[-1], {c.index for c in cells}), profile.feedback_chars) if own else "",
+        my_requests=tuple(my_requests),
+        older_requests=len(proposed) - len(my_requests),
+        scratchpad=tuple(thoughts),
+        older_thoughts=len(notes) - len(thoughts),
+        timeline=profile.timeline,
+        # In the timeline layout a step that took effect is there already (its thought, then
+        # its cell, message or activity line): only a failed one needs saying.
+        feedback=clip(_feedback(own[-1], {c.index for c in cells}), profile.feedback_chars)
+        if own and (own[-1].status == "failed_step" or not profile.timeline) else "",
         valid_actions=tuple(valid_actions),
+        standing_actions=valid_actions_for(participant, team, has_requests=False),
     )
+
+
+def _own_history(activity: Sequence[ActivityView], requests: Sequence[RequestView], thoughts: Sequence[Thought],
+                 budget: int | None) -> tuple[list[ActivityView], list[RequestView], list[Thought]]:
+    """The timeline layout's share of the participant's own history: its activity lines, decided
+    requests and thoughts, the most recent that fit `budget` together (trimmed like the chat,
+    within one budget as large as the chat's); open requests are kept whatever their age."""
+    def size(entry: ActivityView | RequestView | Thought) -> int:
+        if isinstance(entry, ActivityView):
+            return len(entry.line) + 20
+        return len(_request_line(entry)) + 20 if isinstance(entry, RequestView) else len(entry.text) + 40
+
+    history: list[ActivityView | RequestView | Thought] = sorted(
+        [*activity, *(r for r in requests if r.status != "pending"), *thoughts], key=lambda entry: entry.time)
+    kept = {id(entry) for entry in _recent(history, None, budget, size)[0]}
+    return ([a for a in activity if id(a) in kept], [r for r in requests if r.status == "pending" or id(r) in kept],
+            [t for t in thoughts if id(t) in kept])
 
 
 def _feedback(event: Event, shown_cells: set[int]) -> str:
