@@ -14,9 +14,10 @@ from colabkit.session import Event, ListSink, SessionSettings, SessionSpec, Step
 from colabkit.session.actions import ActionType, InvalidAction, to_action, valid_actions
 from colabkit.session.events import EventLog
 from colabkit.session.gating import Gatekeeper, gate_table
-from colabkit.session.observation import Thought, build_observation
+from colabkit.session.observation import build_observation
 from colabkit.session.profile import ObservationProfile, compact_profile, full_profile
 from colabkit.session.scheduler import Scheduler, round_order
+from colabkit.session.views import Thought
 from colabkit.team import ACTION_TYPES, GateRule, GateTable, MemoryRecord, VariantConfig, variant
 
 TEAM = ("ai", "D", "R")

@@ -30,11 +30,12 @@ from colabkit.session.actions import DECISIONS, Action, InvalidAction, StepSchem
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_table
-from colabkit.session.observation import Observation, Thought, build_observation, cell_output, clip
+from colabkit.session.observation import Observation, build_observation
 from colabkit.session.react import ask, step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
 from colabkit.session.settings import SessionSpec
 from colabkit.session.totals import Totals, session_totals
+from colabkit.session.views import Thought, cell_output, clip
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot

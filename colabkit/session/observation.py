@@ -18,27 +18,29 @@ already in the notebook section.
 How much of each section is shown is the session's `ObservationProfile` (one per run, from
 the models' context window; see `profile.py`): under "full" nothing is cut and the notebook
 is shown whole up to a budget, summarising the oldest outputs first; under "compact" every
-section shows its most recent items, each clipped, and says how many were left out.
-Under "full" the participant's own thoughts are entries of the timeline, in the order they
-were formed, and trimmed like the chat (the most recent that fit `chat_chars`); under
-"compact" they are a window of the `notes` most recent, near the end.
+section shows its most recent items, each clipped, and says how many were left out. The
+items themselves (views of cells, messages, requests, activity lines, thoughts) are built
+in `views.py`.
 
-The order of the rendered sections serves prefix caching (a provider's, or the embedded
-model's per-caller context): a step's prompt should equal the participant's previous prompt
-plus what happened since, so only the new part is billed and prefilled at full price. The
-stable parts (briefing, memory, team, the valid actions) come first, then what grows by
-appending (code cells, chat messages and, under "full", the participant's own thoughts in
-one list in the order they happened, then the activity list), then the result editor,
-which is rewritten in place, and last what changes every step (requests, the compact
-profile's recent thoughts, the last step's outcome, round and budget).
-`benchmarks/prompts.py` measures the reuse this gives. `view_key` hashes only the
-shared-world part, so the scheduler can tell whether a participant has anything new in view.
+The order serves prefix caching (a provider's, or the embedded model's per-caller
+context): a step's prompt should equal the participant's previous prompt plus what
+happened since, so only the new part is billed and prefilled at full price. The stable
+parts (briefing, memory, team, the valid actions) come first, then the timeline, which
+grows by appending: code cells and chat messages in the order they happened. Under "full"
+(`ObservationProfile.timeline`) the timeline also holds the participant's activity list,
+its decided requests and its own thoughts (each where it was formed, before the cell or
+message it led to), the most recent that fit one budget as large as the chat's; after it
+come only what is current: the result editor, open requests, a failed last step, round
+and budget. Under "compact" the activity list, the requests, the `notes` most recent
+thoughts and the last step's outcome are sections after the timeline. `benchmarks/prompts.py`
+measures the reuse this gives. `view_key` hashes only the shared-world part, so the
+scheduler can tell whether a participant has anything new in view.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -48,86 +50,28 @@ from colabkit.session.actions import valid_actions as valid_actions_for
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.gating import Gatekeeper, Request
 from colabkit.session.profile import ObservationProfile
+from colabkit.session.views import (
+    ActivityView,
+    CellView,
+    MessageView,
+    RequestView,
+    Thought,
+    activity_line,
+    cell_text,
+    cell_view,
+    clip,
+    message_line,
+    notebook,
+    recent,
+    request_for_signatory,
+    request_line,
+    request_view,
+    unstated_query,
+)
 
-T = TypeVar("T")
 _DECISIONS = ("approve", "reject")
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
                  "editor", "requests_for_me", "my_requests"}
-
-
-def unstated_query(query: str, briefing: str) -> str:
-    """The query, or "" when the briefing already states it (the team layer's briefings open
-    with it): a prompt says it once, in the build phase and the task phase alike."""
-    return "" if query.strip() in briefing else query
-
-
-def clip(text: str, limit: int | None) -> str:
-    """`text` cut to `limit` characters (None: whole), saying how much was cut."""
-    text = text.strip()
-    if limit is None or len(text) <= limit:
-        return text
-    return f"{text[:limit].rstrip()} ...[+{len(text) - limit} chars]"
-
-
-class MessageView(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    index: int
-    sender: str
-    to: tuple[str, ...] | None
-    text: str
-    time: float = 0.0
-
-
-class CellView(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    index: int
-    author: str
-    status: str
-    code: str
-    output: str
-    summarised: bool = False
-    time: float = 0.0
-
-
-class Thought(BaseModel):
-    """One private thought as its owner's scratchpad holds it: when it was formed (so it can
-    take its place in the timeline) and the action it led to."""
-
-    model_config = ConfigDict(frozen=True)
-    round: int
-    action: str
-    text: str
-    time: float = 0.0
-
-    def line(self) -> str:
-        return f"{self._head()}{self.text}"
-
-    def clipped(self, limit: int | None) -> Thought:
-        """The thought with its line (what the compact profile shows) cut to `limit` characters."""
-        return self.model_copy(update={"text": clip(self.line(), limit)[len(self._head()):]})
-
-    def _head(self) -> str:
-        return f"r{self.round} {self.action}: "
-
-
-class ActivityView(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    line: str
-    time: float = 0.0
-
-
-class RequestView(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    request_id: str
-    proposer: str
-    signatory: str
-    action: str
-    condition: str
-    status: str
-    reason: str
-    proposal: str = ""  # the proposed action in full (for its signatory)
-    depends_on: tuple[CellView, ...] = ()
-    time: float = 0.0  # when it was decided (its place in the proposer's timeline)
 
 
 class Observation(BaseModel):
@@ -192,12 +136,12 @@ class Observation(BaseModel):
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
             parts.append("# Approval requests for you (approve or reject each)\n"
-                         + "\n".join(_request_for_signatory(r, shown) for r in self.requests_for_me)
+                         + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me)
                          + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team)))
         # In the timeline layout a decided request is an entry of the timeline; only open ones wait here.
         waiting = [r for r in self.my_requests if not self.timeline or r.status == "pending"]
         if waiting:
-            parts.append("# Your requests\n" + "\n".join(_request_line(r) for r in waiting))
+            parts.append("# Your requests\n" + "\n".join(request_line(r) for r in waiting))
         if self.scratchpad and not self.timeline:
             # Not "private notes": the briefing calls what the persona knows that, and a model
             # told to answer from its notes must not mistake its own guesses for them.
@@ -216,10 +160,10 @@ class Observation(BaseModel):
         own thoughts) in one list, oldest first: a new one is appended at its end."""
         thoughts, activity = (self.scratchpad, self.activity) if self.timeline else ((), ())
         decided = [r for r in self.my_requests if r.status != "pending"] if self.timeline else []
-        items = sorted([(c.time, 0, c.index, _cell_text(c)) for c in self.cells]
-                       + [(m.time, 1, m.index, _message_line(m)) for m in self.messages]
+        items = sorted([(c.time, 0, c.index, cell_text(c)) for c in self.cells]
+                       + [(m.time, 1, m.index, message_line(m)) for m in self.messages]
                        + [(a.time, 2, i, f"[activity] {a.line}") for i, a in enumerate(activity)]
-                       + [(r.time, 2, -1, f"[your request decided] {_request_line(r)}") for r in decided]
+                       + [(r.time, 2, -1, f"[your request decided] {request_line(r)}") for r in decided]
                        + [(t.time, 3, i, f"[your private thought, r{t.round} -> {t.action}] {t.text}")
                           for i, t in enumerate(thoughts)])
         kinds = [(True, "chat", self.older_messages, "messages"),
@@ -239,122 +183,6 @@ def _section(title: str, older: int, noun: str, lines: list[str]) -> str:
         return f"# {title}\n(none)"
     head = f"# {title} ({older} older {noun} not shown)" if older else f"# {title}"
     return head + "\n" + "\n".join(lines)
-
-
-def _message_line(message: MessageView) -> str:
-    to = ",".join(message.to) if message.to else "all"
-    return f"[#{message.index} {message.sender} -> {to}] {message.text}"
-
-
-def _cell_text(cell: CellView) -> str:
-    output = f"(output summarised) {cell.output}" if cell.summarised else cell.output or "(no output)"
-    return f"[cell {cell.index} by {cell.author}: {cell.status}]\n>>> {cell.code}\n{output}"
-
-
-def _request_line(request: RequestView) -> str:
-    line = f"{request.request_id} from {request.proposer} to {request.signatory} [{request.status}]: {request.action}"
-    if request.condition:
-        line += f" (rule: {request.condition})"
-    if request.reason:
-        line += f" -- reason: {request.reason}"
-    return line
-
-
-def _request_for_signatory(request: RequestView, shown: set[int]) -> str:
-    """The request, the proposed action whole, and the cells it depends on (by index if above)."""
-    lines = [_request_line(request), f"Proposed action in full:\n{request.proposal}"]
-    if request.depends_on:
-        above = [str(c.index) for c in request.depends_on if c.index in shown]
-        rest = [c for c in request.depends_on if c.index not in shown]
-        head = "It depends on the cells run before it, most recent first"
-        noun = "cell" if len(above) == 1 else "cells"
-        lines.append(head + (f": {noun} {', '.join(above)} (shown above)" if above else ":"))
-        lines.extend(_cell_text(c) for c in rest)
-    else:
-        lines.append("No cells had been run when it was proposed.")
-    return "\n".join(lines)
-
-
-def request_view(request: Request, profile: ObservationProfile,
-                 depends_on: Sequence[CellView] = (), time: float = 0.0) -> RequestView:
-    payload = request.action.payload.strip()
-    target = f" to {','.join(request.action.to)}" if request.action.to else ""
-    return RequestView(
-        request_id=request.request_id,
-        proposer=request.proposer,
-        signatory=request.signatory,
-        action=request.action.describe(profile.activity_chars),
-        condition=request.condition,  # whole: the team's note is bounded when written (NOTE_MAX_CHARS)
-        status=request.status,
-        reason=clip(request.reason, profile.message_chars),  # a signatory's word to the proposer
-        proposal=f"{request.action.type}{target}:\n{clip(payload, profile.request_chars)}" if payload
-        else request.action.type,
-        depends_on=tuple(depends_on),
-        time=time,
-    )
-
-
-def activity_line(event: Event, limit: int) -> str:
-    """One event as a short line without its thought (thoughts are private)."""
-    line = f"r{event.round} {event.participant} {event.action}"
-    if event.request_id:
-        line += f" {event.request_id}"
-    line += f" -> {event.status}"
-    payload = next((str(event.args[k]) for k in ("text", "code", "reason") if event.args.get(k)), "")
-    if payload:
-        line += ": " + " ".join(payload.split())
-    return clip(line, limit)
-
-
-def _recent(items: Sequence[T], keep: int | None, budget: int | None = None,
-            size: Callable[[T], int] = lambda _: 0) -> tuple[list[T], int]:
-    """The most recent `keep` items (None: all) that fit `budget` by `size`; and how many are left out."""
-    kept: list[T] = []
-    used = 0
-    for item in reversed(items[-keep:] if keep is not None else items):
-        used += size(item)
-        if budget is not None and kept and used > budget:
-            break
-        kept.append(item)
-    kept.reverse()
-    return kept, len(items) - len(kept)
-
-
-def cell_output(cell: Any) -> str:
-    """A cell's output plus the first line of its error (the traceback is too long to show)."""
-    return f"{cell.output}\n{cell.error.splitlines()[0]}".strip() if cell.error else cell.output.strip()
-
-
-def _cell_view(cell: Any, profile: ObservationProfile) -> CellView:
-    return CellView(index=cell.index, author=cell.author, status=cell.status, time=cell.time,
-                    code=clip(cell.code, profile.code_chars), output=clip(cell_output(cell), profile.output_chars))
-
-
-def _summarised(cell: CellView, limit: int) -> CellView:
-    """The cell with its output cut to its first line (at most `limit` chars) and its size."""
-    first = next((line for line in cell.output.splitlines() if line.strip()), "")
-    summary = f"{clip(first, limit)} [{len(cell.output)} chars, {len(cell.output.splitlines())} lines]"
-    return cell.model_copy(update={"output": summary, "summarised": True})
-
-
-def _cell_size(cell: CellView) -> int:
-    return len(cell.code) + len(cell.output) + 40
-
-
-def notebook(cells: Sequence[Any], profile: ObservationProfile) -> tuple[list[CellView], int]:
-    """The notebook within the profile: the newest `cells`, oldest outputs summarised first to fit
-    `notebook_chars`, then the oldest cells left out; returns the views and how many were left out."""
-    views = [_cell_view(c, profile) for c in (cells[-profile.cells:] if profile.cells is not None else cells)]
-    total = sum(_cell_size(v) for v in views)
-    for i, view in enumerate(views):
-        if total <= profile.notebook_chars:
-            break
-        short = _summarised(view, profile.summary_chars)
-        if _cell_size(short) < _cell_size(view):
-            total += _cell_size(short) - _cell_size(view)
-            views[i] = short
-    kept, _ = _recent(views, None, profile.notebook_chars, _cell_size)
-    return kept, len(cells) - len(kept)
 
 
 def build_observation(
@@ -382,7 +210,7 @@ def build_observation(
     `cells_at_request` maps a request id to the number of cells run when it was made.
     """
     chat = workspace.chat.messages if sees_all else workspace.chat.visible_to(participant)
-    messages, older_messages = _recent(chat, profile.messages, profile.chat_chars,
+    messages, older_messages = recent(chat, profile.messages, profile.chat_chars,
                                        lambda m: min(len(m.text), profile.message_chars or len(m.text)) + 20)
     all_cells = list(workspace.cells)
     cells, older_cells = notebook(all_cells, profile)
@@ -402,12 +230,12 @@ def build_observation(
     if profile.timeline:
         activity, my_requests, thoughts = _own_history(lines, proposed, notes, profile.chat_chars)
     else:  # the most recent few of each, in sections after the timeline
-        activity, my_requests, thoughts = (_recent(lines, profile.activity)[0], _recent(proposed, profile.requests)[0],
-                                           _recent(notes, profile.notes)[0])
+        activity, my_requests, thoughts = (recent(lines, profile.activity)[0], recent(proposed, profile.requests)[0],
+                                           recent(notes, profile.notes)[0])
 
     def depends_on(request: Request) -> list[CellView]:
         before = all_cells[: cells_at_request.get(request.request_id, 0)]
-        return [_cell_view(c, profile) for c in reversed(before[-profile.request_cells:])]
+        return [cell_view(c, profile) for c in reversed(before[-profile.request_cells:])]
 
     return Observation(
         participant=participant,
@@ -452,11 +280,11 @@ def _own_history(activity: Sequence[ActivityView], requests: Sequence[RequestVie
     def size(entry: ActivityView | RequestView | Thought) -> int:
         if isinstance(entry, ActivityView):
             return len(entry.line) + 20
-        return len(_request_line(entry)) + 20 if isinstance(entry, RequestView) else len(entry.text) + 40
+        return len(request_line(entry)) + 20 if isinstance(entry, RequestView) else len(entry.text) + 40
 
     history: list[ActivityView | RequestView | Thought] = sorted(
         [*activity, *(r for r in requests if r.status != "pending"), *thoughts], key=lambda entry: entry.time)
-    kept = {id(entry) for entry in _recent(history, None, budget, size)[0]}
+    kept = {id(entry) for entry in recent(history, None, budget, size)[0]}
     return ([a for a in activity if id(a) in kept], [r for r in requests if r.status == "pending" or id(r) in kept],
             [t for t in thoughts if id(t) in kept])
 

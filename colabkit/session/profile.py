@@ -12,8 +12,8 @@ from nothing else:
   answers may run to several thousand characters, as far as the smallest known output
   limit (`max_output_tokens`) allows, since the gateway asks for as many tokens as the
   answer schema's bounds could need (one per character, worst case). A participant's own
-  thoughts are entries of its timeline, in the order they were formed (an append, like a
-  new cell, so a provider's prefix cache serves the rest), trimmed like the chat.
+  thoughts, activity and decided requests are entries of its timeline (`timeline`), so a
+  step's prompt appends to the previous one and a provider's prefix cache serves the rest.
 - "compact" (the embedded 135M model, whose llama.cpp context is `N_CTX` tokens, and any
   model whose window is unknown, so a prompt can never overflow): the sizes the embedded
   model was tuned to, section by section, and short memory-build answers.
@@ -97,10 +97,11 @@ class ObservationProfile(BaseModel):
 
         The participant's own thoughts, its activity list (the whole team's for the AI agent)
         and its decided requests are entries of the timeline, in the order they happened,
-        the most recent of each kind that fit `chat_chars` (trimmed like the chat); only what
-        is current (the editor, open requests, the last step's outcome, round and budget)
-        follows it. Otherwise (compact) they are sections after the timeline holding the
-        `notes`, `activity` and `requests` most recent.
+        the most recent that fit `chat_chars` together (trimmed like the chat, so a long
+        session still fits the window); only what is current (the editor, open requests, a
+        failed last step, round and budget) follows it. Otherwise (compact) they are
+        sections after the timeline holding the `notes`, `activity` and `requests` most
+        recent, and the last step's outcome is always said.
         """
         return self.notes is None
 
