@@ -19,8 +19,8 @@ offline). Figures:
 The baseline is a full-snapshot prompt in Co-Gym's style, built here from the same session
 state at the same moments: the task description, then the observation dict as JSON (the
 notebook's last 5 cells as one `Code block:/Output:` string, the result editor), then the
-whole chat and the participant's own action history (Co-Gym's `process_observation`,
-`utils/context_processing.py`; see `/work/shared/notes/cogym.md`). Ratios are ours over
+whole chat, the participant's own action history and its last 8 thoughts (Co-Gym's
+`process_observation`, `utils/context_processing.py`; see `/work/shared/notes/cogym.md`). Ratios are ours over
 the baseline, measured side by side in one run.
 
     PYTHONPATH=. .venv/bin/python benchmarks/prompts.py [--variants default-dr,scaffolded-dr,single]
@@ -47,11 +47,12 @@ import litellm
 
 from colabkit.llm import Gateway
 from colabkit.session import ListSink, engine, run_session
-from colabkit.session.observation import cell_output
+from colabkit.session.views import cell_output
 
 TARGET_REUSE = 0.90
 GROWTH_MAX = 1.1  # the fitted exponent's tolerance for linear (noise of a step-shaped series)
 COGYM_CELLS = 5
+COGYM_NOTES = 8  # the baseline's scratchpad: the last 8 thoughts, fixed so it does not move with our layout
 encode = litellm.encoding.encode
 
 
@@ -66,7 +67,7 @@ def cogym_prompt(system: str, kwargs: dict[str, Any]) -> list[dict[str, str]]:
     user = (f"Task description:\n{kwargs['briefing']}\n\nObservation:\n{json.dumps(observation, indent=2)}\n\n"
             "Chat history:\n" + "\n".join(f"{m.sender}: {m.text}" for m in chat)
             + "\n\nYour action history:\n" + "\n".join(own)
-            + "\n\nScratchpad:\n" + "\n".join(kwargs["scratchpad"]))
+            + "\n\nScratchpad:\n" + "\n".join(t.line() for t in kwargs["scratchpad"][-COGYM_NOTES:]))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

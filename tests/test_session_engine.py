@@ -9,6 +9,7 @@ AI agent first (found with the engine's own `round_order`), so they stay determi
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 
@@ -104,7 +105,22 @@ def test_a_simulated_human_never_sees_anothers_private_message_thought_or_activi
     assert "D-SECRET-THOUGHT" in prompts(model, "D")[-1]  # a thought stays in its owner's scratchpad
     for obs in observations["R"]:
         assert all(m.to is None or "R" in m.to for m in obs.messages)
-        assert all(line.split()[1] == "R" for line in obs.activity)
+        assert all(a.line.split()[1] == "R" for a in obs.activity)
+
+
+def test_under_the_full_profile_a_thought_joins_its_owners_timeline_and_no_one_elses(tmp_path):
+    result, _, model, _ = run(tmp_path, variant("default-dr"), VISIBILITY_SCRIPTS, seed=5, context_window=128_000)
+    assert result.spec.profile.timeline
+    texts = {pid: prompts(model, pid) for pid in ("ai", "D", "R")}
+    own = {"ai": "AI-THOUGHT-X", "D": "D-SECRET-THOUGHT", "R": "R-THOUGHT"}
+    for pid, thought in own.items():
+        for other in set(own) - {pid}:
+            assert thought not in "\n".join(texts[other])
+    shown = [p for p in texts["D"] if "D-SECRET-THOUGHT" in p]
+    assert shown and all("[your private thought, r1 -> execute_code] D-SECRET-THOUGHT\n[cell" in p for p in shown)
+    for pid, series in texts.items():  # every prompt starts with the previous one up to the editor
+        for before, after in itertools.pairwise(series):
+            assert after.startswith(before[:before.index("\n\n# Result editor")].removesuffix("\n(none)")), pid
 
 
 def test_the_ai_agent_sees_all_code_outputs_and_messages_but_no_thoughts(visibility):

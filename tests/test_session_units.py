@@ -15,8 +15,9 @@ from colabkit.session.actions import ActionType, InvalidAction, to_action, valid
 from colabkit.session.events import EventLog
 from colabkit.session.gating import Gatekeeper, gate_table
 from colabkit.session.observation import build_observation
-from colabkit.session.profile import compact_profile, full_profile
+from colabkit.session.profile import ObservationProfile, compact_profile, full_profile
 from colabkit.session.scheduler import Scheduler, round_order
+from colabkit.session.views import Thought
 from colabkit.team import ACTION_TYPES, GateRule, GateTable, MemoryRecord, VariantConfig, variant
 
 TEAM = ("ai", "D", "R")
@@ -220,7 +221,7 @@ def test_rendered_observation_stays_compact_and_says_what_was_elided():
         round=9, actions_left=3, budget_holder="D and R together", query="Q? " * 50,
         briefing="B" * 1600, memory=MemoryRecord(**{k: v * 280 for k, v in SLOTS.items()}).render(max_chars=1400),
         workspace=fake_workspace(40, 12), gatekeeper=gates, cells_at_request={f"req-{i}": 12 for i in range(1, 6)},
-        events=log.events, scratchpad=["thought " * 40] * 10,
+        events=log.events, scratchpad=[Thought(round=i, action="wait", text="thought " * 40) for i in range(10)],
         valid_actions=valid_actions("R", TEAM, has_requests=True),
     )
     text = obs.render()
@@ -234,8 +235,9 @@ def test_rendered_observation_stays_compact_and_says_what_was_elided():
 
 
 def test_view_key_ignores_private_notes_and_counters():
-    one = observe("ai", round=1, actions_left=5, scratchpad=["a"])
-    two = observe("ai", round=4, actions_left=2, scratchpad=["a", "b"])
+    a, b = (Thought(round=1, action="wait", text=text) for text in "ab")
+    one = observe("ai", round=1, actions_left=5, scratchpad=[a])
+    two = observe("ai", round=4, actions_left=2, scratchpad=[a, b])
     assert one.view_key() == two.view_key()
     other = observe("ai", round=1, actions_left=5, scratchpad=[], workspace=fake_workspace(2, 1))
     assert other.view_key() != one.view_key()
@@ -264,14 +266,62 @@ def test_the_full_profile_cuts_nothing_that_fits_and_summarises_the_oldest_outpu
 
 
 def test_cells_and_messages_are_shown_in_the_order_they_happened_and_a_new_one_is_appended():
-    before = observe("ai", profile=FULL, workspace=fake_workspace(3, 3)).render()
-    after = observe("ai", profile=FULL, workspace=fake_workspace(4, 4)).render()
-    order = [after.index(mark) for mark in ("[cell 0 by", "[#0 D", "[cell 1 by", "[#1 D", "[cell 3 by", "[#3 D")]
+    before = observe("ai", workspace=fake_workspace(3, 3)).render()
+    after = observe("ai", workspace=fake_workspace(4, 4)).render()
+    order = [after.index(mark) for mark in ("[cell 2 by", "[#2 D", "[cell 3 by", "[#3 D")]
     assert order == sorted(order)
-    # the prompt up to the end of the timeline is kept whole, so a provider's prefix cache serves it
-    end = before.index("\n\n# Activity")
-    assert after[:end] == before[:end] and after.index("[cell 3 by") > end
     assert before.index("# Valid actions") < before.index("# Code cells and chat") < before.index("# Result editor")
+
+
+def test_under_the_full_profile_thoughts_activity_and_decisions_are_appended_to_the_timeline():
+    """Each step's prompt starts with the previous one up to the editor (a provider's prefix
+    cache serves it): own thoughts, activity and decided requests are timeline entries."""
+    gates = Gatekeeper(GateTable(rules=(GateRule(action="edit_result", signatory="D"),)), TEAM)
+    edit = to_action(step("edit_result", "H-DRAFT"), "ai", TEAM)
+    request = gates.open(edit, "ai", gates.rule_for(edit, "ai"), round=1)
+    # on the fake workspace's clock: cell i ran at 2i, message i came at 2i + 1
+    events = [Event(session_id="s", seq=0, phase="task", round=1, participant="ai", action="edit_result",
+                    status="pending", args=edit.args(), request_id=request.request_id, time=5.2)]
+    thoughts = [Thought(round=i + 1, action="execute_code", text=f"T-{i}", time=2.0 * i - 0.5) for i in range(4)]
+    observe_ai = dict(participant="ai", profile=FULL, gatekeeper=gates, events=events)
+    first = observe(**observe_ai, workspace=fake_workspace(3, 3), scratchpad=thoughts[:3])
+    before = first.render()
+    gates.decide(request.request_id, "D", "approved", "R-OK")
+    events.append(Event(session_id="s", seq=1, phase="task", round=1, participant="D", action="approve",
+                        status="approved", args={"to": request.request_id, "reason": "R-OK"},
+                        request_id=request.request_id, proposer="ai", time=7.5))
+    after = observe(**observe_ai, workspace=fake_workspace(4, 4), scratchpad=thoughts).render()
+    end = before.index("\n\n# Result editor")
+    assert after[:end] == before[:end]
+    marks = ["] T-0", "[cell 0 by", "[#0 D", "] T-1", "[cell 1 by", "[#2 D", "[activity] r1 ai edit_result req-1 -> pending",
+             "] T-3", "[cell 3 by", "[#3 D", "[your request decided] req-1 from ai to D [approved]",
+             "[activity] r1 D approve req-1 -> approved"]
+    assert [after.index(m) for m in marks] == sorted(after.index(m) for m in marks) and after.index("] T-3") > end
+    assert "[your private thought, r4 -> execute_code] T-3" in after
+    # what was at the end now lives in the timeline; a pending request waits at the end until decided
+    assert "# Your requests\nreq-1 from ai to D [pending]" in before and "# Your requests" not in after
+    for section in ("# Activity", "# Your recent thoughts", "# Your last step"):
+        assert section not in before and section not in after
+    assert after.rstrip().endswith("# Now (round 1, 5 actions left for you)")
+    assert (first.timeline, observe("ai").timeline) == (True, False)
+
+
+def test_the_full_profile_trims_its_own_history_like_the_chat_and_says_so():
+    """Thoughts and activity lines share one budget (as large as the chat's): the most recent fit."""
+    tight = FULL.model_copy(update={"chat_chars": 1000})
+    thoughts = [Thought(round=i, action="wait", text=f"t{i:02d}" + "t" * 157, time=2.0 * i) for i in range(10)]
+    events = [Event(session_id="s", seq=i, phase="task", round=i, participant="R", action="edit_result", status="ok",
+                    args={"text": f"e{i:02d}" + "e" * 137}, time=2.0 * i + 1) for i in range(10)]
+    obs = observe(profile=tight, workspace=fake_workspace(0, 0), scratchpad=thoughts, events=events)
+    kept = sorted([(t.time, len(t.text) + 40) for t in obs.scratchpad] + [(a.time, len(a.line) + 20) for a in obs.activity])
+    assert sum(size for _, size in kept) <= 1000 < sum(size for _, size in kept) + 200  # as many as fit
+    assert [time for time, _ in kept] == [float(t) for t in range(20 - len(kept), 20)]  # the most recent, both kinds
+    assert obs.older_thoughts + len(obs.scratchpad) == 10 and obs.older_activity + len(obs.activity) == 10
+    text = obs.render()
+    assert f"{obs.older_activity} older actions not shown" in text and f"{obs.older_thoughts} older thoughts not shown" in text
+    assert "] t09" in text and "] t0" + str(9 - len(obs.scratchpad)) not in text
+    with pytest.raises(ValidationError, match="timeline layout"):  # thoughts and activity go together
+        ObservationProfile.model_validate(FULL.model_dump() | {"activity": 40})
 
 
 def test_a_signatory_sees_the_proposed_action_whole_and_the_cells_it_depends_on():

@@ -32,9 +32,9 @@ from typing import Literal
 
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
-from colabkit.session.observation import clip, unstated_query
 from colabkit.session.react import ask, prompt_messages
 from colabkit.session.settings import SessionSpec
+from colabkit.session.views import clip, unstated_query
 from colabkit.team import (
     MemoryRecord,
     MemorySlots,

@@ -17,8 +17,8 @@ loses a session silently.
 
 from __future__ import annotations
 
+import time
 import traceback
-from collections import deque
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,16 +30,16 @@ from colabkit.session.actions import DECISIONS, Action, InvalidAction, StepSchem
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_table
-from colabkit.session.observation import Observation, build_observation, cell_output, clip
+from colabkit.session.observation import Observation, build_observation
 from colabkit.session.react import ask, step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
 from colabkit.session.settings import SessionSpec
 from colabkit.session.totals import Totals, session_totals
+from colabkit.session.views import Thought, cell_output, clip
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
 
-SCRATCHPAD = 8
 RESULT_CHARS = 500
 
 
@@ -72,7 +72,9 @@ class _Session:
         self.variant = spec.variant
         self.team = self.variant.team
         self.briefings: dict[str, str] = {}
-        self.scratch: dict[str, deque[str]] = {pid: deque(maxlen=SCRATCHPAD) for pid in self.team}
+        # Every thought (the profile decides how many are shown); stamped when formed, before
+        # its action takes effect, so it comes before that effect in the timeline.
+        self.scratch: dict[str, list[Thought]] = {pid: [] for pid in self.team}
         self.profile = spec.profile
         self.sides = {pid: self.variant.persona(pid).role for pid in self.team}
         self.sched = Scheduler(spec.settings, self.sides)
@@ -147,7 +149,7 @@ class _Session:
         if step is None:
             self.emit(pid, INVALID_OUTPUT, "failed_step", result=answer.error or "", llm_calls=answer.records)
         else:
-            self.scratch[pid].append(f"r{self.round} {step.action}: {step.thought}")
+            self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought, time=time.time()))
             if await self.act(pid, step, spent=spent, thought=step.thought, llm_calls=answer.records):
                 return "finish"
         return "budget" if self.sched.budget_spent else None

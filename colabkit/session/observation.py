@@ -5,8 +5,9 @@ workspace, the frozen memory and its own action history; only the AI agent sees 
 team's action history. So everyone sees every code cell with its output, the result editor
 and the public chat (plus the messages addressed to it). The AI agent also sees the
 messages between others and the team's activity list (edits, decisions, requests); a
-simulated human sees its own activity only. Thoughts appear only in their owner's
-scratchpad. The frozen memory, when there is one, is in every task-phase observation.
+simulated human sees its own activity only. A thought is seen by its owner only, nobody
+else (the AI agent included). The frozen memory, when there is one, is in every task-phase
+observation.
 
 A signatory deciding a request sees the proposed action in full and the cells it depends
 on. "Depends on" means the cells run before the request was made, by anyone: the kernel
@@ -17,83 +18,60 @@ already in the notebook section.
 How much of each section is shown is the session's `ObservationProfile` (one per run, from
 the models' context window; see `profile.py`): under "full" nothing is cut and the notebook
 is shown whole up to a budget, summarising the oldest outputs first; under "compact" every
-section shows its most recent items, each clipped, and says how many were left out.
+section shows its most recent items, each clipped, and says how many were left out. The
+items themselves (views of cells, messages, requests, activity lines, thoughts) are built
+in `views.py`.
 
-The order of the rendered sections serves prefix caching (a provider's, or the embedded
-model's per-caller context): a step's prompt should equal the participant's previous prompt
-plus what happened since, so only the new part is billed and prefilled at full price. The
-stable parts (briefing, memory, team, the valid actions) come first, then what grows by
-appending (code cells and chat messages in one list in the order they happened, then the
-activity list), then the result editor, which is rewritten in place, and last what changes
-every step (requests, recent thoughts, the last step's outcome, round and budget).
-`benchmarks/prompts.py` measures the reuse this gives. `view_key` hashes only the
-shared-world part, so the scheduler can tell whether a participant has anything new in view.
+The order serves prefix caching (a provider's, or the embedded model's per-caller
+context): a step's prompt should equal the participant's previous prompt plus what
+happened since, so only the new part is billed and prefilled at full price. The stable
+parts (briefing, memory, team, the valid actions) come first, then the timeline, which
+grows by appending: code cells and chat messages in the order they happened. Under "full"
+(`ObservationProfile.timeline`) the timeline also holds the participant's activity list,
+its decided requests and its own thoughts (each where it was formed, before the cell or
+message it led to), the most recent that fit one budget as large as the chat's; after it
+come only what is current: the result editor, open requests, a failed last step, round
+and budget. Under "compact" the activity list, the requests, the `notes` most recent
+thoughts and the last step's outcome are sections after the timeline. `benchmarks/prompts.py`
+measures the reuse this gives. `view_key` hashes only the shared-world part, so the
+scheduler can tell whether a participant has anything new in view.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.hashing import sha256_hex
 from colabkit.session.actions import action_help
+from colabkit.session.actions import valid_actions as valid_actions_for
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.gating import Gatekeeper, Request
 from colabkit.session.profile import ObservationProfile
+from colabkit.session.views import (
+    ActivityView,
+    CellView,
+    MessageView,
+    RequestView,
+    Thought,
+    activity_line,
+    cell_text,
+    cell_view,
+    clip,
+    message_line,
+    notebook,
+    recent,
+    request_for_signatory,
+    request_line,
+    request_view,
+    unstated_query,
+)
 
-T = TypeVar("T")
 _DECISIONS = ("approve", "reject")
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
                  "editor", "requests_for_me", "my_requests"}
-
-
-def unstated_query(query: str, briefing: str) -> str:
-    """The query, or "" when the briefing already states it (the team layer's briefings open
-    with it): a prompt says it once, in the build phase and the task phase alike."""
-    return "" if query.strip() in briefing else query
-
-
-def clip(text: str, limit: int | None) -> str:
-    """`text` cut to `limit` characters (None: whole), saying how much was cut."""
-    text = text.strip()
-    if limit is None or len(text) <= limit:
-        return text
-    return f"{text[:limit].rstrip()} ...[+{len(text) - limit} chars]"
-
-
-class MessageView(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    index: int
-    sender: str
-    to: tuple[str, ...] | None
-    text: str
-    time: float = 0.0
-
-
-class CellView(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    index: int
-    author: str
-    status: str
-    code: str
-    output: str
-    summarised: bool = False
-    time: float = 0.0
-
-
-class RequestView(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    request_id: str
-    proposer: str
-    signatory: str
-    action: str
-    condition: str
-    status: str
-    reason: str
-    proposal: str = ""  # the proposed action in full (for its signatory)
-    depends_on: tuple[CellView, ...] = ()
 
 
 class Observation(BaseModel):
@@ -115,13 +93,17 @@ class Observation(BaseModel):
     older_messages: int
     cells: tuple[CellView, ...]
     older_cells: int
-    activity: tuple[str, ...]
+    activity: tuple[ActivityView, ...]
     older_activity: int
     requests_for_me: tuple[RequestView, ...]
     my_requests: tuple[RequestView, ...]
-    scratchpad: tuple[str, ...]
+    older_requests: int
+    scratchpad: tuple[Thought, ...]
+    older_thoughts: int
+    timeline: bool  # the full profile's layout (`ObservationProfile.timeline`)
     feedback: str
     valid_actions: tuple[str, ...]
+    standing_actions: tuple[str, ...]  # what it may do while its side has budget (the timeline layout lists these)
 
     def view_key(self) -> str:
         """Hash of what the team's actions can change in this view (not notes or counters)."""
@@ -138,37 +120,61 @@ class Observation(BaseModel):
         # Before what grows, so the same every step; approve/reject (valid only while a request
         # is addressed to you) are explained with the requests, near the end.
         decisions = [a for a in self.valid_actions if a in _DECISIONS]
-        help_lines = action_help([a for a in self.valid_actions if a not in _DECISIONS], self.participant, self.team)
-        parts.append("# Valid actions\n" + "\n".join(f"- {line}" for line in help_lines))
+        # The timeline layout lists the same actions all session; a spent budget is said at the end.
+        listed = self.standing_actions if self.timeline else [a for a in self.valid_actions if a not in _DECISIONS]
+        help_lines = action_help(listed, self.participant, self.team)
+        reply = "Reply with JSON: thought, action, content, to (one of the valid actions above)."
+        # In the timeline layout the reply format, the same every step, is said here, so the
+        # prompt ends on what changes: round and budget.
+        parts.append("# Valid actions\n" + "\n".join(f"- {line}" for line in help_lines)
+                     + (f"\n{reply}" if self.timeline else ""))
         # What grows by appending next, then the editor, which is rewritten in place.
         parts.append(self._timeline())
-        parts.append(_section("Activity", self.older_activity, "actions", list(self.activity)))
+        if not self.timeline:
+            parts.append(_section("Activity", self.older_activity, "actions", [a.line for a in self.activity]))
         parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
             parts.append("# Approval requests for you (approve or reject each)\n"
-                         + "\n".join(_request_for_signatory(r, shown) for r in self.requests_for_me)
+                         + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me)
                          + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team)))
-        if self.my_requests:
-            parts.append("# Your requests\n" + "\n".join(_request_line(r) for r in self.my_requests))
-        if self.scratchpad:
+        # In the timeline layout a decided request is an entry of the timeline; only open ones wait here.
+        waiting = [r for r in self.my_requests if not self.timeline or r.status == "pending"]
+        if waiting:
+            parts.append("# Your requests\n" + "\n".join(request_line(r) for r in waiting))
+        if self.scratchpad and not self.timeline:
             # Not "private notes": the briefing calls what the persona knows that, and a model
             # told to answer from its notes must not mistake its own guesses for them.
             parts.append("# Your recent thoughts (private)\n"
-                         + "\n".join(f"- {note}" for note in self.scratchpad))
+                         + "\n".join(f"- {note.line()}" for note in self.scratchpad))
         if self.feedback:
             parts.append(f"# Your last step\n{self.feedback}")
-        parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder})\n"
-                     "Reply with JSON: thought, action, content, to (one of the valid actions above).")
+        spent = self.timeline and not set(self.valid_actions) - set(_DECISIONS)
+        parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder})"
+                     + ("\nOnly approve or reject is possible now." if spent else "")
+                     + ("" if self.timeline else f"\n{reply}"))
         return "\n\n".join(parts)
 
     def _timeline(self) -> str:
-        """Code cells and chat messages in one list, oldest first: a new one is appended at its end."""
-        items = sorted([(c.time, 0, c.index, _cell_text(c)) for c in self.cells]
-                       + [(m.time, 1, m.index, _message_line(m)) for m in self.messages])
-        older = [f"{n} older {noun} not shown" for n, noun in ((self.older_cells, "cells"),
-                                                                 (self.older_messages, "messages")) if n]
-        head = "# Code cells and chat, oldest first" + (f" ({'; '.join(older)})" if older else "")
+        """Code cells and chat messages (under "full" also the activity list and the participant's
+        own thoughts) in one list, oldest first: a new one is appended at its end."""
+        thoughts, activity = (self.scratchpad, self.activity) if self.timeline else ((), ())
+        decided = [r for r in self.my_requests if r.status != "pending"] if self.timeline else []
+        items = sorted([(c.time, 0, c.index, cell_text(c)) for c in self.cells]
+                       + [(m.time, 1, m.index, message_line(m)) for m in self.messages]
+                       + [(a.time, 2, i, f"[activity] {a.line}") for i, a in enumerate(activity)]
+                       + [(r.time, 2, -1, f"[your request decided] {request_line(r)}") for r in decided]
+                       + [(t.time, 3, i, f"[your private thought, r{t.round} -> {t.action}] {t.text}")
+                          for i, t in enumerate(thoughts)])
+        kinds = [(True, "chat", self.older_messages, "messages"),
+                 (self.timeline, "activity", self.older_activity, "actions"),
+                 (self.timeline, "your requests", self.older_requests, "requests"),
+                 (self.timeline, "your private thoughts", self.older_thoughts, "thoughts")]
+        names = ["code cells"] + [name for shown, name, _, _ in kinds if shown]
+        title = (", ".join(names[:-1]) + " and " + names[-1]).capitalize()
+        older = [f"{n} older {noun} not shown" for n, noun in [(self.older_cells, "cells")]
+                 + [(n, noun) for shown, _, n, noun in kinds if shown] if n]
+        head = f"# {title}, oldest first" + (f" ({'; '.join(older)})" if older else "")
         return head + "\n" + ("\n".join(item[-1] for item in items) if items else "(none)")
 
 
@@ -177,121 +183,6 @@ def _section(title: str, older: int, noun: str, lines: list[str]) -> str:
         return f"# {title}\n(none)"
     head = f"# {title} ({older} older {noun} not shown)" if older else f"# {title}"
     return head + "\n" + "\n".join(lines)
-
-
-def _message_line(message: MessageView) -> str:
-    to = ",".join(message.to) if message.to else "all"
-    return f"[#{message.index} {message.sender} -> {to}] {message.text}"
-
-
-def _cell_text(cell: CellView) -> str:
-    output = f"(output summarised) {cell.output}" if cell.summarised else cell.output or "(no output)"
-    return f"[cell {cell.index} by {cell.author}: {cell.status}]\n>>> {cell.code}\n{output}"
-
-
-def _request_line(request: RequestView) -> str:
-    line = f"{request.request_id} from {request.proposer} to {request.signatory} [{request.status}]: {request.action}"
-    if request.condition:
-        line += f" (rule: {request.condition})"
-    if request.reason:
-        line += f" -- reason: {request.reason}"
-    return line
-
-
-def _request_for_signatory(request: RequestView, shown: set[int]) -> str:
-    """The request, the proposed action whole, and the cells it depends on (by index if above)."""
-    lines = [_request_line(request), f"Proposed action in full:\n{request.proposal}"]
-    if request.depends_on:
-        above = [str(c.index) for c in request.depends_on if c.index in shown]
-        rest = [c for c in request.depends_on if c.index not in shown]
-        head = "It depends on the cells run before it, most recent first"
-        noun = "cell" if len(above) == 1 else "cells"
-        lines.append(head + (f": {noun} {', '.join(above)} (shown above)" if above else ":"))
-        lines.extend(_cell_text(c) for c in rest)
-    else:
-        lines.append("No cells had been run when it was proposed.")
-    return "\n".join(lines)
-
-
-def request_view(request: Request, profile: ObservationProfile,
-                 depends_on: Sequence[CellView] = ()) -> RequestView:
-    payload = request.action.payload.strip()
-    target = f" to {','.join(request.action.to)}" if request.action.to else ""
-    return RequestView(
-        request_id=request.request_id,
-        proposer=request.proposer,
-        signatory=request.signatory,
-        action=request.action.describe(profile.activity_chars),
-        condition=request.condition,  # whole: the team's note is bounded when written (NOTE_MAX_CHARS)
-        status=request.status,
-        reason=clip(request.reason, profile.message_chars),  # a signatory's word to the proposer
-        proposal=f"{request.action.type}{target}:\n{clip(payload, profile.request_chars)}" if payload
-        else request.action.type,
-        depends_on=tuple(depends_on),
-    )
-
-
-def activity_line(event: Event, limit: int) -> str:
-    """One event as a short line without its thought (thoughts are private)."""
-    line = f"r{event.round} {event.participant} {event.action}"
-    if event.request_id:
-        line += f" {event.request_id}"
-    line += f" -> {event.status}"
-    payload = next((str(event.args[k]) for k in ("text", "code", "reason") if event.args.get(k)), "")
-    if payload:
-        line += ": " + " ".join(payload.split())
-    return clip(line, limit)
-
-
-def _recent(items: Sequence[T], keep: int | None, budget: int | None = None,
-            size: Callable[[T], int] = lambda _: 0) -> tuple[list[T], int]:
-    """The most recent `keep` items (None: all) that fit `budget` by `size`; and how many are left out."""
-    kept: list[T] = []
-    used = 0
-    for item in reversed(items[-keep:] if keep is not None else items):
-        used += size(item)
-        if budget is not None and kept and used > budget:
-            break
-        kept.append(item)
-    kept.reverse()
-    return kept, len(items) - len(kept)
-
-
-def cell_output(cell: Any) -> str:
-    """A cell's output plus the first line of its error (the traceback is too long to show)."""
-    return f"{cell.output}\n{cell.error.splitlines()[0]}".strip() if cell.error else cell.output.strip()
-
-
-def _cell_view(cell: Any, profile: ObservationProfile) -> CellView:
-    return CellView(index=cell.index, author=cell.author, status=cell.status, time=cell.time,
-                    code=clip(cell.code, profile.code_chars), output=clip(cell_output(cell), profile.output_chars))
-
-
-def _summarised(cell: CellView, limit: int) -> CellView:
-    """The cell with its output cut to its first line (at most `limit` chars) and its size."""
-    first = next((line for line in cell.output.splitlines() if line.strip()), "")
-    summary = f"{clip(first, limit)} [{len(cell.output)} chars, {len(cell.output.splitlines())} lines]"
-    return cell.model_copy(update={"output": summary, "summarised": True})
-
-
-def _cell_size(cell: CellView) -> int:
-    return len(cell.code) + len(cell.output) + 40
-
-
-def notebook(cells: Sequence[Any], profile: ObservationProfile) -> tuple[list[CellView], int]:
-    """The notebook within the profile: the newest `cells`, oldest outputs summarised first to fit
-    `notebook_chars`, then the oldest cells left out; returns the views and how many were left out."""
-    views = [_cell_view(c, profile) for c in (cells[-profile.cells:] if profile.cells is not None else cells)]
-    total = sum(_cell_size(v) for v in views)
-    for i, view in enumerate(views):
-        if total <= profile.notebook_chars:
-            break
-        short = _summarised(view, profile.summary_chars)
-        if _cell_size(short) < _cell_size(view):
-            total += _cell_size(short) - _cell_size(view)
-            views[i] = short
-    kept, _ = _recent(views, None, profile.notebook_chars, _cell_size)
-    return kept, len(cells) - len(kept)
 
 
 def build_observation(
@@ -311,7 +202,7 @@ def build_observation(
     gatekeeper: Gatekeeper,
     cells_at_request: Mapping[str, int],
     events: Sequence[Event],
-    scratchpad: Sequence[str],
+    scratchpad: Sequence[Thought],
     valid_actions: Sequence[str],
 ) -> Observation:
     """Assemble `participant`'s view from the workspace, the gates and the event log.
@@ -319,7 +210,7 @@ def build_observation(
     `cells_at_request` maps a request id to the number of cells run when it was made.
     """
     chat = workspace.chat.messages if sees_all else workspace.chat.visible_to(participant)
-    messages, older_messages = _recent(chat, profile.messages, profile.chat_chars,
+    messages, older_messages = recent(chat, profile.messages, profile.chat_chars,
                                        lambda m: min(len(m.text), profile.message_chars or len(m.text)) + 20)
     all_cells = list(workspace.cells)
     cells, older_cells = notebook(all_cells, profile)
@@ -330,13 +221,21 @@ def build_observation(
     # Delivered messages and run cells are already shown in full in their own sections.
     done = [e for e in task_events if e.action != "wait" and e.status != "failed_step"
             and not (e.action in ("send_message", "execute_code") and e.status in ("ok", "error"))]
-    activity, older_activity = _recent(done if sees_all else [e for e in done if e.participant == participant],
-                                       profile.activity)
-    my_requests, _ = _recent(gatekeeper.proposed_by(participant), profile.requests)
+    lines = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time)
+             for e in (done if sees_all else [e for e in done if e.participant == participant])]
+    decided_at = {e.request_id: e.time for e in task_events if e.action in _DECISIONS and e.status != "failed_step"}
+    proposed = [request_view(r, profile, time=decided_at.get(r.request_id, 0.0))
+                for r in gatekeeper.proposed_by(participant)]
+    notes = [t.clipped(profile.note_chars) for t in scratchpad]
+    if profile.timeline:
+        activity, my_requests, thoughts = _own_history(lines, proposed, notes, profile.chat_chars)
+    else:  # the most recent few of each, in sections after the timeline
+        activity, my_requests, thoughts = (recent(lines, profile.activity)[0], recent(proposed, profile.requests)[0],
+                                           recent(notes, profile.notes)[0])
 
     def depends_on(request: Request) -> list[CellView]:
         before = all_cells[: cells_at_request.get(request.request_id, 0)]
-        return [_cell_view(c, profile) for c in reversed(before[-profile.request_cells:])]
+        return [cell_view(c, profile) for c in reversed(before[-profile.request_cells:])]
 
     return Observation(
         participant=participant,
@@ -355,15 +254,39 @@ def build_observation(
         older_messages=older_messages,
         cells=tuple(cells),
         older_cells=older_cells,
-        activity=tuple(activity_line(e, profile.activity_chars) for e in activity),
-        older_activity=older_activity,
+        activity=tuple(activity),
+        older_activity=len(lines) - len(activity),
         requests_for_me=tuple(request_view(r, profile, depends_on(r))
                               for r in gatekeeper.addressed_to(participant)[: profile.requests]),
-        my_requests=tuple(request_view(r, profile) for r in my_requests),
-        scratchpad=tuple(clip(note, profile.note_chars) for note in scratchpad[-profile.notes:]),
-        feedback=clip(_feedback(own[-1], {c.index for c in cells}), profile.feedback_chars) if own else "",
+        my_requests=tuple(my_requests),
+        older_requests=len(proposed) - len(my_requests),
+        scratchpad=tuple(thoughts),
+        older_thoughts=len(notes) - len(thoughts),
+        timeline=profile.timeline,
+        # In the timeline layout a step that took effect is there already (its thought, then
+        # its cell, message or activity line): only a failed one needs saying.
+        feedback=clip(_feedback(own[-1], {c.index for c in cells}), profile.feedback_chars)
+        if own and (own[-1].status == "failed_step" or not profile.timeline) else "",
         valid_actions=tuple(valid_actions),
+        standing_actions=valid_actions_for(participant, team, has_requests=False),
     )
+
+
+def _own_history(activity: Sequence[ActivityView], requests: Sequence[RequestView], thoughts: Sequence[Thought],
+                 budget: int | None) -> tuple[list[ActivityView], list[RequestView], list[Thought]]:
+    """The timeline layout's share of the participant's own history: its activity lines, decided
+    requests and thoughts, the most recent that fit `budget` together (trimmed like the chat,
+    within one budget as large as the chat's); open requests are kept whatever their age."""
+    def size(entry: ActivityView | RequestView | Thought) -> int:
+        if isinstance(entry, ActivityView):
+            return len(entry.line) + 20
+        return len(request_line(entry)) + 20 if isinstance(entry, RequestView) else len(entry.text) + 40
+
+    history: list[ActivityView | RequestView | Thought] = sorted(
+        [*activity, *(r for r in requests if r.status != "pending"), *thoughts], key=lambda entry: entry.time)
+    kept = {id(entry) for entry in recent(history, None, budget, size)[0]}
+    return ([a for a in activity if id(a) in kept], [r for r in requests if r.status == "pending" or id(r) in kept],
+            [t for t in thoughts if id(t) in kept])
 
 
 def _feedback(event: Event, shown_cells: set[int]) -> str:

@@ -11,7 +11,9 @@ from nothing else:
   the oldest outputs are summarised first, then the oldest cells left out; code cells and
   answers may run to several thousand characters, as far as the smallest known output
   limit (`max_output_tokens`) allows, since the gateway asks for as many tokens as the
-  answer schema's bounds could need (one per character, worst case).
+  answer schema's bounds could need (one per character, worst case). A participant's own
+  thoughts, activity and decided requests are entries of its timeline (`timeline`), so a
+  step's prompt appends to the previous one and a provider's prefix cache serves the rest.
 - "compact" (the embedded 135M model, whose llama.cpp context is `N_CTX` tokens, and any
   model whose window is unknown, so a prompt can never overflow): the sizes the embedded
   model was tuned to, section by section, and short memory-build answers.
@@ -30,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colabkit.llm import ModelConfig
 
@@ -68,12 +70,13 @@ class ObservationProfile(BaseModel):
     output_chars: int | None
     notebook_chars: int
     summary_chars: int
-    activity: int | None
+    activity: int | None = Field(description="the most recent activity lines shown after the timeline; "
+                                 "None: the timeline layout")
     activity_chars: int
     requests: int
     request_chars: int | None
     request_cells: int
-    notes: int
+    notes: int | None = Field(description="the most recent thoughts shown near the end; None: the timeline layout")
     note_chars: int | None
     feedback_chars: int | None
     # what a participant may write
@@ -81,6 +84,26 @@ class ObservationProfile(BaseModel):
     content_chars: int
     slot_chars: int
     proposal_chars: int | None
+
+    @model_validator(mode="after")
+    def _one_layout(self) -> ObservationProfile:
+        if (self.notes is None) != (self.activity is None):
+            raise ValueError("notes and activity are both None (the timeline layout) or both counts")
+        return self
+
+    @property
+    def timeline(self) -> bool:
+        """The layout where a step's prompt only appends to the participant's previous one.
+
+        The participant's own thoughts, its activity list (the whole team's for the AI agent)
+        and its decided requests are entries of the timeline, in the order they happened,
+        the most recent that fit `chat_chars` together (trimmed like the chat, so a long
+        session still fits the window); only what is current (the editor, open requests, a
+        failed last step, round and budget) follows it. Otherwise (compact) they are
+        sections after the timeline holding the `notes`, `activity` and `requests` most
+        recent, and the last step's outcome is always said.
+        """
+        return self.notes is None
 
 
 def compact_profile(window: int | None, source: str) -> ObservationProfile:
@@ -117,8 +140,8 @@ def full_profile(window: int, source: str, max_output: int | None = None) -> Obs
         messages=None, message_chars=None, chat_chars=int(window * CHARS_PER_TOKEN * CHAT_SHARE),
         cells=None, code_chars=6000, output_chars=None,
         notebook_chars=int(window * CHARS_PER_TOKEN * NOTEBOOK_SHARE), summary_chars=200,
-        activity=40, activity_chars=400, requests=10, request_chars=None, request_cells=5,
-        notes=8, note_chars=None, feedback_chars=2000,
+        activity=None, activity_chars=400, requests=10, request_chars=None, request_cells=5,
+        notes=None, note_chars=None, feedback_chars=2000,
         thought_chars=FULL_THOUGHT_CHARS, content_chars=content, slot_chars=slots, proposal_chars=None,
     )
 
