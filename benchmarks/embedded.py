@@ -154,8 +154,8 @@ class BuildClock:
 
 async def measure_build_phase(seed: int) -> dict[str, Any]:
     """A real scaffolded-dr session on a demo task, stopped after one task action: the build phase's cost."""
+    from colabkit.runner.build import build_session
     from colabkit.session import SessionSettings, run_session
-    from colabkit.store import build_session
 
     spec, task = build_session("demo_archaeology/0/0", "scaffolded-dr", seed,
                                settings=SessionSettings(action_budget=1, max_rounds=1))
