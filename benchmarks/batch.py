@@ -9,6 +9,10 @@ concurrency, so the ideal time is the same at every level) and reports
 - wall / ideal, where ideal = total model time / concurrency (target <= 1.1 at 64): what the
   suite adds on top of waiting, kernels included. tau2-bench measured a ceiling of about 10
   concurrent simulations per process; Co-Gym runs one OS process per member;
+- the CPU the level needed, this process's and its kernels' (`RUSAGE_CHILDREN`: kernels are
+  waited for when they close), and the floor it sets on a machine with this many cores:
+  CPU seconds / cores. When the floor is above the ideal, no scheduler can reach the ideal
+  there; wall / max(ideal, floor) then says how close the runner comes to what the machine allows;
 - peak memory per live session, kernel included: the proportional set size (PSS, shared
   pages split between processes) of this process and all its children, sampled every 0.5 s,
   over the sessions alive at the peak. It is the typical footprint behind the runner's
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -53,6 +59,11 @@ def memory_now(me: psutil.Process) -> tuple[float, int]:
     return total, kernels
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def sample(me: psutil.Process, into: list[tuple[float, float, int]], stop: asyncio.Event) -> None:
     while not stop.is_set():
         pss, kernels = await asyncio.to_thread(memory_now, me)
@@ -72,9 +83,12 @@ async def one_level(concurrency: int, n: int, variant: str, budget: int, model: 
     stop = asyncio.Event()
     sampler = asyncio.create_task(sample(me, samples, stop))
     calls0, model0 = model.calls, model.model_time
+    kids0 = _children_cpu()
     cpu0, t0 = time.process_time(), time.perf_counter()
     summary = await arun_sessions(items, out=out, sessions=concurrency, kernels=concurrency, progress=False)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    kernels_cpu = _children_cpu() - kids0
+    floor = (cpu + kernels_cpu) / len(os.sched_getaffinity(0))
     stop.set()
     await sampler
     calls, model_time = model.calls - calls0, model.model_time - model0
@@ -84,6 +98,8 @@ async def one_level(concurrency: int, n: int, variant: str, budget: int, model: 
     per_session = (peak[1] - base_pss) / live
     statuses = [o.status for o in summary.outcomes]
     return {"concurrency": concurrency, "sessions": n, "calls": calls, "wall_s": wall, "cpu_s": cpu,
+            "kernels_cpu_s": kernels_cpu, "cpu_floor_s": floor,
+            "wall_over_bound": wall / max(ideal, floor) if ideal else None,
             "model_s": model_time, "ideal_s": ideal, "wall_over_ideal": wall / ideal if ideal else None,
             "peak_pss_mb": peak[1] / 2**20, "base_pss_mb": base_pss / 2**20, "live_kernels_at_peak": peak[2],
             "per_live_session_mb": per_session / 2**20, "done": statuses.count("done"),
@@ -100,7 +116,9 @@ async def run(levels: list[int], latency: float, variant: str, budget: int) -> l
         rows.append(row)
         print(f"concurrency {concurrency:3d}: {row['sessions']:4d} sessions, {row['calls']:5d} calls, "
               f"wall {row['wall_s']:7.1f} s, ideal {row['ideal_s']:7.1f} s, wall/ideal "
-              f"{row['wall_over_ideal']:.3f}; peak {row['peak_pss_mb']:.0f} MB with "
+              f"{row['wall_over_ideal']:.3f}; CPU {row['cpu_s']:.0f} s here + {row['kernels_cpu_s']:.0f} s kernels "
+              f"-> floor {row['cpu_floor_s']:.0f} s, wall/max(ideal, floor) {row['wall_over_bound']:.3f}; "
+              f"peak {row['peak_pss_mb']:.0f} MB with "
               f"{row['live_kernels_at_peak']} kernels -> {row['per_live_session_mb']:.0f} MB per live session; "
               f"done {row['done']}, failed {row['failed']}", flush=True)
     return rows

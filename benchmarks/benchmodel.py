@@ -33,13 +33,9 @@ from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
 from colabkit.llm import ModelConfig, register_provider
+from colabkit.runner import arecord_session  # noqa: F401  (re-exported for the session benchmarks)
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.store.atomic import atomic_write_text
-
-try:  # recording moves from the store to the runner layer (colabkit/runner); same call either way
-    from colabkit.runner import arecord_session  # type: ignore[attr-defined,unused-ignore]
-except ImportError:
-    from colabkit.store import arecord_session  # noqa: F401
 from colabkit.tasks import Task, load_tasks
 from colabkit.team import variant
 

@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import platform
 import resource
 import statistics
@@ -153,8 +154,8 @@ class BuildClock:
 
 async def measure_build_phase(seed: int) -> dict[str, Any]:
     """A real scaffolded-dr session on a demo task, stopped after one task action: the build phase's cost."""
+    from colabkit.runner.build import build_session
     from colabkit.session import SessionSettings, run_session
-    from colabkit.store import build_session
 
     spec, task = build_session("demo_archaeology/0/0", "scaffolded-dr", seed,
                                settings=SessionSettings(action_budget=1, max_rounds=1))
@@ -188,11 +189,13 @@ def configure(threads: int, batch_threads: int, kv: str) -> None:
     """Point the process-wide embedded provider at one configuration (closing open contexts)."""
     provider = shared_local_provider()
     provider.close()
+    provider._weights.clear()  # their compute slots were sized for the previous thread count
     provider.n_threads, provider.n_threads_batch, provider.kv_type = threads, batch_threads, kv
+    provider.parallel = max(1, len(os.sched_getaffinity(0)) // max(threads, batch_threads))
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    results: dict[str, Any] = {"machine": {"platform": platform.platform(), "cpus": len(__import__("os").sched_getaffinity(0)),
+    results: dict[str, Any] = {"machine": {"platform": platform.platform(), "cpus": len(os.sched_getaffinity(0)),
                                            "python": platform.python_version()},
                                "schemas": [], "build": []}
     for threads, batch_threads, kv in itertools.product(args.threads, args.batch_threads, args.kv):

@@ -109,12 +109,15 @@ def test_prompt_beyond_the_context_fails_once_without_retries(model_calls):
 
 
 @pytest.mark.slow
-def test_each_caller_keeps_its_own_context():
+def test_each_caller_of_each_session_keeps_its_own_context():
     provider = shared_local_provider()
-    run(Gateway().complete(ModelConfig(max_tokens=2), MESSAGES, caller="D"))
-    run(Gateway().complete(ModelConfig(max_tokens=2), MESSAGES, caller="R"))
+    session, other = Gateway(), Gateway()  # a gateway per session, as the runner makes them
+    run(session.complete(ModelConfig(max_tokens=2), MESSAGES, caller="D"))
+    run(session.complete(ModelConfig(max_tokens=2), MESSAGES, caller="R"))
+    run(other.complete(ModelConfig(max_tokens=2), MESSAGES, caller="D"))
     [weights] = [w for w in provider._weights.values() if w.path == locate_gguf("smollm2-135m")]
-    assert {"D", "R"} <= set(weights.contexts)
+    assert {f"{session.kv_scope}/D", f"{session.kv_scope}/R", f"{other.kv_scope}/D"} <= set(weights.contexts)
+    assert session.kv_scope != other.kv_scope
     assert len(weights.contexts) <= provider.max_contexts
 
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
 from colabkit.session import ListSink, SessionSettings, SessionSpec, comparable, engine, run_session
-from colabkit.session.profile import COMPACT_SLOT_CHARS
+from colabkit.session.profile import COMPACT_GATE_NOTE_CHARS, COMPACT_SLOT_CHARS
 from colabkit.session.scheduler import round_order
 from colabkit.tasks import load_tasks
 from colabkit.team import VariantConfig, variant
@@ -248,22 +248,24 @@ def test_self_selected_gates_come_from_the_memory(scaffolded):
     assert result.final_hypothesis == "" and result.ended_by == "idle"
 
 
-def test_a_full_memory_keeps_its_enforced_gate_line_whole_and_the_query_is_said_once(tmp_path):
+def test_a_memory_at_the_compact_maximum_is_shown_whole_and_the_query_is_said_once(tmp_path):
     long = {slot: f"{slot} " + "w" * (COMPACT_SLOT_CHARS - len(slot) - 1) for slot in SLOTS}  # slots at the maximum
-    gates = [{"action": "edit_result", "signatory": "D", "note": "when the claim changes " + "c" * 90},
-             {"action": "finish", "signatory": "D", "note": "only after the table is cited " + "f" * 80},
-             {"action": "send_message", "signatory": "D", "note": "messages to all, after a result " + "m" * 80},
-             {"action": "execute_code", "signatory": "D", "scope": "data_changing",
-              "note": "code that rewrites a data file " + "d" * 80},
-             {"action": "execute_code", "signatory": "D", "note": "any code once the result is drafted " + "e" * 80}]
+    notes = ["when the claim changes ", "only after the table is cited ", "messages to all, after a result ",
+             "code that rewrites a data file ", "any code once the result is drafted "]
+    notes = [note + "x" * (COMPACT_GATE_NOTE_CHARS - len(note)) for note in notes]  # notes at the maximum
+    gates = [{"action": "edit_result", "signatory": "D", "note": notes[0]},
+             {"action": "finish", "signatory": "D", "note": notes[1]},
+             {"action": "send_message", "signatory": "D", "note": notes[2]},
+             {"action": "execute_code", "signatory": "D", "scope": "data_changing", "note": notes[3]},
+             {"action": "execute_code", "signatory": "D", "note": notes[4]}]
     scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")],
                "D": [long, {"decision": "accept"}]}
     result, _, model, _ = run(tmp_path, variant("scaffolded-d"), scripts, seed=1, idle_rounds=1)
-    gate_line = f"- Gates: {result.memory.gates.render()}"
-    compact = result.spec.profile.memory_chars or 0
-    assert len(result.memory.render()) > compact and "finish (note: only after" in gate_line  # must be trimmed
+    assert len(result.memory.gates.rules) == 5  # as many gates as can take effect, each with its note
+    shown = result.memory.render()
+    assert len(shown) <= (result.spec.profile.memory_chars or 0)  # so nothing the team wrote is cut
     task_calls = model.calls[4:]  # two proposals, one consolidation and one ratification come first
-    assert task_calls and all(gate_line in call["messages"][-1]["content"] for call in task_calls)
+    assert task_calls and all(shown in call["messages"][-1]["content"] for call in task_calls)
     assert all(call["messages"][-1]["content"].count(TASK.query) == 1 for call in model.calls)
 
 

@@ -12,12 +12,13 @@ from colabkit.team import (
     MemoryRecord,
     MemorySlots,
     Ratification,
-    build_instructions,
+    build_request,
+    build_rules,
     memory_from_consolidation,
     memory_schema,
     persona,
 )
-from colabkit.team.memory import SLOT_CEILING, SLOT_MAX_CHARS
+from colabkit.team.memory import ENFORCEABLE_GATES, SLOT_CEILING, SLOT_MAX_CHARS
 
 SLOTS = dict(
     expertise="D knows the columns; R knows the capital groupings.",
@@ -78,7 +79,7 @@ def test_a_larger_profile_asks_for_longer_slots_and_the_record_holds_them():
     long = sized(**{**SLOTS, "plan": "p" * 1200})
     record, _ = memory_from_consolidation(long, [persona("ai"), persona("R")], with_gates=True)
     assert record.plan == "p" * 1200
-    assert "at most 1200 characters" in build_instructions("propose", [persona("ai")], False, 1200)
+    assert "at most 1200 characters" in build_rules([persona("ai")], False, 1200)
 
 
 def test_consolidation_maps_drops_and_reports_gates():
@@ -137,10 +138,27 @@ def test_consolidation_is_deterministic():
     assert first[0].gates.rules[0] == GateRule(action="execute_code", signatory="D")
 
 
-def test_build_instructions_name_the_team_and_gates_only_when_asked():
-    text = build_instructions("propose", TEAM, with_gates=True)
-    assert "D = Data Analyst" in text and "edit_result" in text
-    assert "gates" not in build_instructions("consolidate", TEAM, with_gates=False)
+def test_build_rules_name_the_team_and_gates_only_when_asked():
+    text = build_rules(TEAM, with_gates=True)
+    assert "D = Data Analyst" in text and "edit_result" in text and "frozen" in text
+    assert "gates" not in build_rules(TEAM, with_gates=False)
+    assert "gates" not in build_request("propose", with_gates=False) and "gates" in build_request("propose", True)
+    requests = {stage: build_request(stage, True) for stage in ("propose", "consolidate", "ratify", "amend")}
+    assert len(set(requests.values())) == 4 and "'amend'" in requests["ratify"]
+
+
+def test_a_sized_schema_bounds_the_gate_table_and_its_notes():
+    sized = memory_schema(True, 160, ENFORCEABLE_GATES, 60)
+    schema = sized.model_json_schema()
+    assert schema["properties"]["gates"]["maxItems"] == ENFORCEABLE_GATES == 5
+    item = schema["$defs"][schema["properties"]["gates"]["items"]["$ref"].split("/")[-1]]
+    assert item["properties"]["note"]["maxLength"] == 60
+    six = {**SLOTS, "gates": [{"action": "finish", "signatory": "R"}] * 6}
+    with pytest.raises(ValidationError):
+        sized.model_validate({**six, **{s: "x" for s in SLOTS}})
+    five = sized.model_validate({s: "x" for s in SLOTS} | {"gates": six["gates"][:5]})
+    assert memory_from_consolidation(five, TEAM, with_gates=True)[0].gates.rules[0].action == "finish"
+    assert memory_schema(True, 160, ENFORCEABLE_GATES, 60) is sized  # one class per size
 
 
 def test_render_fits_a_budget_keeping_every_slot_and_the_gates():
@@ -162,7 +180,5 @@ def test_ratification_is_accept_or_one_named_amendment():
         Ratification(decision="amend", amendment="  ")
     with pytest.raises(ValidationError):
         Ratification(decision="veto")
-    for stage in ("ratify", "amend"):
-        assert "frozen" in build_instructions(stage, TEAM, with_gates=True)
     draft = _record().render(draft=True)
     assert draft.startswith("Shared Group Memory (draft, not frozen yet):") and "read-only" not in draft

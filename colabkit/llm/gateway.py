@@ -25,6 +25,7 @@ A refusal no retry can fix (bad key, unknown model, malformed request) raises
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,7 @@ class Gateway:
         self.modes: dict[str, OutputMode] = {} if modes is None else modes
         self.cache_hits = 0
         self.cache_misses = 0
+        self.kv_scope = next(_KV_SCOPES)
 
     async def complete(self, config: ModelConfig, messages: list[dict], *, caller: str,
                        sample: int = 0) -> tuple[str, CallRecord]:
@@ -222,7 +224,7 @@ class Gateway:
                 output_mode=mode)))
         self.cache_misses += 1
         kwargs = _litellm_kwargs(config, messages, caller=caller, sample=sample,
-                                 response_format=response_format, max_tokens=max_tokens)
+                                 response_format=response_format, max_tokens=max_tokens, kv_scope=self.kv_scope)
         try:
             litellm = litellm_module()  # the one-off import is not the model's latency
         except Exception as exc:
@@ -262,19 +264,24 @@ class Gateway:
         return record
 
 
+_KV_SCOPES = itertools.count(1)  # one per gateway in this process: each session's contexts are its own
+
+
 def _litellm_kwargs(config: ModelConfig, messages: list[dict], *, caller: str, sample: int,
-                    response_format: Any, max_tokens: int | None) -> dict[str, Any]:
+                    response_format: Any, max_tokens: int | None, kv_scope: int) -> dict[str, Any]:
     """Arguments for `litellm.acompletion`.
 
     The seed is `config.seed + sample`, so sample k of the same prompt is a different but
     reproducible draw. Retries are ours alone (`num_retries=0`, `max_retries=0` for the
     OpenAI SDK), so every attempt is counted. `drop_params` drops what a provider does not
-    support (e.g. `seed`) instead of failing. `metadata.caller` picks the embedded model's
-    per-caller KV context; litellm does not forward metadata to providers.
+    support (e.g. `seed`) instead of failing. `metadata.kv_slot` (the gateway's scope and the
+    caller) picks the embedded model's KV context, so concurrent sessions of one process
+    never share one; litellm does not forward metadata to remote providers.
     """
     kwargs: dict[str, Any] = {
         "model": config.model, "messages": messages, "temperature": config.temperature,
-        "timeout": config.timeout, "metadata": {"caller": caller}, "num_retries": 0,
+        "timeout": config.timeout, "num_retries": 0,
+        "metadata": {"caller": caller, "kv_slot": f"{kv_scope}/{caller}"},
         "max_retries": 0, "drop_params": True, **config.extra}
     if config.seed is not None:
         kwargs["seed"] = config.seed + sample

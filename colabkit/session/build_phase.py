@@ -8,9 +8,10 @@ Protocol (memory variants only; the single agent and non-memory variants skip it
 2. Round 2, the AI agent consolidates all proposals into one draft. It is the AI because it
    is the one member present in every team, so every variant runs the same protocol.
 3. Round 3, ratification (issue 8, item 6: the memory is the team's act, not the AI's
-   alone): every simulated human, in a seed-drawn order, sees the draft as it would be
-   enforced and either accepts it or names one amendment. They answer independently (none
-   sees another's answer). The AI agent wrote the draft, so it does not ratify its own work.
+   alone): every simulated human sees the draft as it would be enforced and either accepts
+   it or names one amendment. They answer independently (none sees another's answer), so
+   they are asked at the same time and logged in a seed-drawn order. The AI agent wrote the
+   draft, so it does not ratify its own work.
 4. Round 4, if anyone amended, the AI agent applies the amendments once (one call, no
    second round). Then the result becomes the frozen `MemoryRecord` (team layer: gates kept
    only for self-selected gating, so Memory-only drops any the team wrote) and a
@@ -26,9 +27,9 @@ which happened. All events here have phase "build" and count towards no task-pha
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Mapping
-from typing import Literal
 
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
@@ -36,19 +37,23 @@ from colabkit.session.react import ask, prompt_messages
 from colabkit.session.settings import SessionSpec
 from colabkit.session.views import clip, unstated_query
 from colabkit.team import (
+    BuildStage,
     MemoryRecord,
     MemorySlots,
     Persona,
-    build_instructions,
+    build_request,
+    build_rules,
     memory_from_consolidation,
     memory_schema,
     ratification_schema,
 )
 
 PROPOSE, CONSOLIDATE, RATIFY, AMEND = BUILD_ACTIONS
-# One system note for every build call: what differs by stage is in the user message, after
-# the briefing, so a member's later calls reuse the provider's (or llama.cpp's) prefix cache.
-BUILD_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object, as the memory build section asks."
+# One system note for every build call, and every user message in the same order (briefing,
+# the build's rules, what this call refers to, then its request): a member's later call
+# repeats its earlier prompt up to the material that is new, so the provider's (or
+# llama.cpp's) prefix cache serves the rest.
+BUILD_NOTE = "Before the task, the team writes a shared memory. Reply with one JSON object, as the last section asks."
 
 
 def _render_proposal(pid: str, proposal: MemorySlots, limit: int | None) -> str:
@@ -56,9 +61,10 @@ def _render_proposal(pid: str, proposal: MemorySlots, limit: int | None) -> str:
     return clip(f"{pid} proposed -- {fields}", limit)
 
 
-def _user_text(query: str, briefing: str, instructions: str, extra: list[str]) -> str:
+def _user_text(query: str, briefing: str, rules: str, extra: list[str], request: str) -> str:
     parts = [f"# Task\n{query}"] if unstated_query(query, briefing) else []
-    parts += [f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{instructions}", *extra]
+    parts += [f"# Your private briefing\n{briefing or '(none)'}", f"# Memory build\n{rules}", *extra,
+              f"# Your part now\n{request}"]
     return "\n\n".join(parts)
 
 
@@ -72,7 +78,8 @@ class _Build:
         self.variant = spec.variant
         self.with_gates = self.variant.gate_source == "self"
         self.profile = spec.profile  # the compact one keeps the embedded model's answers short
-        self.schema = memory_schema(self.with_gates, self.profile.slot_chars)
+        self.schema = memory_schema(self.with_gates, self.profile.slot_chars, self.profile.max_gates,
+                                    self.profile.gate_note_chars)
         self.ratification = ratification_schema(self.profile.slot_chars)  # an amendment: one slot's worth
         self.team: tuple[Persona, ...] = self.variant.team_personas()
 
@@ -81,11 +88,11 @@ class _Build:
         random.Random(f"{self.spec.seed}:build:{step}").shuffle(shuffled)
         return shuffled
 
-    def messages(self, pid: str, stage: Literal["propose", "consolidate", "ratify", "amend"],
-                 extra: list[str]) -> list[dict[str, str]]:
-        instructions = build_instructions(stage, self.team, self.with_gates, self.profile.slot_chars)
+    def messages(self, pid: str, stage: BuildStage, extra: list[str]) -> list[dict[str, str]]:
+        rules = build_rules(self.team, self.with_gates, self.profile.slot_chars)
+        request = build_request(stage, self.with_gates, self.profile.slot_chars)
         return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
-                               _user_text(self.query, self.briefings[pid], instructions, extra))
+                               _user_text(self.query, self.briefings[pid], rules, extra, request))
 
     def proposals_block(self, proposals: Mapping[str, MemorySlots]) -> list[str]:
         if not proposals:
@@ -131,11 +138,15 @@ class _Build:
         enforced, _ = memory_from_consolidation(draft, self.team, with_gates=self.with_gates)
         # Shown as the task phase will show it: the same profile budget, the gate line whole.
         shown = [f"# Consolidated memory (draft)\n{enforced.render(self.profile.memory_chars, draft=True)}"]
+        humans = self.order(list(self.variant.humans), 3)
+        # Independent answers, so they are asked at once (two contexts of the embedded model
+        # decode on two cores); they are logged in the seed-drawn order, whatever ends first.
+        replies = await asyncio.gather(*(
+            ask(self.gateway, self.spec.model_for(pid), self.messages(pid, "ratify", shown),
+                self.ratification, caller=pid, sample=self.sample) for pid in humans))
         answers: dict[str, str] = {}
         amendments: dict[str, str] = {}
-        for pid in self.order(list(self.variant.humans), 3):
-            answer = await ask(self.gateway, self.spec.model_for(pid), self.messages(pid, "ratify", shown),
-                               self.ratification, caller=pid, sample=self.sample)
+        for pid, answer in zip(humans, replies):
             if answer.value is None:
                 answers[pid] = "failed"
                 self.log.emit(phase="build", round=3, participant=pid, action=RATIFY, status="failed_step",

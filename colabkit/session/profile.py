@@ -35,6 +35,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colabkit.llm import ModelConfig
+from colabkit.team.gates import NOTE_MAX_CHARS
+from colabkit.team.memory import ENFORCEABLE_GATES, MAX_GATES
 
 FULL_MIN_TOKENS = 32_768
 CHARS_PER_TOKEN = 3  # conservative for English and code (tokenizers average ~4)
@@ -45,6 +47,9 @@ FULL_THOUGHT_CHARS, FULL_CONTENT_CHARS, FULL_SLOT_CHARS = 1000, 6000, 1200
 # characters per slot, answers ran to 900 tokens. Shown to the consolidator, a proposal is
 # clipped at about two and a half slots.
 COMPACT_SLOT_CHARS, COMPACT_PROPOSAL_CHARS = 160, 400
+# A gate item with a 120-character note is up to ~55 tokens; the compact gate table holds as
+# many gates as can take effect (`ENFORCEABLE_GATES`), with short notes.
+COMPACT_GATE_NOTE_CHARS = 60
 _GATES_TOKENS, _SLACK_TOKENS = 2200, 300  # a memory answer's bound besides its slots; spare
 
 
@@ -84,6 +89,8 @@ class ObservationProfile(BaseModel):
     content_chars: int
     slot_chars: int
     proposal_chars: int | None
+    max_gates: int
+    gate_note_chars: int
 
     @model_validator(mode="after")
     def _one_layout(self) -> ObservationProfile:
@@ -120,6 +127,7 @@ def compact_profile(window: int | None, source: str) -> ObservationProfile:
         activity=6, activity_chars=100, requests=3, request_chars=500, request_cells=2,
         notes=4, note_chars=160, feedback_chars=200,
         thought_chars=200, content_chars=500, slot_chars=COMPACT_SLOT_CHARS, proposal_chars=COMPACT_PROPOSAL_CHARS,
+        max_gates=ENFORCEABLE_GATES, gate_note_chars=COMPACT_GATE_NOTE_CHARS,
     )
 
 
@@ -143,6 +151,7 @@ def full_profile(window: int, source: str, max_output: int | None = None) -> Obs
         activity=None, activity_chars=400, requests=10, request_chars=None, request_cells=5,
         notes=None, note_chars=None, feedback_chars=2000,
         thought_chars=FULL_THOUGHT_CHARS, content_chars=content, slot_chars=slots, proposal_chars=None,
+        max_gates=MAX_GATES, gate_note_chars=NOTE_MAX_CHARS,
     )
 
 

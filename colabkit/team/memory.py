@@ -31,7 +31,10 @@ from colabkit.team.textfit import fit_all
 SLOT_MAX_CHARS = 280  # the schema's default slot length; the session's profile sets the one used (compact: 160)
 SLOT_CEILING = 4000  # what a frozen record may hold, whatever the profile
 AMENDMENT_MAX_CHARS = SLOT_MAX_CHARS  # an amendment changes a slot, so it may be as long as one
-MAX_GATES = 8
+MAX_GATES = 8  # the schema's default; a model may write a few gates that mapping then drops
+# Distinct gates that can take effect: the first rule for an action decides, except that
+# execute_code may have a data_changing rule before an `all` one (see GateTable.rule_for).
+ENFORCEABLE_GATES = len(GATEABLE_ACTIONS) + 1
 SLOTS = ("expertise", "responsibility", "plan", "evidence_standards")
 
 _SLOT_HELP = {
@@ -97,14 +100,29 @@ class Ratification(BaseModel):
 
 
 @cache  # one class per size, however many sessions a process runs (as `step_schema`)
-def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> type[MemorySlots]:
-    """The structured-output schema for the build phase of a memory variant, `slot_chars` per slot."""
+def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS, max_gates: int = MAX_GATES,
+                  note_chars: int = NOTE_MAX_CHARS) -> type[MemorySlots]:
+    """The structured-output schema for the build phase of a memory variant, sized by the profile.
+
+    `slot_chars` per slot; with gates, at most `max_gates` gates with notes of `note_chars`.
+    The gate bounds only shorten what a model may write, never what can be enforced as long
+    as `max_gates >= ENFORCEABLE_GATES`.
+    """
     base = MemoryProposal if with_gates else MemorySlots
-    if slot_chars == SLOT_MAX_CHARS:
+    fields: dict[str, Any] = {}
+    if slot_chars != SLOT_MAX_CHARS:
+        fields.update({slot: (str, Field(max_length=min(slot_chars, SLOT_CEILING), description=_SLOT_HELP[slot]))
+                       for slot in SLOTS})
+    if with_gates and (max_gates, note_chars) != (MAX_GATES, NOTE_MAX_CHARS):
+        note = Field("", max_length=min(note_chars, NOTE_MAX_CHARS), description=GateItem.model_fields["note"].description)
+        item = create_model(f"GateItem{note_chars}", __base__=GateItem, note=(str, note))
+        gates = MemoryProposal.model_fields["gates"]
+        fields["gates"] = (list[item], Field(default_factory=list, max_length=max_gates,
+                                             description=gates.description))
+    if not fields:
         return base
-    fields: dict[str, Any] = {
-        slot: (str, Field(max_length=min(slot_chars, SLOT_CEILING), description=_SLOT_HELP[slot])) for slot in SLOTS}
-    return cast(type[MemorySlots], create_model(f"{base.__name__}{slot_chars}", __base__=base, **fields))
+    name = f"{base.__name__}{slot_chars}" + (f"g{max_gates}n{note_chars}" if "gates" in fields else "")
+    return cast(type[MemorySlots], create_model(name, __base__=base, **fields))
 
 
 @cache
@@ -154,41 +172,45 @@ class MemoryRecord(BaseModel):
         return "\n".join([header, *(label + value for label, value in zip(labels, values)), *gates])
 
 
-def build_instructions(
-    stage: Literal["propose", "consolidate", "ratify", "amend"], team: Sequence[Persona], with_gates: bool,
-    slot_chars: int = SLOT_MAX_CHARS,
-) -> str:
-    """Short task text for one build-phase call, so every variant's build asks the same thing."""
+BuildStage = Literal["propose", "consolidate", "ratify", "amend"]
+
+
+def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> str:
+    """What the build is, the same text for every member at every stage of it.
+
+    Every call of the build shows this before what its stage adds, and the stage's own
+    request (`build_request`) comes last, so a member's later call repeats its earlier
+    prompt up to there and the provider's (or llama.cpp's) prefix cache serves that part.
+    """
     members = ", ".join(f"{p.id} = {p.name}" for p in team)
-    if stage == "ratify":
-        return (
-            f"Memory build. Team: {members}. Below is the consolidated shared memory. Reply with decision "
-            f"'accept' if you can work with it, or 'amend' and the one change you need (at most "
-            f"{slot_chars} characters). The AI agent applies the amendments once; then it is frozen."
-        )
-    if stage == "amend":
-        return (
-            f"Memory build. Team: {members}. The members amended the consolidated memory below. Reply with the "
-            "memory with every amendment applied (the same JSON fields, each slot at most "
-            f"{slot_chars} characters); keep the rest as it is. It is frozen after this."
-        )
-    what = (
-        "Propose the team's shared memory for this task."
-        if stage == "propose"
-        else "Merge the members' proposals into one shared memory; keep what they agree on."
-    )
     text = (
-        f"Memory build. Team: {members}. {what} Fill each slot in at most {slot_chars} characters: "
-        "expertise, responsibility, plan, evidence_standards. It is frozen before the task starts."
+        f"Team: {members}. Before the task starts, the team writes a shared memory in four slots of at most "
+        f"{slot_chars} characters each: expertise, responsibility, plan, evidence_standards."
     )
     if with_gates:
         text += (
-            f" Also choose gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
+            f" It also chooses gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
             "signs each, the scope (all, or data_changing: only execute_code that changes data) and an "
             "optional note for the signatory. A member's own actions are never held by its own gate; "
             "unlisted actions stay ungated."
         )
-    return text
+    return text + (
+        " Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "
+        "accepts the draft or names one amendment; the AI agent applies the amendments once. Then the memory "
+        "is frozen for the whole task."
+    )
+
+
+def build_request(stage: BuildStage, with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> str:
+    """What this call of the build asks for (shown last, after the material it refers to)."""
+    if stage == "propose":
+        return "Propose the team's shared memory for this task" + (", gates included." if with_gates else ".")
+    if stage == "consolidate":
+        return "Merge the members' proposals above into one shared memory; keep what they agree on."
+    if stage == "ratify":
+        return ("Reply with decision 'accept' if you can work with the draft above, or 'amend' and the one change "
+                f"you need (at most {slot_chars} characters).")
+    return "Reply with the memory above with every amendment applied (the same JSON fields); keep the rest as it is."
 
 
 def _norm(text: str) -> str:
