@@ -97,8 +97,8 @@ class BenchModel(CustomLLM):
     def answer(self, pid: str, messages: list[dict[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
         props = schema.get("properties", {})
         prompt = str(messages[-1].get("content", ""))
-        if "decision" in props:
-            return {"decision": "accept", "amendment": ""}
+        if "reply" in props:  # a ratification
+            return {"reply": {"decision": "accept"}}
         if "action" not in props:  # a memory proposal, consolidation or amendment
             slots = {slot: f"{pid} on {slot}: see the briefing" for slot in SLOTS if slot in props}
             return {**slots, "gates": []} if "gates" in props else slots

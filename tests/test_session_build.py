@@ -15,7 +15,7 @@ from colabkit.session.profile import COMPACT_SLOT_CHARS
 from colabkit.team import variant
 
 SLOTS = {"expertise": "E", "responsibility": "Resp", "plan": "P", "evidence_standards": "S"}
-ACCEPT = {"decision": "accept"}
+ACCEPT = {"reply": {"decision": "accept"}}
 
 
 def build(var_name: str, scripts: dict, seed: int = 0, settings: SessionSettings | None = None):
@@ -75,7 +75,7 @@ def test_the_ratification_round_appears_in_the_log_and_the_ai_applies_the_amendm
     amended = {**SLOTS, "plan": "AI analyses; R checks Belau_PC1 is openness", "gates": []}
     scripts = {"ai": [{**SLOTS, "gates": []}, {**SLOTS, "gates": []}, amended],
                "D": [{**SLOTS, "gates": []}, ACCEPT],
-               "R": [{**SLOTS, "gates": []}, {"decision": "amend", "amendment": "R checks Belau_PC1 is openness"}]}
+               "R": [{**SLOTS, "gates": []}, {"reply": {"decision": "amend", "amendment": "R checks Belau_PC1 is openness"}}]}
     memory, events, model = build("scaffolded-dr", scripts, seed=2)
     ratify = [e for e in events if e.action == "ratify_memory"]
     assert sorted((e.participant, e.status, e.args["decision"]) for e in ratify) == [
@@ -99,7 +99,7 @@ def test_the_ratification_round_appears_in_the_log_and_the_ai_applies_the_amendm
 
 def test_a_failed_ratification_is_no_amendment_and_a_failed_amending_freezes_the_draft():
     scripts = {"ai": [{**SLOTS}, {**SLOTS, "plan": "DRAFT"}, "not json", "still not json"],
-               "D": [{**SLOTS}, {"decision": "amend", "amendment": "D owns the cleaning"}]}
+               "D": [{**SLOTS}, {"reply": {"decision": "amend", "amendment": "D owns the cleaning"}}]}
     memory, events, _ = build("memory-d", scripts)
     assert memory.plan == "DRAFT"
     [amend] = [e for e in events if e.action == "amend_memory"]
@@ -107,7 +107,7 @@ def test_a_failed_ratification_is_no_amendment_and_a_failed_amending_freezes_the
     assert events[-1].args["source"] == "consolidation; amending failed, the draft is frozen unamended"
     # an 'amend' without its text is invalid: repaired once, else a failed step counted as no amendment
     scripts = {"ai": [{**SLOTS}, {**SLOTS, "plan": "DRAFT"}],
-               "D": [{**SLOTS}, {"decision": "amend"}, {"decision": "amend", "amendment": " "}]}
+               "D": [{**SLOTS}, {"reply": {"decision": "amend"}}, {"reply": {"decision": "amend", "amendment": " "}}]}
     memory, events, _ = build("memory-d", scripts)
     [ratify] = [e for e in events if e.action == "ratify_memory"]
     assert ratify.status == "failed_step" and "amendment text" in ratify.result
@@ -119,7 +119,7 @@ def test_the_ratification_is_sized_by_the_profile_like_the_slots():
     """A large-window model may amend a slot at a slot's length; the compact profile keeps it short."""
     long_amendment = "R checks that Belau_PC1 is openness, " * 12  # ~450 characters
     scripts = {"ai": [{**SLOTS}, {**SLOTS}, {**SLOTS, "plan": "AMENDED"}],
-               "R": [{**SLOTS}, {"decision": "amend", "amendment": long_amendment}]}
+               "R": [{**SLOTS}, {"reply": {"decision": "amend", "amendment": long_amendment}}]}
     memory, events, model = build("memory-r", scripts, settings=SessionSettings(context_window=128_000))
     [ratify] = [e for e in events if e.action == "ratify_memory"]
     assert ratify.status == "ok" and memory.plan == "AMENDED"
@@ -127,8 +127,8 @@ def test_the_ratification_is_sized_by_the_profile_like_the_slots():
     assert "at most 1200 characters" in prompt
     # compact: the same amendment is too long (repaired once, then a failed step)
     scripts = {"ai": [{**SLOTS}, {**SLOTS}],
-               "R": [{**SLOTS}, {"decision": "amend", "amendment": long_amendment},
-                     {"decision": "amend", "amendment": long_amendment}]}
+               "R": [{**SLOTS}, {"reply": {"decision": "amend", "amendment": long_amendment}},
+                     {"reply": {"decision": "amend", "amendment": long_amendment}}]}
     memory, events, model = build("memory-r", scripts)
     [ratify] = [e for e in events if e.action == "ratify_memory"]
     assert ratify.status == "failed_step" and events[-1].args["ratification"] == {"R": "failed"}

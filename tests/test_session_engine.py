@@ -209,8 +209,8 @@ def scaffolded(tmp_path_factory):
     scripts = {
         "ai": [SLOTS, {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D"}]},
                say("edit_result", "H-self")],
-        "D": [{**SLOTS, "gates": []}, {"decision": "accept"}],
-        "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}, {"decision": "accept"}],
+        "D": [{**SLOTS, "gates": []}, {"reply": {"decision": "accept"}}],
+        "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}, {"reply": {"decision": "accept"}}],
     }
     return run(tmp_path_factory.mktemp("scaf"), variant("scaffolded-dr"), scripts, seed=3, idle_rounds=2)
 
@@ -259,7 +259,7 @@ def test_a_memory_at_the_compact_maximum_is_shown_whole_and_the_query_is_said_on
              {"action": "execute_code", "signatory": "D", "scope": "data_changing", "note": notes[3]},
              {"action": "execute_code", "signatory": "D", "note": notes[4]}]
     scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")],
-               "D": [long, {"decision": "accept"}]}
+               "D": [long, {"reply": {"decision": "accept"}}]}
     result, _, model, _ = run(tmp_path, variant("scaffolded-d"), scripts, seed=1, idle_rounds=1)
     assert len(result.memory.gates.rules) == 5  # as many gates as can take effect, each with its note
     shown = result.memory.render()

@@ -22,7 +22,7 @@ TASK = load_tasks().get("demo_archaeology/0/0")
 WAIT = json.dumps({"thought": "nothing for me now", "action": "wait"})
 SLOTS = {"expertise": "D knows the columns", "responsibility": "D checks data changes",
          "plan": "AI analyses", "evidence_standards": "cite a computed table"}
-ACCEPT = {"decision": "accept"}
+ACCEPT = {"reply": {"decision": "accept"}}
 READ = "print(6 * 7)"
 WRITE = "x = [1, 2]\nx[0] = 5\nprint(x)"
 

@@ -17,6 +17,7 @@ from colabkit.team import (
     memory_from_consolidation,
     memory_schema,
     persona,
+    ratification_schema,
 )
 from colabkit.team.memory import ENFORCEABLE_GATES, SLOT_CEILING, SLOT_MAX_CHARS
 
@@ -174,11 +175,19 @@ def test_render_fits_a_budget_keeping_every_slot_and_the_gates():
 
 
 def test_ratification_is_accept_or_one_named_amendment():
-    assert Ratification(decision="accept").amendment == ""
-    assert Ratification(decision="amend", amendment="R checks the bins").amendment == "R checks the bins"
-    with pytest.raises(ValidationError, match="amendment text"):
-        Ratification(decision="amend", amendment="  ")
+    accept = Ratification.model_validate({"reply": {"decision": "accept"}})
+    assert (accept.decision, accept.amendment) == ("accept", "")
+    amend = Ratification.model_validate({"reply": {"decision": "amend", "amendment": "R checks the bins"}})
+    assert (amend.decision, amend.amendment) == ("amend", "R checks the bins")
+    for empty in ({"decision": "amend"}, {"decision": "amend", "amendment": ""}, {"decision": "amend", "amendment": "  "}):
+        with pytest.raises(ValidationError):
+            Ratification.model_validate({"reply": empty})
     with pytest.raises(ValidationError):
-        Ratification(decision="veto")
+        Ratification.model_validate({"reply": {"decision": "veto"}})
+    # the schema a model decodes against has no 'amend' without its text
+    schema = ratification_schema(160).model_json_schema()
+    amend_schema = schema["$defs"]["Amend160"]
+    assert amend_schema["required"] == ["decision", "amendment"] and amend_schema["properties"]["amendment"]["minLength"] == 1
+    assert amend_schema["properties"]["amendment"]["maxLength"] == 160 and len(schema["properties"]["reply"]["oneOf"]) == 2
     draft = _record().render(draft=True)
     assert draft.startswith("Shared Group Memory (draft, not frozen yet):") and "read-only" not in draft

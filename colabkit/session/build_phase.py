@@ -156,7 +156,7 @@ class _Build:
             if answer.value.decision == "amend":
                 amendments[pid] = answer.value.amendment.strip()
             self.log.emit(phase="build", round=3, participant=pid, action=RATIFY, status="ok",
-                          args=answer.value.model_dump(mode="json"),
+                          args={"decision": answer.value.decision, "amendment": answer.value.amendment},
                           result="accepted" if answer.value.decision == "accept" else "amendment named",
                           llm_calls=answer.records)
         return answers, amendments

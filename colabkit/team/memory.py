@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from colabkit.hashing import sha256_hex
 from colabkit.team.gates import GATEABLE_ACTIONS, NOTE_MAX_CHARS, GateRule, GateScope, GateTable
@@ -85,18 +85,47 @@ class MemoryProposal(MemorySlots):
     )
 
 
-class Ratification(BaseModel):
-    """Structured output of one member's ratification: accept the draft, or name one amendment."""
+class Accept(BaseModel):
+    """A ratification that accepts the draft as it is."""
 
-    decision: Literal["accept", "amend"] = Field(description="accept the memory as it is, or amend it")
-    amendment: str = Field("", max_length=AMENDMENT_MAX_CHARS,
-                           description="if amend: the one change you need, in your own words")
+    decision: Literal["accept"] = Field(description="accept the memory as it is")
 
-    @model_validator(mode="after")
-    def _amendment_named(self) -> Ratification:
-        if self.decision == "amend" and not self.amendment.strip():
+
+class Amend(BaseModel):
+    """A ratification that names the one change its member needs."""
+
+    decision: Literal["amend"]
+    amendment: str = Field(min_length=1, max_length=AMENDMENT_MAX_CHARS,
+                           description="the one change you need, in your own words")
+
+    @field_validator("amendment")
+    @classmethod
+    def _named(cls, amendment: str) -> str:
+        if not amendment.strip():
             raise ValueError("decision 'amend' needs the amendment text")
-        return self
+        return amendment
+
+
+_REPLY_HELP = "accept the draft, or amend it with the one change you need"
+
+
+class Ratification(BaseModel):
+    """Structured output of one member's ratification: accept the draft, or name one amendment.
+
+    The reply is a union on `decision`, so the schema itself (and with it the embedded model's
+    decoding grammar) allows no 'amend' without its text; a flat {decision, amendment} pair let
+    a model answer 'amend' with nothing, a failed step in about one build in six.
+    """
+
+    reply: Accept | Amend = Field(discriminator="decision", description=_REPLY_HELP)
+
+    @property
+    def decision(self) -> Literal["accept", "amend"]:
+        return self.reply.decision
+
+    @property
+    def amendment(self) -> str:
+        return self.reply.amendment if isinstance(self.reply, Amend) else ""
 
 
 @cache  # one class per size, however many sessions a process runs (as `step_schema`)
@@ -134,10 +163,12 @@ def ratification_schema(slot_chars: int = SLOT_MAX_CHARS) -> type[Ratification]:
     """
     if slot_chars == AMENDMENT_MAX_CHARS:
         return Ratification
-    amendment = Field("", max_length=min(slot_chars, SLOT_CEILING),
-                      description=Ratification.model_fields["amendment"].description)
+    amendment = Field(min_length=1, max_length=min(slot_chars, SLOT_CEILING),
+                      description=Amend.model_fields["amendment"].description)
+    amend = create_model(f"Amend{slot_chars}", __base__=Amend, amendment=(str, amendment))
+    reply = Field(discriminator="decision", description=_REPLY_HELP)
     return cast(type[Ratification], create_model(f"Ratification{slot_chars}", __base__=Ratification,
-                                                 amendment=(str, amendment)))
+                                                 reply=(Accept | amend, reply)))
 
 
 class MemoryRecord(BaseModel):

@@ -14,7 +14,6 @@ from colabkit.llm import ModelConfig
 from colabkit.session import SessionSpec
 from colabkit.session.scheduler import round_order
 from colabkit.tasks import load_tasks
-from colabkit.team import memory as team_memory
 from colabkit.team import variant
 from helpers.scripted import use_scripted
 
@@ -22,9 +21,8 @@ TASK_ID = "demo_archaeology/0/0"
 HYPOTHESIS = "Axes are most frequent in hoards of the 12th century BCE."
 SLOTS = {"expertise": "D knows the columns; R knows the periods", "responsibility": "R checks the answer",
          "plan": "AI explores, D checks counts, R signs the result", "evidence_standards": "counts by century"}
-# The build protocol gains a ratification round (each human accepts or names one amendment)
-# on the fidelity-log branch; the script answers it wherever the engine asks.
-RATIFY = [{"decision": "accept", "amendment": ""}] if hasattr(team_memory, "Ratification") else []
+# The build protocol's ratification round: each human accepts or names one amendment.
+RATIFY = [{"reply": {"decision": "accept"}}]
 WAIT = json.dumps({"thought": "nothing for me now", "action": "wait"})
 
 
