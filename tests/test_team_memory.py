@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from colabkit.team import (
+    GATEABLE_ACTIONS,
     GateRule,
     GateTable,
     MemoryProposal,
@@ -19,7 +20,7 @@ from colabkit.team import (
     persona,
     ratification_schema,
 )
-from colabkit.team.memory import ENFORCEABLE_GATES, SLOT_CEILING, SLOT_MAX_CHARS
+from colabkit.team.memory import ENFORCEABLE_GATES, SIGNATORY_CHARS, SLOT_CEILING, SLOT_MAX_CHARS
 
 SLOTS = dict(
     expertise="D knows the columns; R knows the capital groupings.",
@@ -160,6 +161,16 @@ def test_a_sized_schema_bounds_the_gate_table_and_its_notes():
     five = sized.model_validate({s: "x" for s in SLOTS} | {"gates": six["gates"][:5]})
     assert memory_from_consolidation(five, TEAM, with_gates=True)[0].gates.rules[0].action == "finish"
     assert memory_schema(True, 160, ENFORCEABLE_GATES, 60) is sized  # one class per size
+    # its actions come from the list (an enum in the grammar); known wordings are still understood
+    assert item["properties"]["action"]["enum"] == list(GATEABLE_ACTIONS)
+    assert item["properties"]["signatory"]["maxLength"] == SIGNATORY_CHARS
+    slots = {s: "x" for s in SLOTS}
+    assert sized.model_validate({**slots, "gates": [{"action": "run code", "signatory": "D"}]}).gates[0].action == (
+        "execute_code")
+    with pytest.raises(ValidationError):
+        sized.model_validate({**slots, "gates": [{"action": "approve", "signatory": "D"}]})
+    free = MemoryProposal.model_validate({**slots, "gates": [{"action": "approve", "signatory": "D"}]})
+    assert memory_from_consolidation(free, TEAM, with_gates=True)[1] == ("gate 1 dropped: action 'approve' cannot be gated",)
 
 
 def test_render_fits_a_budget_keeping_every_slot_and_the_gates():

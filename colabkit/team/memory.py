@@ -31,6 +31,7 @@ from colabkit.team.textfit import fit_all
 SLOT_MAX_CHARS = 280  # the schema's default slot length; the session's profile sets the one used (compact: 160)
 SLOT_CEILING = 4000  # what a frozen record may hold, whatever the profile
 AMENDMENT_MAX_CHARS = SLOT_MAX_CHARS  # an amendment changes a slot, so it may be as long as one
+SIGNATORY_CHARS = 20  # a sized gate table's signatory: an id or a name ("the Data Analyst")
 MAX_GATES = 8  # the schema's default; a model may write a few gates that mapping then drops
 # Distinct gates that can take effect: the first rule for an action decides, except that
 # execute_code may have a data_changing rule before an `all` one (see GateTable.rule_for).
@@ -135,7 +136,12 @@ def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS, max_gates:
 
     `slot_chars` per slot; with gates, at most `max_gates` gates with notes of `note_chars`.
     The gate bounds only shorten what a model may write, never what can be enforced as long
-    as `max_gates >= ENFORCEABLE_GATES`.
+    as `max_gates >= ENFORCEABLE_GATES`. A sized gate table (the compact profile's) also takes
+    its actions from the list (an enum) and short signatories: the embedded model, decoding
+    under the schema's grammar, otherwise filled the free-text fields to their bounds with
+    digits (a token per character) that mapping then dropped as gates. The default table keeps
+    free text, mapped and reported (`memory_from_consolidation`), so a large model's wording
+    ("run code", "the Researcher") costs one gate at most, never the whole answer.
     """
     base = MemoryProposal if with_gates else MemorySlots
     fields: dict[str, Any] = {}
@@ -143,8 +149,13 @@ def memory_schema(with_gates: bool, slot_chars: int = SLOT_MAX_CHARS, max_gates:
         fields.update({slot: (str, Field(max_length=min(slot_chars, SLOT_CEILING), description=_SLOT_HELP[slot]))
                        for slot in SLOTS})
     if with_gates and (max_gates, note_chars) != (MAX_GATES, NOTE_MAX_CHARS):
-        note = Field("", max_length=min(note_chars, NOTE_MAX_CHARS), description=GateItem.model_fields["note"].description)
-        item = create_model(f"GateItem{note_chars}", __base__=GateItem, note=(str, note))
+        help_ = GateItem.model_fields
+        item = create_model(
+            f"GateItem{note_chars}", __base__=GateItem,
+            action=(Literal[GATEABLE_ACTIONS], Field(description=help_["action"].description)),  # type: ignore[arg-type]
+            signatory=(str, Field(max_length=SIGNATORY_CHARS, description=help_["signatory"].description)),
+            note=(str, Field("", max_length=min(note_chars, NOTE_MAX_CHARS), description=help_["note"].description)),
+            __validators__={"canonical_action": field_validator("action", mode="before")(_canonical_action)})
         gates = MemoryProposal.model_fields["gates"]
         fields["gates"] = (list[item], Field(default_factory=list, max_length=max_gates,
                                              description=gates.description))
@@ -242,6 +253,11 @@ def build_request(stage: BuildStage, with_gates: bool, slot_chars: int = SLOT_MA
         return ("Reply with decision 'accept' if you can work with the draft above, or 'amend' and the one change "
                 f"you need (at most {slot_chars} characters).")
     return "Reply with the memory above with every amendment applied (the same JSON fields); keep the rest as it is."
+
+
+def _canonical_action(cls: type, raw: Any) -> Any:
+    """A known wording of an action ("edit", "run code") as its action type; anything else as it is."""
+    return (_map_action(raw) or raw) if isinstance(raw, str) else raw
 
 
 def _norm(text: str) -> str:
