@@ -20,7 +20,8 @@ from colabkit.evaluation.scorer import Scorer, SessionContext
 from colabkit.hashing import sha256_hex
 from colabkit.llm import ModelConfig
 from colabkit.session import Event
-from colabkit.store import EVENTS_FILE, SESSION_FILE, SNAPSHOT_FILE, SessionRecord, atomic_write_text, sync_folder
+from colabkit.store import EVENTS_FILE, SESSION_FILE, SNAPSHOT_FILE, AtomicBatch, SessionRecord, atomic_write_text
+from colabkit.store.atomic import fsync_dir
 from colabkit.tasks import TaskSuite
 from colabkit.workspace import WorkspaceSnapshot
 
@@ -56,13 +57,18 @@ def read_score(path: Path) -> ScoreFile | None:
         raise ColabkitError(f"unreadable score file {path}: {' '.join(str(exc).split())[:200]}") from None
 
 
-def write_score(session_folder: Path, score: ScoreFile) -> Path:
-    """Store `score` atomically under its scorer id (replacing an incomplete earlier try)."""
+def write_score(session_folder: Path, score: ScoreFile, batch: AtomicBatch | None = None) -> Path:
+    """Store `score` atomically under its scorer id (replacing an incomplete earlier try);
+    with `batch`, as one of its writes (in place once the batch flushes)."""
     path = score_path(session_folder, score.scorer_id)
     if not path.parent.is_dir():
         path.parent.mkdir(exist_ok=True)
-        sync_folder(session_folder)  # the new scores/ folder's own entry
-    return atomic_write_text(path, score.model_dump_json(indent=1))
+        if batch is None:  # the new scores/ folder's own entry
+            fsync_dir(session_folder)
+        else:
+            batch.sync_folder(session_folder)
+    text = score.model_dump_json(indent=1)
+    return atomic_write_text(path, text) if batch is None else batch.write_text(path, text)
 
 
 def stored_scores(session_folder: Path) -> list[ScoreFile]:
