@@ -9,6 +9,7 @@ the same scoring twice finds the file and does nothing. Reading a session back f
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -81,21 +82,33 @@ def stored_scores(session_folder: Path) -> list[ScoreFile]:
 
 
 def load_context(session_folder: Path, suite: TaskSuite | None, judge: Judge | None) -> SessionContext:
-    """A scorer's view of a finished session folder (its task and gold from `suite`)."""
+    """A scorer's view of a finished session folder (its task and gold from `suite`); the
+    snapshot is read when a scorer first asks for it."""
     try:
         record = SessionRecord.model_validate_json((session_folder / SESSION_FILE).read_bytes())
         events = tuple(Event.model_validate(orjson.loads(line)) for line in
                        (session_folder / EVENTS_FILE).read_bytes().splitlines() if line.strip())
-        snapshot = WorkspaceSnapshot.model_validate_json((session_folder / SNAPSHOT_FILE).read_bytes())
     except (OSError, ValueError) as exc:
-        raise ColabkitError(f"cannot read stored session {session_folder}: "
-                            f"{' '.join(str(exc).split())[:200]}") from None
+        raise _unreadable(session_folder, exc) from None
     task = gold = None
     if suite is not None and record.task_id in suite.ids:
         task = suite.get(record.task_id)
         gold = suite.gold_for(record.task_id)
-    return SessionContext(folder=session_folder, record=record, events=events, snapshot=snapshot,
-                          task=task, gold=gold, judge=judge)
+    return SessionContext(folder=session_folder, record=record, events=events,
+                          snapshot_source=partial(read_snapshot, session_folder), task=task, gold=gold, judge=judge)
+
+
+def read_snapshot(session_folder: Path) -> WorkspaceSnapshot:
+    """The stored workspace snapshot; an unreadable one is a one-line error naming the folder
+    (a scorer that needs it then fails, flagged and incomplete, and the others still score)."""
+    try:
+        return WorkspaceSnapshot.model_validate_json((session_folder / SNAPSHOT_FILE).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise _unreadable(session_folder, exc) from None
+
+
+def _unreadable(session_folder: Path, exc: Exception) -> ColabkitError:
+    return ColabkitError(f"cannot read stored session {session_folder}: {' '.join(str(exc).split())[:200]}")
 
 
 def finished_sessions(results: Path) -> list[Path]:
