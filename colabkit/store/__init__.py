@@ -18,6 +18,7 @@ from colabkit.store.atomic import (
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,
+    fsync_dir,
 )
 from colabkit.store.layout import (
     CACHE_DIR,
@@ -47,6 +48,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "export_parquet",
+    "fsync_dir",
     "is_finished",
     "load_events",
     "load_sessions",
