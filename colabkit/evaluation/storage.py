@@ -84,9 +84,12 @@ def write_score(session_folder: Path, score: ScoreFile, batch: AtomicBatch | Non
 def stored_scores(session_folder: Path) -> list[ScoreFile]:
     """Every score file of a session (any scorer, judge or version), oldest first."""
     folder = session_folder / SCORES_DIR
-    if not folder.is_dir():
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if e.name.endswith(".json"))
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    found = [read_score(p) for p in sorted(folder.glob("*.json"))]
+    found = [read_score(folder / name) for name in names]
     return sorted((s for s in found if s is not None), key=lambda s: s.scored_at)
 
 
@@ -125,5 +128,6 @@ def finished_sessions(results: Path) -> list[Path]:
     if not results.is_dir():
         raise ColabkitError(f"results folder not found: {results}")
     with os.scandir(results) as entries:  # the entry's type comes with the listing: one stat less per session
-        return sorted(Path(e.path) for e in entries if not e.name.startswith(".") and e.is_dir()
-                      and os.path.isfile(os.path.join(e.path, SESSION_FILE)))
+        names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir()
+                       and os.path.isfile(os.path.join(e.path, SESSION_FILE)))
+    return [results / name for name in names]

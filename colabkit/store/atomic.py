@@ -163,7 +163,7 @@ class AtomicBatch:
         try:
             self.flush()
         finally:
-            folders, self._folders = sorted(self._folders), set()
+            folders, self._folders = list(self._folders), set()
             try:
                 list(self._pool.map(_sync_existing_dir, folders))
             finally:
