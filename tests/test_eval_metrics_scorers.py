@@ -29,7 +29,7 @@ def context(tmp_path: Path, traj: Trajectory, *, variant_name: str = "default-dr
     record = SessionRecord.model_validate_json((folder / "session.json").read_text())
     suite = load_tasks()
     gateway = Gateway(retry=RetryPolicy(max_attempts=1, base_delay_s=0))
-    return SessionContext(folder=folder, record=record, events=tuple(traj.events), snapshot=traj.snapshot(),
+    return SessionContext(folder=folder, record=record, events=tuple(traj.events), snapshot_source=traj.snapshot,
                           task=suite.get(task_id), gold=None,
                           judge=Judge(gateway, judge_config("judgedouble/scripted")) if judge else None)
 

@@ -347,6 +347,29 @@ def test_a_crashing_scorer_marks_its_session_incomplete_and_the_batch_goes_on(re
     assert score_results(results, metrics=["crashing"]).scored == 1  # only the incomplete one is redone
 
 
+class CellCountScorer(Scorer):
+    """A rule-based scorer that reads the workspace snapshot."""
+
+    name = "cell_count"
+    version = "1"
+    columns = ("n_cells",)
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        return ScoreResult(values={"n_cells": len(ctx.snapshot.cells)})
+
+
+def test_a_damaged_snapshot_fails_only_the_scorers_that_read_it(results, monkeypatch):
+    monkeypatch.setitem(scorer_module._REGISTRY, "cell_count", CellCountScorer)
+    damaged = sorted(p for p in results.iterdir() if (p / "session.json").is_file())[0]
+    (damaged / "snapshot.json").write_text("{not json")
+    report = score_results(results, metrics=["work", "cell_count"])
+    assert (report.scored, report.incomplete, report.unreadable) == (6, 1, [])
+    stored = {s.scorer: s.result for s in stored_scores(damaged)}
+    assert stored["work"].complete and stored["work"].values["w_total"] is not None
+    assert not stored["cell_count"].complete and stored["cell_count"].values == {"n_cells": None}
+    assert f"cannot read stored session {damaged}" in stored["cell_count"].flags[0]
+
+
 def test_sessions_whose_task_is_missing_or_changed_are_flagged(tmp_path):
     use_judge_double()
     store_session(tmp_path, TASK, GOLD, seed=0, task_digest="0" * 64)

@@ -1,5 +1,5 @@
-"""Atomic writes: a file's data is synced before its rename, always; the folder syncs can be
-deferred to the end of a job (once per folder), also when the job fails."""
+"""Atomic writes: a file's data is synced before its rename, always; a batch syncs its files
+together and its folders once each at the end, also when the job fails."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from colabkit.store import AtomicBatch, atomic_write_text
 from colabkit.store import atomic as atomic_module
-from colabkit.store import atomic_write_text, deferred_folder_syncs
 
 
 @pytest.fixture
@@ -37,27 +37,67 @@ def test_a_write_syncs_its_data_then_its_folder(tmp_path, synced):
     assert synced[1][1] == tmp_path and (tmp_path / "a.json").read_text() == "{}"
 
 
-def test_deferred_folder_syncs_run_once_per_folder_at_the_end(tmp_path, synced):
+@pytest.fixture
+def renamed(monkeypatch, synced) -> list[tuple[str, Path]]:
+    """`synced`, with every rename made by the module added as ("rename", target)."""
+    real_replace = os.replace
+
+    def on_replace(src, dst) -> None:
+        synced.append(("rename", Path(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(atomic_module.os, "replace", on_replace)
+    return synced
+
+
+def _temporaries(folder: Path) -> list[str]:
+    return [p for p in os.listdir(folder) if p.endswith(".tmp")]
+
+
+def test_a_batch_renames_only_synced_data_and_syncs_each_folder_once_at_the_end(tmp_path, renamed):
     folders = [tmp_path / f"s{i}" for i in range(3)]
     for folder in folders:
         folder.mkdir()
-    with deferred_folder_syncs():
+    with AtomicBatch() as batch:
         for folder in folders:
             for name in ("x.json", "y.json"):
-                atomic_write_text(folder / name, name)
-        with deferred_folder_syncs():  # nested: the outer block syncs
-            atomic_write_text(folders[0] / "z.json", "z")
-        # Every file is complete and in place before any folder sync, each synced before its rename.
-        assert [kind for kind, _ in synced] == ["file"] * 7
-        assert all((f / "x.json").read_text() == "x.json" for f in folders)
-        assert not [p for f in folders for p in os.listdir(f) if p.endswith(".tmp")]
-    assert sorted(p for kind, p in synced if kind == "folder") == folders
+                batch.write_text(folder / name, f"{folder.name}/{name}")
+        batch.sync_folder(tmp_path)
+        # Nothing under a final name before the flush: a reader sees the old state.
+        assert not [p for f in folders for p in os.listdir(f) if not p.endswith(".tmp")]
+        assert not [kind for kind, _ in renamed if kind != "file"]
+        batch.flush()
+        assert all((f / "y.json").read_text() == f"{f.name}/y.json" for f in folders)
+        assert not [kind for kind, _ in renamed if kind == "folder"]  # folders wait for the end
+    kinds = [kind for kind, _ in renamed]
+    assert kinds.count("file") == kinds.count("rename") == 6
+    for kind, target in renamed:  # each file's data was synced before its rename
+        if kind == "rename":
+            synced_before = [p for k, p in renamed[:renamed.index((kind, target))] if k == "file"]
+            assert any(p.parent == target.parent and p.name.startswith(f".{target.name}.") for p in synced_before)
+    assert kinds[-4:] == ["folder"] * 4 and sorted(p for k, p in renamed if k == "folder") == [tmp_path, *folders]
+    assert not [p for f in folders for p in _temporaries(f)]
 
 
-def test_deferred_folders_are_synced_when_the_job_fails(tmp_path, synced):
-    with pytest.raises(RuntimeError), deferred_folder_syncs():
-        atomic_write_text(tmp_path / "a.json", "{}")
+def test_a_batch_flushes_every_max_files_writes(tmp_path):
+    with AtomicBatch(max_files=2, max_age_s=3600) as batch:
+        for name in ("a", "b", "c"):
+            batch.write_text(tmp_path / name, name)
+        assert (tmp_path / "a").read_text() == "a" and (tmp_path / "b").is_file()
+        assert not (tmp_path / "c").exists()
+    assert (tmp_path / "c").read_text() == "c"
+
+
+def test_a_failed_write_keeps_the_others_and_leaves_no_temporary(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing"), AtomicBatch() as batch:
+        batch.write_text(tmp_path / "missing" / "a.json", "lost")
+        batch.write_text(tmp_path / "b.json", "kept")
+    assert (tmp_path / "b.json").read_text() == "kept" and not _temporaries(tmp_path)
+
+
+def test_a_batch_ended_by_an_error_keeps_and_syncs_what_was_written(tmp_path, synced):
+    with pytest.raises(RuntimeError), AtomicBatch() as batch:
+        batch.write_text(tmp_path / "a.json", "{}")
         raise RuntimeError("scorer crashed")
+    assert (tmp_path / "a.json").read_text() == "{}"
     assert synced[-1] == ("folder", tmp_path)
-    atomic_write_text(tmp_path / "b.json", "{}")  # outside the block: immediate again
-    assert synced[-2:] == [("file", synced[-2][1]), ("folder", tmp_path)]

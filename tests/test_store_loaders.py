@@ -160,3 +160,12 @@ def test_empty_and_missing_results_folders(tmp_path):
     assert "session_id" in load_sessions(tmp_path).columns and "n_calls" in load_events(tmp_path).columns
     with pytest.raises(ColabkitError, match="nowhere"):
         load_events(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("damage", [b'{"seq": 0, "truncated', b'{"phase": "task"}'])
+def test_a_malformed_event_log_is_a_one_line_error_naming_the_file(store, tmp_path, damage):
+    out, folders = copy_store(store, tmp_path)
+    log = folders[1] / "events.jsonl"
+    log.write_bytes(log.read_bytes() + damage + b"\n")
+    with pytest.raises(ColabkitError, match=f"malformed event log {log}"):
+        load_events(out)

@@ -44,7 +44,7 @@ from colabkit.evaluation.storage import (
 from colabkit.evaluation.tables import export_tables, load_judgements
 from colabkit.llm import BudgetExceeded, Gateway, ModelConfig, ProviderError
 from colabkit.llm.providers import LOCAL_PROVIDER
-from colabkit.store import deferred_folder_syncs
+from colabkit.store import AtomicBatch
 from colabkit.tasks import TaskSuite, load_tasks
 
 JUDGE_CACHE_DIR = "judge-cache"
@@ -134,7 +134,7 @@ async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], 
     gate = asyncio.Semaphore(max(1, concurrency))
     reliable = report.sanity.passed if report.sanity is not None else None
 
-    async def one_session(folder: Path) -> None:
+    async def one_session(folder: Path, batch: AtomicBatch) -> None:
         nonlocal done
         async with gate:
             ctx: SessionContext | None = None
@@ -156,16 +156,17 @@ async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], 
                             done += len(scorers)
                             return
                     score = await _score_one(scorer, sid, ctx, judge, repeats, reliable)
-                    write_score(folder, score)
+                    write_score(folder, score, batch)
                     report.scored += 1
                     report.incomplete += 0 if score.result.complete else 1
                 done += 1
                 if progress is not None:
                     progress(done, total)
 
-    tasks = [asyncio.ensure_future(one_session(f)) for f in folders]
-    # Each score file's data is fsynced before its rename; the folders once, at the end.
-    with deferred_folder_syncs():
+    # Score files are written as a batch: their data synced together before their renames,
+    # their folders once each at the end (also when the job stops), see `AtomicBatch`.
+    with AtomicBatch() as batch:
+        tasks = [asyncio.ensure_future(one_session(f, batch)) for f in folders]
         try:
             await asyncio.gather(*tasks)
         except BaseException:  # a job that stops leaves no session mid-scoring behind its gateway

@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -39,13 +40,20 @@ class SessionContext:
     folder: Path
     record: SessionRecord
     events: tuple[Event, ...]
-    snapshot: WorkspaceSnapshot
+    snapshot_source: Callable[[], WorkspaceSnapshot]
+    """Reads the workspace snapshot on first use of `snapshot`: it is the largest file of a
+    session and the rule-based scorers never look at it."""
     task: Task | None
     """None when the session's task is not in the loaded suite (flagged by the runner)."""
     gold: Gold | None
     """The task's gold answer: only scorers ever see it (`TaskSuite.gold_for`)."""
     judge: Judge | None
     repeat: int = 0
+
+    @cached_property
+    def snapshot(self) -> WorkspaceSnapshot:
+        """The workspace at the end (cells, chat, editor versions), read once."""
+        return self.snapshot_source()
 
     @property
     def session_id(self) -> str:
@@ -67,7 +75,7 @@ class SessionContext:
         return tuple(e for e in self.events if e.phase == "task")
 
     def for_repeat(self, repeat: int) -> SessionContext:
-        return replace(self, repeat=repeat)
+        return replace(self, repeat=repeat, snapshot_source=lambda: self.snapshot)  # read once for all repeats
 
     async def verdict(self, prompt: JudgePrompt, fields: Mapping[str, Any], schema: type[T]) -> Verdict[T]:
         """Ask the judge for this repeat; a scorer without a judge is a bug, not a missing score."""

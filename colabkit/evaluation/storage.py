@@ -9,9 +9,9 @@ the same scoring twice finds the file and does nothing. Reading a session back f
 
 from __future__ import annotations
 
+import os
+from functools import partial
 from pathlib import Path
-
-import orjson
 
 from colabkit.errors import ColabkitError
 from colabkit.evaluation.judge import Judge
@@ -20,7 +20,15 @@ from colabkit.evaluation.scorer import Scorer, SessionContext
 from colabkit.hashing import sha256_hex
 from colabkit.llm import ModelConfig
 from colabkit.session import Event
-from colabkit.store import EVENTS_FILE, SESSION_FILE, SNAPSHOT_FILE, SessionRecord, atomic_write_text, sync_folder
+from colabkit.store import (
+    EVENTS_FILE,
+    SESSION_FILE,
+    SNAPSHOT_FILE,
+    AtomicBatch,
+    SessionRecord,
+    atomic_write_text,
+    fsync_dir,
+)
 from colabkit.tasks import TaskSuite
 from colabkit.workspace import WorkspaceSnapshot
 
@@ -56,45 +64,70 @@ def read_score(path: Path) -> ScoreFile | None:
         raise ColabkitError(f"unreadable score file {path}: {' '.join(str(exc).split())[:200]}") from None
 
 
-def write_score(session_folder: Path, score: ScoreFile) -> Path:
-    """Store `score` atomically under its scorer id (replacing an incomplete earlier try)."""
+def write_score(session_folder: Path, score: ScoreFile, batch: AtomicBatch | None = None) -> Path:
+    """Store `score` atomically under its scorer id (replacing an incomplete earlier try);
+    with `batch`, as one of its writes (in place once the batch flushes)."""
     path = score_path(session_folder, score.scorer_id)
-    if not path.parent.is_dir():
-        path.parent.mkdir(exist_ok=True)
-        sync_folder(session_folder)  # the new scores/ folder's own entry
-    return atomic_write_text(path, score.model_dump_json(indent=1))
+    try:
+        path.parent.mkdir()
+    except FileExistsError:
+        pass
+    else:  # the new scores/ folder's own entry must be durable too
+        if batch is None:
+            fsync_dir(session_folder)
+        else:
+            batch.sync_folder(session_folder)
+    text = score.model_dump_json(indent=1)
+    return atomic_write_text(path, text) if batch is None else batch.write_text(path, text)
 
 
 def stored_scores(session_folder: Path) -> list[ScoreFile]:
     """Every score file of a session (any scorer, judge or version), oldest first."""
     folder = session_folder / SCORES_DIR
-    if not folder.is_dir():
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if e.name.endswith(".json"))
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    found = [read_score(p) for p in sorted(folder.glob("*.json"))]
+    found = [read_score(folder / name) for name in names]
     return sorted((s for s in found if s is not None), key=lambda s: s.scored_at)
 
 
 def load_context(session_folder: Path, suite: TaskSuite | None, judge: Judge | None) -> SessionContext:
-    """A scorer's view of a finished session folder (its task and gold from `suite`)."""
+    """A scorer's view of a finished session folder (its task and gold from `suite`); the
+    snapshot is read when a scorer first asks for it."""
     try:
         record = SessionRecord.model_validate_json((session_folder / SESSION_FILE).read_bytes())
-        events = tuple(Event.model_validate(orjson.loads(line)) for line in
+        events = tuple(Event.model_validate_json(line) for line in
                        (session_folder / EVENTS_FILE).read_bytes().splitlines() if line.strip())
-        snapshot = WorkspaceSnapshot.model_validate_json((session_folder / SNAPSHOT_FILE).read_bytes())
     except (OSError, ValueError) as exc:
-        raise ColabkitError(f"cannot read stored session {session_folder}: "
-                            f"{' '.join(str(exc).split())[:200]}") from None
+        raise _unreadable(session_folder, exc) from None
     task = gold = None
     if suite is not None and record.task_id in suite.ids:
         task = suite.get(record.task_id)
         gold = suite.gold_for(record.task_id)
-    return SessionContext(folder=session_folder, record=record, events=events, snapshot=snapshot,
-                          task=task, gold=gold, judge=judge)
+    return SessionContext(folder=session_folder, record=record, events=events,
+                          snapshot_source=partial(read_snapshot, session_folder), task=task, gold=gold, judge=judge)
+
+
+def read_snapshot(session_folder: Path) -> WorkspaceSnapshot:
+    """The stored workspace snapshot; an unreadable one is a one-line error naming the folder
+    (a scorer that needs it then fails, flagged and incomplete, and the others still score)."""
+    try:
+        return WorkspaceSnapshot.model_validate_json((session_folder / SNAPSHOT_FILE).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise _unreadable(session_folder, exc) from None
+
+
+def _unreadable(session_folder: Path, exc: Exception) -> ColabkitError:
+    return ColabkitError(f"cannot read stored session {session_folder}: {' '.join(str(exc).split())[:200]}")
 
 
 def finished_sessions(results: Path) -> list[Path]:
     """Folders of finished sessions directly under `results`, sorted by session id."""
     if not results.is_dir():
         raise ColabkitError(f"results folder not found: {results}")
-    return sorted(p for p in results.iterdir()
-                  if p.is_dir() and not p.name.startswith(".") and (p / SESSION_FILE).is_file())
+    with os.scandir(results) as entries:  # the entry's type comes with the listing: one stat less per session
+        names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir()
+                       and os.path.isfile(os.path.join(e.path, SESSION_FILE)))
+    return [results / name for name in names]

@@ -14,11 +14,11 @@ the runner layer's job (`colabkit.runner`).
 """
 
 from colabkit.store.atomic import (
+    AtomicBatch,
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,
-    deferred_folder_syncs,
-    sync_folder,
+    fsync_dir,
 )
 from colabkit.store.layout import (
     CACHE_DIR,
@@ -41,16 +41,16 @@ __all__ = [
     "SESSION_FILE",
     "SNAPSHOT_FILE",
     "WORK_DIR",
+    "AtomicBatch",
     "JsonlEventSink",
     "SessionRecord",
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
-    "deferred_folder_syncs",
     "export_parquet",
+    "fsync_dir",
     "is_finished",
     "load_events",
     "load_sessions",
     "session_dir",
-    "sync_folder",
 ]

@@ -119,39 +119,52 @@ def _sessions_frame(rows: list[dict]) -> pd.DataFrame:
     return df[[*SESSION_COLUMNS, *totals]].reset_index(drop=True)
 
 
+def _call_sum(calls: list, key: str) -> float:
+    return sum(c[key] for c in calls) if calls else 0
+
+
 def _append_events(folder: Path, rec: dict, cols: dict[str, list]) -> None:
+    """Append one session's events to the columns, a column at a time (a loop per column
+    is several times faster than one per event appending to forty lists)."""
+    path = folder / EVENTS_FILE
     sid, task_id, variant, seed = rec["session_id"], rec["task_id"], rec["spec"]["variant"]["name"], rec["seed"]
-    for line in (folder / EVENTS_FILE).read_bytes().splitlines():
-        if not line:
-            continue
-        ev = orjson.loads(line)
-        calls = ev.get("llm_calls") or ()
-        cols["session_id"].append(sid)
-        cols["event_id"].append(f"{sid}-{ev['seq']:05d}")
-        cols["seq"].append(ev["seq"])
-        cols["schema_version"].append(ev.get("schema_version", 1))  # absent: written by version 1
-        cols["task_id"].append(task_id)
-        cols["variant"].append(variant)
-        cols["seed"].append(seed)
-        for field in _EVENT_FIELDS:
-            cols[field].append(ev.get(field))
-        gate = ev.get("gate_rule") or {}
-        cols["gate_scope"].append(gate.get("scope"))
-        cols["gate_note"].append(gate.get("note"))
-        cols["gate_signatory"].append(gate.get("signatory"))
-        cols["args_json"].append(_json(ev.get("args") or {}))
-        cols["prompt_hashes"].append(";".join(c.get("prompt_hash") or "" for c in calls))
-        cols["output_modes"].append(";".join(c.get("output_mode") or "" for c in calls))
-        prompt = sum(c["prompt_tokens"] for c in calls)
-        completion = sum(c["completion_tokens"] for c in calls)
-        cols["n_calls"].append(len(calls))
-        cols["prompt_tokens"].append(prompt)
-        cols["completion_tokens"].append(completion)
-        cols["tokens"].append(prompt + completion)
-        cols["cost"].append(float(sum(c["cost"] for c in calls)))
-        cols["latency_s"].append(float(sum(c["latency_s"] for c in calls)))
-        cols["cache_hits"].append(sum(1 for c in calls if c["cache_hit"]))
-        cols["llm_errors"].append(sum(1 for c in calls if c.get("error")))
+    try:
+        events = [orjson.loads(line) for line in path.read_bytes().splitlines() if line]
+        n = len(events)
+        seqs = [ev["seq"] for ev in events]
+        gates = [ev.get("gate_rule") or {} for ev in events]
+        calls = [ev.get("llm_calls") or [] for ev in events]
+        prompt = [_call_sum(c, "prompt_tokens") for c in calls]
+        completion = [_call_sum(c, "completion_tokens") for c in calls]
+        cost = [float(_call_sum(c, "cost")) for c in calls]
+        latency = [float(_call_sum(c, "latency_s")) for c in calls]
+        cache_hits = [sum(1 for x in c if x["cache_hit"]) if c else 0 for c in calls]
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise ColabkitError(f"malformed event log {path}: {type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:200]}") from None
+    cols["session_id"] += [sid] * n
+    cols["event_id"] += [f"{sid}-{seq:05d}" for seq in seqs]
+    cols["seq"] += seqs
+    cols["schema_version"] += [ev.get("schema_version", 1) for ev in events]  # absent: written by version 1
+    cols["task_id"] += [task_id] * n
+    cols["variant"] += [variant] * n
+    cols["seed"] += [seed] * n
+    for field in _EVENT_FIELDS:
+        cols[field] += [ev.get(field) for ev in events]
+    cols["gate_scope"] += [gate.get("scope") for gate in gates]
+    cols["gate_note"] += [gate.get("note") for gate in gates]
+    cols["gate_signatory"] += [gate.get("signatory") for gate in gates]
+    cols["args_json"] += [_json(ev.get("args") or {}) for ev in events]
+    cols["prompt_hashes"] += [";".join(x.get("prompt_hash") or "" for x in c) if c else "" for c in calls]
+    cols["output_modes"] += [";".join(x.get("output_mode") or "" for x in c) if c else "" for c in calls]
+    cols["n_calls"] += [len(c) for c in calls]
+    cols["prompt_tokens"] += prompt
+    cols["completion_tokens"] += completion
+    cols["tokens"] += [p + c for p, c in zip(prompt, completion, strict=True)]
+    cols["cost"] += cost
+    cols["latency_s"] += latency
+    cols["cache_hits"] += cache_hits
+    cols["llm_errors"] += [sum(1 for x in c if x.get("error")) if c else 0 for c in calls]
 
 
 def _read_jsonl(finished: list[tuple[str, Path, int]], *, events: bool) -> pd.DataFrame:
