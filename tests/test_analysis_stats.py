@@ -128,6 +128,19 @@ def test_the_mixed_model_estimates_the_difference_in_a_balanced_design():
     assert 0 < result["mixed_se"] < 0.02 and result["mixed_p"] < 1e-6
 
 
+def test_a_fit_with_no_task_variance_keeps_its_estimate_and_says_it_is_on_the_boundary():
+    table = balanced_table()
+    # no task effect at all: the task variance is estimated at zero, statsmodels warns
+    # "on the boundary"; the fit converged and the coefficient is the pooled difference
+    table["performance"] = [0.5 + (0.1 if v == "scaffolded-dr" else 0.0) + 0.01 * ((i * 7) % 5 - 2)
+                            for i, v in enumerate(table["variant"])]
+    result = mixed_model_contrast(table, "scaffolded-dr", "default-dr", "performance")
+    assert "mixedlm_boundary" in result["mixed_flags"].split(";")
+    expected = (table.query("variant == 'scaffolded-dr'")["performance"].mean()
+                - table.query("variant == 'default-dr'")["performance"].mean())
+    assert result["mixed_coef"] == pytest.approx(expected, abs=1e-6) and result["mixed_p"] < 1e-6
+
+
 def test_the_mixed_model_fails_closed_on_too_little_data():
     one_task = balanced_table().query("task_id == 't0'")
     result = mixed_model_contrast(one_task, "scaffolded-dr", "default-dr", "performance")

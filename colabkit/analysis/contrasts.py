@@ -63,8 +63,18 @@ def paired_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> dict[s
             "ci_low": low, "ci_high": high, "p_paired": p}
 
 
+BOUNDARY_SHARE = 1e-3  # a task variance under this share of the residual variance is zero
+
+
 def mixed_model_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> dict[str, object]:
-    """The coefficient of "variant is A" in `metric ~ treated + (1 | task)`, with SE and p."""
+    """The coefficient of "variant is A" in `metric ~ treated + (1 | task)`, with SE and p.
+
+    `mixed_flags` says how far to trust it: "" a clean fit; `mixedlm_warned` converged after
+    statsmodels warned (e.g. it retried another optimiser); `mixedlm_boundary` the task
+    variance is zero, so the pooled estimate of `metric ~ treated` is reported; missing values
+    with `mixedlm_not_converged`, `mixedlm_nonfinite`, `mixedlm_failed: ...` or
+    `mixedlm_too_little_data`.
+    """
     import statsmodels.formula.api as smf
     from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
@@ -79,11 +89,23 @@ def mixed_model_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> d
             fit = smf.mixedlm("y ~ treated", data, groups=data["task_id"]).fit(reml=True)
         except (np.linalg.LinAlgError, ValueError) as exc:
             return failed | {"mixed_flags": f"mixedlm_failed: {type(exc).__name__}"}
-    flags = ["mixedlm_not_converged"] if any(issubclass(w.category, ConvergenceWarning) for w in caught) else []
-    coef, se, p = float(fit.params["treated"]), float(fit.bse["treated"]), float(fit.pvalues["treated"])
-    if flags or not np.isfinite([coef, se, p]).all():
-        return failed | {"mixed_flags": ";".join(flags or ["mixedlm_nonfinite"])}
-    return {"mixed_coef": coef, "mixed_se": se, "mixed_p": p, "mixed_flags": ""}
+    warned = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    task_var, scale = float(np.asarray(fit.cov_re).ravel()[0]), float(fit.scale)
+    if np.isfinite(task_var) and task_var <= BOUNDARY_SHARE * scale:
+        # The task variance is estimated at zero, the boundary of its space, where statsmodels'
+        # optimisers often stop "not converged". The model is then y ~ treated without a task
+        # term, so the pooled estimate is reported and flagged (lme4's "singular fit").
+        pooled = smf.ols("y ~ treated", data).fit()
+        coef, se, p = float(pooled.params["treated"]), float(pooled.bse["treated"]), float(pooled.pvalues["treated"])
+        flags = ["mixedlm_boundary"]
+    elif not getattr(fit, "converged", False):
+        return failed | {"mixed_flags": "mixedlm_not_converged"}
+    else:
+        coef, se, p = float(fit.params["treated"]), float(fit.bse["treated"]), float(fit.pvalues["treated"])
+        flags = ["mixedlm_warned"] if warned else []
+    if not np.isfinite([coef, se, p]).all():
+        return failed | {"mixed_flags": ";".join([*flags, "mixedlm_nonfinite"])}
+    return {"mixed_coef": coef, "mixed_se": se, "mixed_p": p, "mixed_flags": ";".join(flags)}
 
 
 def correct(p_values: Sequence[float], method: str = "holm", alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
