@@ -171,10 +171,6 @@ EXPERIMENT = {
     "settings": {"action_budget": 6, "max_rounds": 6},
     "concurrency": {"sessions": 2, "kernels": 2},
 }
-JUDGE = {"initiative": {"reason": "it moves the task", "initiative": "task"},
-         "reply": {"reason": "it answers", "confirms": True, "halts": False},
-         "gate": {"reason": "R checked the counts", "expertise_fit": True, "grounded": True,
-                  "correct_in_hindsight": True, "changed_course": False}}
 DEFAULT_DR = {"ai": [say("execute_code", "print(6 * 7)"), say("send_message", "D, do the counts look right?", "D"),
                      say("edit_result", HYPOTHESIS), say("finish", "done")],
               "D": [say("send_message", "Yes, they match the data.", "ai")]}
@@ -183,7 +179,7 @@ SCRIPTS = {"default-dr": DEFAULT_DR, "scaffolded-dr": scaffolded_scripts()}
 
 def scripted_kernels(monkeypatch: pytest.MonkeyPatch, scripts: dict[str, list]) -> None:
     """Kernels and nbval processes started from now on answer with `scripts` and the judge double."""
-    for key, value in subprocess_env(default=WAIT, scripts=scripts, judge=JUDGE).items():
+    for key, value in subprocess_env(default=WAIT, scripts=scripts).items():
         monkeypatch.setenv(key, value)
 
 

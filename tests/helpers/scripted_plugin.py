@@ -5,7 +5,7 @@ workers) as separate processes; each builds its own `ScriptedModel` from the JSO
 `COLABKIT_SCRIPTED` ({"default": ..., "scripts": {...}, "latency_s": ..., "judge": {...}})
 when litellm is first set up. Scripts are per process: every kernel pops its own copy. The
 judge double (`judgedouble/...` models) answers a prompt id listed under "judge" with that
-fixed answer, and any other with the perfect judge. The tests folder must be on PYTHONPATH
+fixed answer, else with its `CANNED_ANSWERS` one, else as the perfect judge. The tests folder must be on PYTHONPATH
 (`subprocess_env` does that).
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from litellm import CustomLLM
 
+from helpers.judges import CANNED_ANSWERS, JudgeDouble, perfect_answer
 from helpers.judges import PROVIDER as JUDGE_PROVIDER
-from helpers.judges import JudgeDouble, perfect_answer
 from helpers.scripted import PROVIDER, ScriptedModel
 
 ENV = "COLABKIT_SCRIPTED"
@@ -29,7 +29,7 @@ REPO = TESTS_DIR.parent
 
 def providers() -> dict[str, CustomLLM]:
     config = json.loads(os.environ.get(ENV, "{}"))
-    answers: dict[str, Any] = config.get("judge", {})
+    answers: dict[str, Any] = {**CANNED_ANSWERS, **config.get("judge", {})}
 
     def judge_answer(prompt_id: str, payload: dict[str, Any]) -> Any:
         return answers[prompt_id] if prompt_id in answers else perfect_answer(prompt_id, payload)
