@@ -5,8 +5,8 @@ assertions on what they stored.
 evaluation format; a session recorded with scripted participants and a real kernel).
 `run_variant`, `score` and `annotate_gates` call the runner and evaluation layers: their test
 runs the four experiment notebooks end to end on scripted participants and a scripted judge
-(mechanics); `colabkit batch` runs the same notebooks on the embedded model in
-tests/test_runner_demo.py.
+(mechanics). The embedded model's sessions and judge are tests/test_e2e_real_model.py's and
+tests/test_eval_real_model.py's; `make demo` runs these notebooks on it.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def test_nbval_lax_passes_on_the_analysis_notebooks(tmp_path, scores_file, store
 
 # The notebooks' mechanics (papermill parameters, runner, storage, scoring and gate tables,
 # analysis) on scripted participants and a scripted judge, through the provider plugin every
-# notebook kernel loads; the embedded model runs these notebooks in tests/test_runner_demo.py.
+# notebook kernel loads.
 EXPERIMENT = {
     "name": "nbtest",
     "tasks": {"ids": [TASK_ID]},

@@ -51,8 +51,8 @@ def perfect_answer(prompt_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"the perfect judge has no answer for {prompt_id}")
 
 
-# One well-formed answer to each judge question the perfect judge has no answer for: what a
-# judge double in another process (helpers.scripted_plugin) gives when a test scripts nothing.
+# One well-formed answer to each judge question the perfect judge has no answer for: what the
+# judge double in another process (helpers.scripted_plugin) gives, as scripts cannot reach it.
 CANNED_ANSWERS: dict[str, dict[str, Any]] = {
     "initiative": {"reason": "it moves the task", "initiative": "task"},
     "reply": {"reason": "it answers the question", "confirms": True, "halts": False},
