@@ -19,6 +19,7 @@ from colabkit.runner import build_session, record_session
 from colabkit.session import Event, SessionSettings
 from colabkit.store import SessionRecord, load_events, load_sessions
 from colabkit.tasks import load_tasks
+from colabkit.team import ACTION_TYPES
 from colabkit.workspace import WorkspaceSnapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,6 +65,10 @@ def test_a_session_with_the_embedded_model_writes_a_valid_trajectory(tmp_path, n
     # The model may finish before everyone had a turn, so only "ai" is sure to have acted.
     acted = {e.participant for e in events}
     assert "ai" in acted and acted <= {"system", *spec.participants}
+    steps = [e for e in events if e.participant in spec.participants and e.phase == "task"]
+    assert all(e.action in (*ACTION_TYPES, "invalid_output") for e in steps)
+    if name == "single":  # the AI alone: each of its own steps is a model answer
+        assert all(e.llm_calls for e in steps if e.proposer is None) and record.totals.llm_calls >= len(steps)
     if name == "scaffolded-dr":
         assert record.memory is not None and record.memory_digest == record.memory.digest()
         assert any(e.phase == "build" for e in events)

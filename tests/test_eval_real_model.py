@@ -32,7 +32,7 @@ FRACTIONS = ("performance", "hms", "h_init_norm", "h_init_zero_rule", "a_profile
 def scored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     out = tmp_path_factory.mktemp("scored")
     assert main(["run", "--task", "demo_archaeology/0/0", "--variant", "default-dr", "--seed", "0",
-                 "--action-budget", "6", "--out", str(out), "--quiet"]) == 0
+                 "--action-budget", "3", "--out", str(out), "--quiet"]) == 0
     return out, *_score(out)
 
 

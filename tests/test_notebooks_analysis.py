@@ -3,9 +3,10 @@ assertions on what they stored.
 
 `ablations` and `explore_trajectory` run here on constructed inputs (a score table in the
 evaluation format; a session recorded with scripted participants and a real kernel).
-`run_variant`, `score` and `annotate_gates` call the runner and evaluation layers, built on
-parallel branches: their test skips until both are merged, then runs them end to end on the
-embedded model (slow).
+`run_variant`, `score` and `annotate_gates` call the runner and evaluation layers: their test
+runs the four experiment notebooks end to end on scripted participants and a scripted judge
+(mechanics). The embedded model's sessions and judge are tests/test_e2e_real_model.py's and
+tests/test_eval_real_model.py's; `make demo` runs these notebooks on it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,18 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+import yaml
 from helpers.score_tables import score_table
-from helpers.stored_session import record_scaffolded_session
+from helpers.scripted_plugin import subprocess_env
+from helpers.stored_session import (
+    HYPOTHESIS,
+    TASK_ID,
+    WAIT,
+    ai_first_seed,
+    record_scaffolded_session,
+    say,
+    scaffolded_scripts,
+)
 
 from colabkit.analysis.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
 from colabkit.analysis.stats import STUDY_COLUMNS
@@ -146,50 +157,59 @@ def test_nbval_lax_passes_on_the_analysis_notebooks(tmp_path, scores_file, store
     assert (tmp_path / "analysis" / "study_table.csv").is_file()
 
 
-EXPERIMENT_YAML = """\
-name: nbtest
-tasks:
-  ids: [demo_archaeology/0/0]
-variants: [default-dr, scaffolded-dr]
-seeds: [0]
-models:
-  default: local/smollm2-135m
-judge: local/smollm2-135m
-# The notebooks' mechanics, on the embedded model: the judged hypothesis metrics are left to
-# tests/test_runner_demo.py (the same notebooks through `colabkit batch`) and test_eval_real_model.py.
-metrics: [work, initiative, gates]
-settings:
-  action_budget: 2
-  max_rounds: 2
-concurrency:
-  sessions: 2
-  kernels: 2
-"""
+# The notebooks' mechanics (papermill parameters, runner, storage, scoring and gate tables,
+# analysis) on scripted participants and a scripted judge, through the provider plugin every
+# notebook kernel loads.
+EXPERIMENT = {
+    "name": "nbtest",
+    "tasks": {"ids": [TASK_ID]},
+    "variants": ["default-dr", "scaffolded-dr"],
+    "seeds": [ai_first_seed()],
+    "models": {"default": "scripted/everyone", **{pid: f"scripted/{pid}" for pid in ("ai", "D", "R")}},
+    "judge": "judgedouble/notebooks",
+    "metrics": ["work", "initiative", "gates"],
+    "settings": {"action_budget": 6, "max_rounds": 6},
+    "concurrency": {"sessions": 2, "kernels": 2},
+}
+DEFAULT_DR = {"ai": [say("execute_code", "print(6 * 7)"), say("send_message", "D, do the counts look right?", "D"),
+                     say("edit_result", HYPOTHESIS), say("finish", "done")],
+              "D": [say("send_message", "Yes, they match the data.", "ai")]}
+SCRIPTS = {"default-dr": DEFAULT_DR, "scaffolded-dr": scaffolded_scripts()}
 
 
-@pytest.mark.slow
-def test_the_experiment_notebooks_run_score_annotate_and_analyse(tmp_path):
-    """Needs the runner and evaluation layers (parallel branches): skipped until merged."""
-    runner = pytest.importorskip("colabkit.runner")
-    evaluation = pytest.importorskip("colabkit.evaluation")
+def scripted_kernels(monkeypatch: pytest.MonkeyPatch, scripts: dict[str, list]) -> None:
+    """Kernels and nbval processes started from now on answer with `scripts` and the judge double."""
+    for key, value in subprocess_env(default=WAIT, scripts=scripts).items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.mark.slow  # seven notebook kernels
+def test_the_experiment_notebooks_run_score_annotate_and_analyse(tmp_path, monkeypatch):
+    from colabkit import evaluation, runner
+
     config = tmp_path / "nbtest.yaml"
-    config.write_text(EXPERIMENT_YAML)
+    config.write_text(yaml.safe_dump(EXPERIMENT))
     root = tmp_path / "results"
     folder = runner.load_experiment(config, results=root).folder()
     for name in ("default-dr", "scaffolded-dr"):
+        scripted_kernels(monkeypatch, SCRIPTS[name])  # each run_variant kernel pops its own copy
         nb = execute("run_variant", tmp_path, experiment=str(config), results=str(root), variant=name)
         table = code_cells(nb)[-1].outputs[-1]["data"]["text/plain"]
-        assert "demo_archaeology/0/0" in table
+        assert TASK_ID in table
     from colabkit.store import load_sessions
 
     sessions = load_sessions(folder)
     assert sorted(sessions["variant"]) == ["default-dr", "scaffolded-dr"]
+    assert set(sessions["ended_by"]) == {"finish"} and set(sessions["final_hypothesis"]) == {HYPOTHESIS}
     nbval_lax("score", tmp_path, experiment=str(config), results=str(root))
     scores = evaluation.load_scores(folder)
     assert sorted(scores["session_id"]) == sorted(sessions["session_id"])
+    assert (scores["h_init_norm"].notna() & scores["w_total"].gt(0)).all()  # the judge's labels were used
     nbval_lax("annotate_gates", tmp_path, experiment=str(config), results=str(root))
     gates = evaluation.load_gate_annotations(folder)
-    assert {"request_id", "decision", "grounded"} <= set(gates.columns)
+    scaffolded = sessions.loc[sessions["variant"] == "scaffolded-dr", "session_id"].item()
+    assert gates[["session_id", "signatory", "decision", "grounded"]].values.tolist() == [
+        [scaffolded, "R", "approved", True]]
     execute("ablations", tmp_path, experiment=str(config), results=str(root))
     study = pd.read_csv(folder / "analysis" / "study_table.csv")
     assert sorted(study["variant"].unique()) == ["default-dr", "scaffolded-dr"]

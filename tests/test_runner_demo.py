@@ -1,5 +1,10 @@
-"""`make demo`'s path on a tiny config: `colabkit batch` over the study's own notebooks, on the
-embedded model, leaves the rendered notebooks, the main table and the ablation figure."""
+"""`make demo`'s path on a tiny config: `colabkit batch` over the study's own notebooks leaves
+the rendered notebooks, the main table and the ablation figure.
+
+The batch's mechanics are under test, so its participants and judge are scripted (through the
+provider plugin every notebook kernel loads); the embedded model runs sessions end to end in
+tests/test_e2e_real_model.py and judges one in tests/test_eval_real_model.py.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,18 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers.scripted_plugin import subprocess_env
+from helpers.stored_session import HYPOTHESIS, WAIT, ai_first_seed, say
 
+from colabkit.evaluation import load_gate_annotations, load_scores
 from colabkit.runner import load_experiment
+from colabkit.store import load_sessions
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = ("run_variant", "score", "annotate_gates", "ablations")
-pytestmark = pytest.mark.slow
+# single: the edit and the finish go through; preassigned-dr: R signs both (its gates).
+SCRIPTS = {"ai": [say("edit_result", HYPOTHESIS), say("finish", "done")],
+           "R": [say("approve", "the counts support it", "req-1"), say("approve", "ready to submit", "req-2")]}
 
 
 def test_make_demo_runs_the_demo_config_through_batch():
@@ -23,22 +34,32 @@ def test_make_demo_runs_the_demo_config_through_batch():
     assert "colabkit batch experiments/demo.yaml" in recipe
 
 
+@pytest.mark.slow  # five notebook kernels
 @pytest.mark.skipif(not all((REPO / "notebooks" / f"{n}.ipynb").is_file() for n in STEPS),
                     reason="the study notebooks are not in this tree yet")
 def test_batch_on_a_tiny_demo_config_renders_notebooks_table_and_figure(tmp_path):
     demo = yaml.safe_load((REPO / "experiments" / "demo.yaml").read_text())
-    tiny = {**demo, "variants": ["single", "preassigned-dr"], "settings": {"action_budget": 1, "max_rounds": 1},
+    tiny = {**demo, "variants": ["single", "preassigned-dr"], "seeds": [ai_first_seed()],
+            "models": {"default": "scripted/everyone", "ai": "scripted/ai", "R": "scripted/R"},
+            "judge": "judgedouble/demo", "settings": {"action_budget": 2, "max_rounds": 3},
             "results": str(tmp_path / "results")}
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny))
-    run = subprocess.run([sys.executable, "-m", "colabkit", "batch", str(path), "--quiet"], cwd=REPO,
+    env = subprocess_env(default=WAIT, scripts=SCRIPTS)  # every kernel pops its own copy
+    run = subprocess.run([sys.executable, "-m", "colabkit", "batch", str(path), "--quiet"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout + run.stderr
     folder = load_experiment(path).folder()
     rendered = {p.stem for p in (folder / "notebooks").glob("*.ipynb")}
     assert rendered == {"run_variant-single", "run_variant-preassigned-dr", "score", "annotate_gates", "ablations"}
+    sessions = load_sessions(folder)
+    assert sorted(sessions["variant"]) == ["preassigned-dr", "single"]
+    assert set(sessions["ended_by"]) == {"finish"} and set(sessions["final_hypothesis"]) == {HYPOTHESIS}
+    assert sorted(load_scores(folder)["session_id"]) == sorted(sessions["session_id"])
+    gates = load_gate_annotations(folder)
+    assert sorted(gates["action"]) == ["edit_result", "finish"] and set(gates["decision"]) == {"approved"}
     tables = list(folder.rglob("*.csv"))
     figures = list(folder.rglob("*.png")) + list(folder.rglob("*.svg"))
     assert tables and figures
     assert str(folder / "notebooks") in run.stdout and str(figures[0]) in run.stdout
-    assert "plumbing-grade" in run.stdout
+    assert "plumbing-grade" not in run.stdout  # said only of the embedded model (tests/test_runner_cli.py)

@@ -51,6 +51,20 @@ def perfect_answer(prompt_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"the perfect judge has no answer for {prompt_id}")
 
 
+# One well-formed answer to each judge question the perfect judge has no answer for: what the
+# judge double in another process (helpers.scripted_plugin) gives, as scripts cannot reach it.
+CANNED_ANSWERS: dict[str, dict[str, Any]] = {
+    "initiative": {"reason": "it moves the task", "initiative": "task"},
+    "reply": {"reason": "it answers the question", "confirms": True, "halts": False},
+    "gate": {"reason": "the signatory checked the counts", "expertise_fit": True, "grounded": True,
+             "correct_in_hindsight": True, "changed_course": False},
+    "profile": {"reason": "general analysis", "expertise": "generic"},
+    "workflow_node": {"reason": "no cell does it", "implemented": False, "cell": None},
+    "hypothesis_claims": {"claims": ["Axes are most frequent in the 12th century BCE."]},
+    "claim_support": {"reason": "no cell shows it", "supported": False, "cell": None},
+}
+
+
 class JudgeDouble(CustomLLM):
     """Scripted outputs per judge prompt id; remembers every request in `calls`."""
 

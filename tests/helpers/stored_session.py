@@ -36,11 +36,14 @@ def record_session(spec, task, out):
     return record(spec, task, out=out)
 
 
-def record_scaffolded_session(out: Path) -> Path:
-    """Record the session into `out`; return its folder."""
-    team = ("ai", "D", "R")
-    seed = next(s for s in range(1000) if all(round_order(team, s, r)[0] == "ai" for r in range(1, 6)))
-    scripts = {
+def ai_first_seed(team: tuple[str, ...] = ("ai", "D", "R")) -> int:
+    """A seed whose round order puts the AI first in rounds 1-5 (the scripts assume it)."""
+    return next(s for s in range(1000) if all(round_order(team, s, r)[0] == "ai" for r in range(1, 6)))
+
+
+def scaffolded_scripts() -> dict[str, list]:
+    """Each participant's answers (JSON-serialisable) for the session described above."""
+    return {
         "ai": [{**SLOTS, "gates": []},
                {**SLOTS, "gates": [{"action": "edit_result", "signatory": "R"}]},
                say("execute_code", "print(6 * 7)", thought="AI-THOUGHT: count the hoards first"),
@@ -51,8 +54,12 @@ def record_scaffolded_session(out: Path) -> Path:
         "R": [{**SLOTS, "gates": []}, *RATIFY, say("send_message", "Yes, the 12th century fits.", "ai", thought="R-THOUGHT"),
               say("approve", "matches the counts", "req-1", thought="R-THOUGHT: the counts support it")],
     }
-    use_scripted(scripts, default=WAIT)
+
+
+def record_scaffolded_session(out: Path) -> Path:
+    """Record the session into `out`; return its folder."""
+    use_scripted(scaffolded_scripts(), default=WAIT)
     var = variant("scaffolded-dr")
-    spec = SessionSpec(task_id=TASK_ID, variant=var, seed=seed,
+    spec = SessionSpec(task_id=TASK_ID, variant=var, seed=ai_first_seed(var.team),
                        models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team})
     return record_session(spec, load_tasks().get(TASK_ID), out)
