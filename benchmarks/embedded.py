@@ -191,7 +191,7 @@ def configure(threads: int, batch_threads: int, kv: str) -> None:
     provider.close()
     provider._weights.clear()  # their compute slots were sized for the previous thread count
     provider.n_threads, provider.n_threads_batch, provider.kv_type = threads, batch_threads, kv
-    provider.parallel = max(1, len(os.sched_getaffinity(0)) // max(threads, batch_threads))
+    provider.parallel = max(1, len(os.sched_getaffinity(0)) // threads)
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:

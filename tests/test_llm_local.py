@@ -7,10 +7,11 @@ import asyncio
 from typing import Literal
 
 import pytest
+from litellm.types.utils import ModelResponse
 from pydantic import BaseModel, Field
 
 from colabkit.errors import ColabkitError
-from colabkit.llm import Gateway, ModelConfig, ProviderError, RetryPolicy, StructuredOutputError
+from colabkit.llm import Gateway, ModelConfig, ProviderError, RetryPolicy, StructuredOutputError, local
 from colabkit.llm.local import THREADS_ENV, LocalLlamaProvider, locate_gguf, shared_local_provider
 from colabkit.llm.providers import litellm_module
 
@@ -129,13 +130,37 @@ def test_missing_gguf_is_a_fatal_provider_error_naming_the_file(tmp_path):
     assert [r.attempts for r in info.value.records] == [1] and "nope.gguf" in str(info.value)
 
 
-def test_one_compute_thread_and_an_8bit_kv_cache_unless_the_environment_says_otherwise(monkeypatch):
+def test_one_decoding_thread_and_an_8bit_kv_cache_unless_the_environment_says_otherwise(monkeypatch):
     monkeypatch.delenv(THREADS_ENV, raising=False)
+    monkeypatch.setattr(local, "_usable_cores", lambda: 2)
     provider = LocalLlamaProvider()
-    assert (provider.n_threads, provider.n_threads_batch, provider.kv_type) == (1, 1, "q8_0")
+    assert (provider.n_threads, provider.n_threads_batch, provider.kv_type, provider.parallel) == (1, 2, "q8_0", 2)
+    monkeypatch.setattr(local, "_usable_cores", lambda: 1)
+    assert (LocalLlamaProvider().n_threads_batch, LocalLlamaProvider().parallel) == (1, 1)
     monkeypatch.setenv(THREADS_ENV, "2")
     assert (LocalLlamaProvider().n_threads, LocalLlamaProvider().n_threads_batch) == (2, 2)
     assert LocalLlamaProvider(n_threads=3).n_threads == 3
     monkeypatch.setenv(THREADS_ENV, "two")
     with pytest.raises(ColabkitError, match=THREADS_ENV):
         LocalLlamaProvider()
+
+
+@pytest.mark.slow
+def test_prefill_threads_do_not_change_the_answer():
+    """The default prefills on two threads and decodes on one; that is safe only because the
+    prefill's thread count leaves the numbers, hence the sampled text, exactly as they were."""
+    long = [MESSAGES[0], {"role": "user", "content": MESSAGES[1]["content"] + " Column notes: " + " ".join(
+        f"col{i} holds counts of hoard type {i} per century." for i in range(60))}]
+    answers = []
+    for prefill in (1, 2):
+        provider = LocalLlamaProvider(n_threads=1, n_threads_batch=prefill)
+        try:
+            out = provider.completion(
+                model="smollm2-135m", messages=long, api_base=None, custom_prompt_dict={},
+                model_response=ModelResponse(), print_verbose=None, encoding=None, api_key=None,
+                logging_obj=None, optional_params={"max_tokens": 60, "temperature": 0.7, "seed": 3},
+                litellm_params={"metadata": {"kv_slot": f"prefill-{prefill}"}})
+        finally:
+            provider.close()
+        answers.append((out.choices[0].message.content, out.usage.prompt_tokens))  # type: ignore[union-attr,attr-defined]
+    assert answers[0][1] > 500 and answers[0] == answers[1]

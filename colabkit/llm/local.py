@@ -58,14 +58,18 @@ DEFAULT_SLOT = "default"
 # 31 instead of 42 ms CPU per completion token, answers as schema-valid (benchmarks/README.md).
 _KV_TYPES = {"f16": 1, "q8_0": 8}
 DEFAULT_KV_TYPE = "q8_0"
-# One compute thread: a 135M model gives two threads too little work between their barriers,
-# and with other processes on the cores (kernels, concurrent sessions) the pair waits on each
-# other. Measured on 2 loaded cores: 14 instead of 17 ms CPU and 23 instead of 35 ms wall per
-# token (benchmarks/README.md). On a quiet dedicated machine two threads decode and prefill
-# about twice as fast: set COLABKIT_LLM_THREADS=2 there. Fixed, not load-dependent, because the thread count
-# can change low-order bits and with them sampled text.
+# One decoding thread: a 135M model gives two threads too little work between their barriers
+# for each token, and with other processes on the cores (kernels, concurrent sessions) the
+# pair waits on each other. Measured on 2 loaded cores: 14 instead of 17 ms CPU and 23
+# instead of 35 ms wall per token (benchmarks/README.md). Fixed, not load-dependent, because
+# the decoding thread count can change low-order bits and with them sampled text
+# (`COLABKIT_LLM_THREADS` sets it, e.g. 2 on a quiet dedicated machine).
+# Prefill is one large batch per call, enough work for two threads, and its answers are the
+# same bit for bit whatever the thread count (tests/test_llm_local.py): up to
+# `PREFILL_THREADS` prefill, 1.4-1.8x faster on 2 cores.
 THREADS_ENV = "COLABKIT_LLM_THREADS"
 DEFAULT_THREADS = 1
+PREFILL_THREADS = 2
 _SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed",
                   "presence_penalty", "frequency_penalty", "repeat_penalty")
 
@@ -160,9 +164,10 @@ class LocalLlamaProvider(CustomLLM):
         self.n_ctx = n_ctx
         self.max_contexts = max_contexts
         self.n_threads = n_threads or _threads_from_env()
-        # Prefill too: measured on loaded cores, a second prefill thread saved no CPU and no wall time.
-        self.n_threads_batch = n_threads_batch or self.n_threads
-        self.parallel = max(1, _usable_cores() // max(self.n_threads, self.n_threads_batch))
+        self.n_threads_batch = n_threads_batch or max(self.n_threads, min(PREFILL_THREADS, _usable_cores()))
+        # Concurrent calls as the decoding threads allow (decoding is most of a long answer;
+        # two prefills at once only share the cores for a moment).
+        self.parallel = max(1, _usable_cores() // self.n_threads)
         self.kv_type = kv_type
         self._weights: dict[Path, _Weights] = {}
         self._registry_lock = threading.Lock()
