@@ -113,9 +113,9 @@ def test_prompt_beyond_the_context_fails_once_without_retries(model_calls):
 def test_each_caller_of_each_session_keeps_its_own_context():
     provider = shared_local_provider()
     session, other = Gateway(), Gateway()  # a gateway per session, as the runner makes them
-    run(session.complete(ModelConfig(max_tokens=2), MESSAGES, caller="D"))
-    run(session.complete(ModelConfig(max_tokens=2), MESSAGES, caller="R"))
-    run(other.complete(ModelConfig(max_tokens=2), MESSAGES, caller="D"))
+    for gateway, caller in ((session, "D"), (session, "R"), (other, "D")):
+        asked = [*MESSAGES[:-1], {"role": "user", "content": f"{MESSAGES[-1]['content']} ({caller})"}]  # no cache hit
+        run(gateway.complete(ModelConfig(max_tokens=2), asked, caller=caller))
     [weights] = [w for w in provider._weights.values() if w.path == locate_gguf("smollm2-135m")]
     assert {f"{session.kv_scope}/D", f"{session.kv_scope}/R", f"{other.kv_scope}/D"} <= set(weights.contexts)
     assert session.kv_scope != other.kv_scope
