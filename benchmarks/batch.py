@@ -9,8 +9,8 @@ concurrency, so the ideal time is the same at every level) and reports
 - wall / ideal, where ideal = total model time / concurrency (target <= 1.1 at 64): what the
   suite adds on top of waiting, kernels included. tau2-bench measured a ceiling of about 10
   concurrent simulations per process; Co-Gym runs one OS process per member;
-- the CPU the level needed, this process's and its kernels' (`RUSAGE_CHILDREN`: kernels are
-  waited for when they close), and the floor it sets on a machine with this many cores:
+- the CPU the level needed, this process's and its kernels' (sampled with the memory; a
+  slight undercount), and the floor it sets on a machine with this many cores:
   CPU seconds / cores. When the floor is above the ideal, no scheduler can reach the ideal
   there; wall / max(ideal, floor) then says how close the runner comes to what the machine allows;
 - peak memory per live session, kernel included: the proportional set size (PSS, shared
@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -45,28 +44,32 @@ from colabkit.runner.capacity import MEMORY_SHARE, TYPICAL_SESSION_MB, machine_k
 TARGET_RATIO = 1.1
 
 
-def memory_now(me: psutil.Process) -> tuple[float, int]:
-    """(PSS of this process and its descendants in bytes, live kernels = descendant Python processes)."""
+def memory_now(me: psutil.Process, cpu_seen: dict[int, float] | None = None) -> tuple[float, int]:
+    """(PSS of this process and its descendants in bytes, live kernels = descendant Python processes).
+
+    With `cpu_seen`, also records each descendant's CPU seconds so far (kernels are not
+    waited for by this process, so `RUSAGE_CHILDREN` never sees them).
+    """
     total, kernels = 0.0, 0
     for proc in [me, *me.children(recursive=True)]:
         try:
             info = proc.memory_full_info()
             total += getattr(info, "pss", info.rss)
-            if proc.pid != me.pid and "python" in proc.name().lower():
-                kernels += 1
+            if proc.pid != me.pid:
+                if cpu_seen is not None:
+                    times = proc.cpu_times()
+                    cpu_seen[proc.pid] = max(cpu_seen.get(proc.pid, 0.0), times.user + times.system)
+                if "python" in proc.name().lower():
+                    kernels += 1
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return total, kernels
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-async def sample(me: psutil.Process, into: list[tuple[float, float, int]], stop: asyncio.Event) -> None:
+async def sample(me: psutil.Process, into: list[tuple[float, float, int]], stop: asyncio.Event,
+                 cpu_seen: dict[int, float]) -> None:
     while not stop.is_set():
-        pss, kernels = await asyncio.to_thread(memory_now, me)
+        pss, kernels = await asyncio.to_thread(memory_now, me, cpu_seen)
         into.append((time.perf_counter(), pss, kernels))
         try:
             await asyncio.wait_for(stop.wait(), 0.5)
@@ -81,16 +84,16 @@ async def one_level(concurrency: int, n: int, variant: str, budget: int, model: 
     items = [(bm.spec(variant, seed, budget=budget), bm.task()) for seed in range(n)]
     samples: list[tuple[float, float, int]] = []
     stop = asyncio.Event()
-    sampler = asyncio.create_task(sample(me, samples, stop))
+    cpu_seen: dict[int, float] = {}
+    sampler = asyncio.create_task(sample(me, samples, stop, cpu_seen))
     calls0, model0 = model.calls, model.model_time
-    kids0 = _children_cpu()
     cpu0, t0 = time.process_time(), time.perf_counter()
     summary = await arun_sessions(items, out=out, sessions=concurrency, kernels=concurrency, progress=False)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    kernels_cpu = _children_cpu() - kids0
-    floor = (cpu + kernels_cpu) / len(os.sched_getaffinity(0))
     stop.set()
     await sampler
+    kernels_cpu = sum(cpu_seen.values())  # sampled every 0.5 s: the last half second of each is missed
+    floor = (cpu + kernels_cpu) / len(os.sched_getaffinity(0))
     calls, model_time = model.calls - calls0, model.model_time - model0
     ideal = model_time / concurrency
     peak = max(samples, key=lambda s: s[1]) if samples else (0.0, base_pss, 0)
