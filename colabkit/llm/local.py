@@ -8,7 +8,8 @@ Prefix KV reuse when participants alternate: each caller gets its own llama cont
 `Llama` per (GGUF, caller), least recently used evicted beyond `max_contexts`), so the
 agent's next step only prefills what was appended since its last one. The alternative,
 one context plus `LlamaRAMCache`, copies the whole KV state out and back on every call
-(~2 s each on 2 cores); separate contexts cost ~100 MB of RAM each and nothing per call.
+(~2 s each on 2 cores); separate contexts cost their KV cache (~100 MB each at 8 bits and
+n_ctx 8192, by arithmetic) and nothing per call.
 The caller comes from litellm's request `metadata`, which the gateway sets: `kv_slot` (the
 participant within one gateway, so two sessions of a batch never share a context and evict
 each other's prefix) or else `caller`.

@@ -115,7 +115,7 @@ class Ratification(BaseModel):
 
     The reply is a union on `decision`, so the schema itself (and with it the embedded model's
     decoding grammar) allows no 'amend' without its text; a flat {decision, amendment} pair let
-    a model answer 'amend' with nothing, a failed step in about one build in six.
+    a model answer 'amend' with nothing: a failed step in two of six measured builds.
     """
 
     reply: Accept | Amend = Field(discriminator="decision", description=_REPLY_HELP)
