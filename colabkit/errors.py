@@ -8,3 +8,9 @@ CLI can print it without a traceback.
 
 class ColabkitError(Exception):
     """A problem with the user's input or environment, reported as one clear line."""
+
+
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """`exc`'s message on one line (whitespace collapsed), cut to `limit` characters, for
+    error lines, flags and reports that quote another library's error."""
+    return " ".join(str(exc).split())[:limit]

@@ -28,6 +28,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from colabkit.errors import one_line
 from colabkit.hashing import sha256_hex
 from colabkit.llm import (
     DEFAULT_MODEL,
@@ -133,18 +134,14 @@ class Judge:
             raise
         except StructuredOutputError as exc:
             kind = "judge_invalid" if exc.raw is not None else "judge_error"
-            return Verdict[schema](**base, value=None, flag=f"{kind}: {_one_line(exc)}",  # type: ignore[valid-type]
+            return Verdict[schema](**base, value=None, flag=f"{kind}: {one_line(exc, 300)}",  # type: ignore[valid-type]
                                    raw=exc.raw, calls=exc.records)
         except Exception as exc:  # the gateway promises not to raise others; fail closed anyway
             return Verdict[schema](**base, value=None,  # type: ignore[valid-type]
-                                   flag=f"judge_error: {type(exc).__name__}: {_one_line(exc)}")
+                                   flag=f"judge_error: {type(exc).__name__}: {one_line(exc, 300)}")
         return Verdict[schema](**base, value=value, raw=raw, calls=calls)  # type: ignore[valid-type]
 
 
 def judge_id(config: ModelConfig | None) -> str | None:
     """Short hash naming a judge configuration in file names (None: no judge)."""
     return None if config is None else sha256_hex(config.output_identity())[:12]
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import colabkit
-from colabkit.errors import ColabkitError
+from colabkit.errors import ColabkitError, one_line
 from colabkit.evaluation.config import ScoringConfig
 from colabkit.evaluation.judge import PLUMBING_WARNING, Judge
 from colabkit.evaluation.records import ScoreFile, ScoreResult
@@ -111,7 +111,7 @@ async def ascore_results(results: Path | str, config: ScoringConfig | None = Non
     except BudgetExceeded as exc:
         report.stopped = f"budget: {exc.reason}"
     except ProviderError as exc:
-        report.stopped = f"provider: {' '.join(str(exc).split())[:300]}"
+        report.stopped = f"provider: {one_line(exc, 300)}"
     finally:
         if own_gateway and gateway is not None:
             gateway.close()
@@ -206,7 +206,7 @@ async def _safe_score(scorer: Scorer, ctx: SessionContext) -> ScoreResult:
     except Exception as exc:
         _log.exception("scorer %s failed on session %s", scorer.name, ctx.session_id)
         return ScoreResult(values=dict.fromkeys(scorer.columns), complete=False,
-                           flags=[f"scorer_error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"])
+                           flags=[f"scorer_error: {type(exc).__name__}: {one_line(exc)}"])
 
 
 def _task_ids(folders: list[Path]) -> list[str]:

@@ -13,7 +13,7 @@ import os
 from functools import partial
 from pathlib import Path
 
-from colabkit.errors import ColabkitError
+from colabkit.errors import ColabkitError, one_line
 from colabkit.evaluation.judge import Judge
 from colabkit.evaluation.records import ScoreFile
 from colabkit.evaluation.scorer import Scorer, SessionContext
@@ -61,7 +61,7 @@ def read_score(path: Path) -> ScoreFile | None:
     try:
         return ScoreFile.model_validate_json(path.read_bytes())
     except ValueError as exc:
-        raise ColabkitError(f"unreadable score file {path}: {' '.join(str(exc).split())[:200]}") from None
+        raise ColabkitError(f"unreadable score file {path}: {one_line(exc)}") from None
 
 
 def write_score(session_folder: Path, score: ScoreFile, batch: AtomicBatch | None = None) -> Path:
@@ -120,7 +120,7 @@ def read_snapshot(session_folder: Path) -> WorkspaceSnapshot:
 
 
 def _unreadable(session_folder: Path, exc: Exception) -> ColabkitError:
-    return ColabkitError(f"cannot read stored session {session_folder}: {' '.join(str(exc).split())[:200]}")
+    return ColabkitError(f"cannot read stored session {session_folder}: {one_line(exc)}")
 
 
 def finished_sessions(results: Path) -> list[Path]:

@@ -22,7 +22,7 @@ import orjson
 import pandas as pd
 import pyarrow.parquet as pq
 
-from colabkit.errors import ColabkitError
+from colabkit.errors import ColabkitError, one_line
 from colabkit.store.atomic import atomic_path
 from colabkit.store.layout import EVENTS_FILE, SESSION_FILE
 
@@ -141,7 +141,7 @@ def _append_events(folder: Path, rec: dict, cols: dict[str, list]) -> None:
         cache_hits = [sum(1 for x in c if x["cache_hit"]) if c else 0 for c in calls]
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise ColabkitError(f"malformed event log {path}: {type(exc).__name__}: "
-                           f"{' '.join(str(exc).split())[:200]}") from None
+                           f"{one_line(exc)}") from None
     cols["session_id"] += [sid] * n
     cols["event_id"] += [f"{sid}-{seq:05d}" for seq in seqs]
     cols["seq"] += seqs
