@@ -26,10 +26,19 @@ from pydantic import BaseModel
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError
-from colabkit.session.actions import DECISIONS, Action, InvalidAction, StepSchema, to_action, valid_actions
+from colabkit.session.actions import (
+    DECISIONS,
+    MEMORY_UPDATE,
+    Action,
+    InvalidAction,
+    StepSchema,
+    to_action,
+    valid_actions,
+)
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_table
+from colabkit.session.memory_updates import LivingMemory
 from colabkit.session.observation import Observation, build_observation
 from colabkit.session.react import ask, step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
@@ -37,7 +46,7 @@ from colabkit.session.settings import SessionSpec
 from colabkit.session.totals import Totals, session_totals
 from colabkit.session.views import Thought, cell_output, clip
 from colabkit.tasks import Task
-from colabkit.team import MemoryRecord, private_briefing
+from colabkit.team import MemoryRecord, gate_changes, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
 
 RESULT_CHARS = 500
@@ -81,6 +90,7 @@ class _Session:
         self.cells_at_request: dict[str, int] = {}  # request id -> cells run when it was made
         self.memory: MemoryRecord | None = None
         self.gates = Gatekeeper(None, self.team)
+        self.living: LivingMemory | None = None  # the Dynamic variants' memory, after the build
         self.round = 0
 
     async def play(self) -> EndedBy:
@@ -97,6 +107,8 @@ class _Session:
             self.memory = await build_memory(self.spec, self.task.query, self.briefings,
                                              gateway=self.gateway, log=self.log, sample=self.spec.seed)
         self.gates = Gatekeeper(gate_table(self.variant, self.memory), self.team)
+        if self.variant.memory_updates and self.memory is not None:
+            self.living = LivingMemory(self.memory, self.variant.team_personas())
         for self.round in range(1, self.spec.settings.max_rounds + 1):
             for pid in round_order(self.team, self.spec.seed, self.round):
                 ended = await self.turn(pid)
@@ -105,6 +117,16 @@ class _Session:
             if self.sched.end_round():
                 return "idle"
         return "max_rounds"
+
+    def has_requests(self, pid: str) -> bool:
+        """Whether a gated request or a memory update waits for `pid`'s decision."""
+        return bool(self.gates.addressed_to(pid)) or bool(self.living and self.living.addressed_to(pid))
+
+    def memory_text(self) -> str | None:
+        # Fitted by the memory itself: slots trimmed evenly, the enforced gate line kept whole.
+        if self.living is not None:
+            return self.living.render(max_chars=self.profile.memory_chars)
+        return self.memory.render(max_chars=self.profile.memory_chars) if self.memory is not None else None
 
     def observe(self, pid: str) -> Observation:
         side = [p for p in self.team if self.sides[p] == self.sides[pid]]
@@ -119,15 +141,18 @@ class _Session:
             budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
-            # Fitted by the memory itself: slots trimmed evenly, the enforced gate line kept whole.
-            memory=self.memory.render(max_chars=self.profile.memory_chars) if self.memory is not None else None,
+            memory=self.memory_text(),
             workspace=self.ws,
             gatekeeper=self.gates,
             cells_at_request=self.cells_at_request,
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
-            valid_actions=valid_actions(pid, self.team, has_requests=bool(self.gates.addressed_to(pid)),
-                                        decisions_only=self.sched.actions_left(pid) == 0),
+            valid_actions=valid_actions(pid, self.team, has_requests=self.has_requests(pid),
+                                        decisions_only=self.sched.actions_left(pid) == 0,
+                                        memory_updates=self.living is not None),
+            memory_updates=self.living is not None,
+            updates_for_me=[u.line() for u in self.living.addressed_to(pid)] if self.living else (),
+            my_updates=[u.line() for u in self.living.proposed_by(pid)] if self.living else (),
         )
 
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
@@ -137,11 +162,11 @@ class _Session:
         """One participant's step, if it has anything new in view; the end it caused, if any."""
         observation = self.observe(pid)
         key = observation.view_key()
-        if not self.sched.eligible(pid, key, has_requests=bool(self.gates.addressed_to(pid))):
+        if not self.sched.eligible(pid, key, has_requests=self.has_requests(pid)):
             return None
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
         messages = step_messages(self.variant.persona(pid).prompt, observation.render())
-        schema = step_schema(self.profile.thought_chars, self.profile.content_chars)
+        schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None)
         answer = await ask(self.gateway, self.spec.model_for(pid), messages, schema,
                            caller=pid, sample=self.spec.seed)
         step = answer.value
@@ -170,7 +195,11 @@ class _Session:
                 f"your side has spent its action budget: only {', '.join(DECISIONS)} are possible now"), **fields)
             return False
         if action.type in ("approve", "reject"):
+            if (action.request_id or "").startswith("upd-"):
+                return self.answer_update(pid, action, **fields)
             return await self.decide(pid, action, **fields)
+        if action.type == MEMORY_UPDATE:
+            return self.propose_update(pid, action, **fields)
         rule = self.gates.rule_for(action, pid)
         if rule is not None:
             request = self.gates.open(action, pid, rule, self.round)
@@ -199,6 +228,47 @@ class _Session:
             return False
         return await self.apply(request.action, request.proposer, **gate)
 
+    def propose_update(self, pid: str, action: Action, **fields: Any) -> bool:
+        """Hold a memory update for the team's answer (the Dynamic variants' team act)."""
+        try:
+            if self.living is None:  # valid_actions never offers it; a model may still write it
+                raise InvalidAction("this team's memory cannot be updated during the task")
+            pending = self.living.propose(action, pid, self.round)
+        except InvalidAction as exc:
+            self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
+            return False
+        self.emit(pid, action.type, "pending", args=action.args(), request_id=pending.update_id,
+                  result=f"held as {pending.update_id} until {', '.join(pending.voters)} approve", **fields)
+        return False
+
+    def answer_update(self, pid: str, action: Action, **fields: Any) -> bool:
+        """A member's approve/reject of a memory update; the team act's outcome is a system event."""
+        decision: Literal["approved", "rejected"] = "approved" if action.type == "approve" else "rejected"
+        try:
+            if self.living is None:
+                raise InvalidAction(f"unknown update {action.request_id}: this team's memory is frozen")
+            before = self.living.current
+            pending = self.living.answer(action.request_id or "", pid, decision, action.reason, self.round)
+        except InvalidAction as exc:
+            self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
+            return False
+        self.emit(pid, action.type, decision, args=action.args(), request_id=pending.update_id, signatory=pid,
+                  decision=decision, decision_reason=action.reason, proposer=pending.proposer,
+                  result=f"{pending.update_id} ({pending.update.slot} by {pending.proposer}) {decision}", **fields)
+        outcome = {"update_id": pending.update_id, "slot": pending.update.slot, "proposer": pending.proposer}
+        if pending.status == "dropped":
+            self.emit(SYSTEM, "memory_update_dropped", "info", args={**outcome, "rejected_by": pid},
+                      result=f"{pending.update_id} dropped: {pid} rejected it")
+        elif pending.status == "applied":
+            memory = self.living.current
+            added, removed = gate_changes(before, memory)
+            self.gates.table = memory.gates if self.variant.gate_source == "self" else self.gates.table
+            self.emit(SYSTEM, "memory_updated", "info", args={
+                **outcome, "version": self.living.version, "digest": memory.digest(),
+                "memory": memory.model_dump(mode="json"), "gates_added": added, "gates_removed": removed},
+                result=f"memory version {self.living.version} ({memory.digest()[:8]}): {pending.update.describe()}")
+        return False
+
     async def apply(self, action: Action, actor: str, **fields: Any) -> bool:
         """Make `action` take effect as `actor`'s and log it; True for a finish."""
         args = action.args()
@@ -226,7 +296,11 @@ class _Session:
         return False
 
     def close(self, ended_by: EndedBy, detail: dict[str, Any], calls: tuple[CallRecord, ...] = ()) -> None:
-        """Expire open requests and log the end (with the error and the calls behind it, if any)."""
+        """Expire open requests and updates and log the end (with the error and the calls behind it, if any)."""
+        for pending in self.living.expire_pending() if self.living is not None else ():
+            self.emit(SYSTEM, "request_expired", "info", request_id=pending.update_id, proposer=pending.proposer,
+                      args={"action": MEMORY_UPDATE, "slot": pending.update.slot},
+                      result=f"{pending.update_id} ({pending.update.slot} by {pending.proposer}) never decided")
         for request in self.gates.expire_pending():
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
                       signatory=request.signatory, proposer=request.proposer, args={"action": request.action.type},

@@ -1,0 +1,121 @@
+"""A living memory's updates as team acts (the Dynamic variants).
+
+A member proposes an update (`propose_memory_update`); it is held as `upd-N` and addressed
+to every other member, who answers approve or reject as its own step (counted against its
+side's budget like any decision, and possible past a spent budget like a gate decision, so
+an update can always be decided). One rejection drops it at once; when every other member
+has approved, it is applied: the memory becomes a new version with a new digest, and a
+gate-table change holds requests made from then on (requests already open keep the rule
+that held them). Updates still open at the end are expired, like requests.
+
+The pure parts (what an update says, the record it leads to) are the team layer's
+(`colabkit.team.memory_update`); this module keeps the state of one session's memory: its
+current record and version, what changed last, and the open and decided updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from colabkit.session.actions import Action, InvalidAction
+from colabkit.team import MemoryRecord, MemoryUpdate, MemoryUpdateError, Persona, apply_update, parse_update
+
+UpdateStatus = Literal["pending", "applied", "dropped", "expired"]
+
+
+@dataclass
+class PendingUpdate:
+    """One proposed update and the answers it has had (mutable until it is decided)."""
+
+    update_id: str
+    proposer: str
+    update: MemoryUpdate
+    round: int
+    voters: tuple[str, ...]
+    answers: dict[str, tuple[Literal["approved", "rejected"], str]] = field(default_factory=dict)
+    status: UpdateStatus = "pending"
+
+    def waiting_for(self) -> list[str]:
+        return [v for v in self.voters if v not in self.answers]
+
+    def line(self) -> str:
+        """How the update reads in an observation."""
+        head = f"{self.update_id} from {self.proposer}: {self.update.describe()}"
+        if self.status == "pending":
+            waiting = ", ".join(self.waiting_for())
+            return f"{head} -- waiting for {waiting}"
+        said = "; ".join(f"{who} {decision}" + (f" ({reason})" if reason else "")
+                         for who, (decision, reason) in self.answers.items())
+        return f"{head} -- {self.status}" + (f": {said}" if said else "")
+
+
+class LivingMemory:
+    """The session's current memory, its version, and the updates proposed to it."""
+
+    def __init__(self, memory: MemoryRecord, team: Sequence[Persona]) -> None:
+        self.current = memory
+        self.version = 1
+        self.team = tuple(team)
+        self.updates: dict[str, PendingUpdate] = {}
+        self.last_change = ""
+
+    @property
+    def with_gates(self) -> bool:
+        return self.current.gates is not None
+
+    def render(self, max_chars: int | None = None) -> str:
+        """The memory block of every observation: the current text, its version and last change."""
+        last = f"; last change: {self.last_change}" if self.last_change else "; no change yet"
+        state = f"living, version {self.version} {self.current.digest()[:8]}{last}"
+        return self.current.render(max_chars, state=state)
+
+    def propose(self, action: Action, proposer: str, round: int) -> PendingUpdate:
+        """Hold a proposed update for every other member's answer; `InvalidAction` if unreadable."""
+        try:
+            update = parse_update(action.slot or "", action.text, action.reason, self.team,
+                                  with_gates=self.with_gates)
+        except MemoryUpdateError as exc:
+            raise InvalidAction(str(exc)) from exc
+        pending = PendingUpdate(update_id=f"upd-{len(self.updates) + 1}", proposer=proposer, update=update,
+                                round=round, voters=tuple(p.id for p in self.team if p.id != proposer))
+        self.updates[pending.update_id] = pending
+        return pending
+
+    def answer(self, update_id: str, member: str, decision: Literal["approved", "rejected"], reason: str,
+               round: int) -> PendingUpdate:
+        """Record one member's answer; a rejection drops the update, the last approval applies it."""
+        pending = self.updates.get(update_id)
+        if pending is None:
+            mine = [u.update_id for u in self.addressed_to(member)]
+            raise InvalidAction(f"unknown update {update_id}; open for you: {', '.join(mine) if mine else 'none'}")
+        if pending.proposer == member:
+            raise InvalidAction(f"{update_id} is your own update; your teammates decide it")
+        if pending.status != "pending":
+            raise InvalidAction(f"{update_id} was already {pending.status}")
+        if member in pending.answers:
+            raise InvalidAction(f"you already answered {update_id}")
+        pending.answers[member] = (decision, reason)
+        if decision == "rejected":
+            pending.status = "dropped"
+        elif not pending.waiting_for():
+            pending.status = "applied"
+            self.current = apply_update(self.current, pending.update)
+            self.version += 1
+            self.last_change = f"{pending.update.slot} by {pending.proposer} (round {round}, {update_id})"
+        return pending
+
+    def addressed_to(self, member: str) -> list[PendingUpdate]:
+        """Open updates waiting for `member`'s answer."""
+        return [u for u in self.updates.values() if u.status == "pending" and member in u.waiting_for()]
+
+    def proposed_by(self, member: str) -> list[PendingUpdate]:
+        return [u for u in self.updates.values() if u.proposer == member]
+
+    def expire_pending(self) -> list[PendingUpdate]:
+        """Mark every open update expired (session end); return them."""
+        expired = [u for u in self.updates.values() if u.status == "pending"]
+        for pending in expired:
+            pending.status = "expired"
+        return expired
