@@ -12,12 +12,15 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
 from helpers.env import shared_data
+from helpers.score_tables import score_table
 from helpers.scripted import use_scripted
 
-from colabkit.analysis import memory_dynamics, memory_versions
+from colabkit.analysis import DYNAMIC_CONTRASTS, contrasts, memory_dynamics, memory_versions
 from colabkit.analysis.trajectory import load_trajectory, render_memory
 from colabkit.cli import main
+from colabkit.evaluation.tables import structure_of
 from colabkit.llm import ModelConfig
 from colabkit.runner import load_experiment, record_session
 from colabkit.session import SessionSettings, SessionSpec
@@ -79,3 +82,18 @@ def test_the_dynamic_experiment_plans_dynamic_beside_scaffolded_and_default(caps
     assert main(["batch", str(path), "--dry-run", "--data-root", str(root)]) == 0
     out = capsys.readouterr().out
     assert "1026 sessions" in out and re.search(r"dynamic-dr\s+114 to run of 114", out)
+
+
+def test_dynamic_sessions_are_their_own_structure_and_contrast_with_scaffolded():
+    assert structure_of(variant("dynamic-r").model_dump(mode="json")) == ("dynamic", "r")
+    assert structure_of(variant("scaffolded-r").model_dump(mode="json")) == ("scaffolded", "r")
+    study = score_table(n_tasks=4, seeds=2)
+    dynamic = study[study["structure"] == "scaffolded"].assign(
+        structure="dynamic", variant=lambda t: t["variant"].str.replace("scaffolded", "dynamic"),
+        session_id=lambda t: t["session_id"].str.replace("scaffolded", "dynamic"),
+        performance=lambda t: (t["performance"] + 0.1).clip(0, 1))
+    table = contrasts(pd.concat([study, dynamic]), DYNAMIC_CONTRASTS, metrics=["performance"])
+    assert list(zip(table["a"], table["b"], strict=True)) == [(f"dynamic-{c}", f"scaffolded-{c}")
+                                                              for c in ("d", "r", "dr")]
+    assert (table["diff"] > 0).all()
+    assert contrasts(study, DYNAMIC_CONTRASTS, metrics=["performance"]).empty  # absent: skipped

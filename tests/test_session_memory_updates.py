@@ -14,6 +14,7 @@ import json
 import pytest
 from helpers.scripted import use_scripted
 
+from colabkit.evaluation.gates import gate_requests
 from colabkit.llm import Gateway, ModelConfig
 from colabkit.session import ListSink, SessionSettings, SessionSpec, run_session
 from colabkit.session.actions import Action, InvalidAction, valid_actions
@@ -185,6 +186,8 @@ def test_a_gate_added_mid_task_holds_the_next_matching_action(tmp_path):
     held = next(e for e in events if e.action == "edit_result" and e.status == "pending")
     assert (held.signatory, held.gate_rule.signatory, held.request_id) == ("R", "R", "req-1")
     assert next(e for e in events if e.action == "memory_updated").args["gates_added"] == ["edit_result -> R"]
+    # The update itself (upd-1) is a team act, not a gated action: the gate metrics see req-1 only.
+    assert [r.request_id for r in gate_requests(events)] == ["req-1"]
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 
 from colabkit.analysis.contrasts import (
     DECOMPOSITION,
+    DYNAMIC_CONTRASTS,
     contrasts,
     correct,
     mixed_model_contrast,
@@ -47,6 +48,7 @@ from colabkit.analysis.stats import clustered_standard_error, format_study_table
 
 __all__ = [
     "DECOMPOSITION",
+    "DYNAMIC_CONTRASTS",
     "MEMORY_DYNAMICS_COLUMNS",
     "QUALITY_METRICS",
     "RATE_METRICS",
