@@ -68,7 +68,9 @@ def session_keys(folder: Path) -> tuple[dict[str, Any], str | None]:
     variant = record["spec"]["variant"]
     structure, composition = structure_of(variant)
     return {"session_id": record["session_id"], "task_id": record["task_id"], "variant": variant["name"],
-            "structure": structure, "composition": composition, "seed": record["seed"]}, record.get("ended_by")
+            "structure": structure, "composition": composition, "seed": record["seed"],
+            # the session-end rule (colabkit.analysis.termination); records from before the setting ran all_sides
+            "termination": record["spec"].get("settings", {}).get("termination", "all_sides")}, record.get("ended_by")
 
 
 def _latest(files: list[ScoreFile]) -> dict[tuple[str, str | None], ScoreFile]:

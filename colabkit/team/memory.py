@@ -197,21 +197,23 @@ class MemoryRecord(BaseModel):
         """sha256 of the canonical JSON: the memory's identity in the session record."""
         return sha256_hex(self)
 
-    def render(self, max_chars: int | None = None, *, draft: bool = False) -> str:
+    def render(self, max_chars: int | None = None, *, draft: bool = False, gates: bool = True) -> str:
         """The read-only block shown in every task-phase observation (or, `draft`, for ratifying).
 
         With `max_chars`, the four slots are trimmed evenly (longest first) so the block fits
         while every slot keeps its opening; the gate line, which is enforced, stays whole.
+        `gates=False` leaves the gate line out: the task phase shows the gates in force in
+        their own section, worded the same whoever chose them (`session.gating.gate_rules_text`).
         """
         state = "draft, not frozen yet" if draft else f"read-only, frozen {self.digest()[:8]}"
         header = f"Shared Group Memory ({state}):"
         labels = [f"- {slot.replace('_', ' ').capitalize()}: " for slot in SLOTS]
         values = [getattr(self, slot) or "(none)" for slot in SLOTS]
-        gates = [f"- Gates: {self.gates.render()}"] if self.gates is not None else []
+        gate_line = [f"- Gates: {self.gates.render()}"] if self.gates is not None and gates else []
         if max_chars is not None:
-            fixed = len(header) + sum(len(label) + 1 for label in labels) + sum(len(g) + 1 for g in gates)
+            fixed = len(header) + sum(len(label) + 1 for label in labels) + sum(len(g) + 1 for g in gate_line)
             values = fit_all(values, max_chars - fixed)
-        return "\n".join([header, *(label + value for label, value in zip(labels, values)), *gates])
+        return "\n".join([header, *(label + value for label, value in zip(labels, values)), *gate_line])
 
 
 BuildStage = Literal["propose", "consolidate", "ratify", "amend"]
