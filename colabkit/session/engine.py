@@ -57,6 +57,9 @@ class SessionResult(BaseModel):
     persona_versions: dict[str, str]
     final_hypothesis: str
     ended_by: EndedBy
+    budget_side: str | None = None
+    """When `ended_by` is "budget": whose budget ended it ("ai", "human" or "team"; see
+    `Scheduler.budget_end`, under `spec.settings.termination`)."""
     memory: MemoryRecord | None
     isolation: IsolationReport
     snapshot: WorkspaceSnapshot
@@ -307,6 +310,7 @@ async def run_session(
             persona_versions={pid: spec.variant.persona(pid).version for pid in spec.variant.team},
             final_hypothesis=ws.editor.text,
             ended_by=ended_by,
+            budget_side=session.budget_side,
             memory=session.memory,
             isolation=ws.isolation,
             snapshot=ws.snapshot(),

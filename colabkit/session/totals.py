@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.session.events import SYSTEM, Event
-from colabkit.session.settings import SessionSettings, Side, Termination
+from colabkit.session.settings import SessionSettings, Side
 
 
 class Totals(BaseModel):
@@ -23,12 +23,6 @@ class Totals(BaseModel):
     `ai_budget`, `human_budget` and `team_budget` (None: no team-wide cap) are the budgets
     they were counted against. A side's figures exist even when it has no members (a single
     agent's `human_actions` is 0), so every session has the same columns.
-
-    `termination` is the rule that ran (`SessionSettings.termination`) and `budget_side` what
-    a budget end was decided by (`Scheduler.budget_end`: "ai", "human" or "team"; None when
-    the session did not end by budget), both read from the `session_end` event. `expired`
-    counts the requests still undecided when the session ended. Records written before the
-    setting existed ran "all_sides", hence that default.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -57,8 +51,6 @@ class Totals(BaseModel):
     team_budget: int | None
     ai_actions: int
     human_actions: int
-    termination: Termination = "all_sides"
-    budget_side: str | None = None
 
 
 def session_totals(
@@ -74,8 +66,6 @@ def session_totals(
 
     def count(action: str, status: str) -> int:
         return sum(1 for e in task if e.action == action and e.status == status)
-
-    end = next((e.args for e in reversed(events) if e.action == "session_end"), {})
 
     def side_actions(side: Side) -> int:
         return sum(1 for e in acted if sides.get(e.participant) == side)
@@ -105,6 +95,4 @@ def session_totals(
         team_budget=settings.team_action_budget,
         ai_actions=side_actions("ai"),
         human_actions=side_actions("human"),
-        termination=settings.termination,
-        budget_side=end.get("budget_side"),
     )
