@@ -33,7 +33,7 @@ SCORES_PARQUET = "scores.parquet"
 JUDGEMENTS_PARQUET = "judgements.parquet"
 GATES_PARQUET = "gate_annotations.parquet"
 
-SESSION_KEYS = ("session_id", "task_id", "variant", "structure", "composition", "seed")
+SESSION_KEYS = ("session_id", "task_id", "variant", "structure", "composition", "seed", "termination")
 METRIC_COLUMNS = ("delivered", "performance", "hms", "h_init_norm", "h_init_zero_rule", "ca_plus",
                   "ca_minus", "a_profile", "c_wf", "s_hyp", "s_hyp_all", "w_total", "w_human",
                   "approval_rate", "rejection_rate", "n_gated")
