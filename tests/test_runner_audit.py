@@ -135,3 +135,19 @@ def test_the_command_exits_0_on_the_shipped_variants_and_1_on_an_injected_differ
 def test_the_command_names_a_bad_variant_in_one_line(capsys):
     assert main(["audit", str(REPO / "experiments" / "demo.yaml"), "--variants", "memory-r"]) == 2
     assert "not in experiment 'demo'" in capsys.readouterr().err
+
+
+def test_a_line_added_to_one_variants_build_phase_is_found(monkeypatch):
+    from colabkit.session import build_phase
+
+    real = build_phase.build_rules
+
+    def louder(team, with_gates, slot_chars):  # scaffolded-dr only: three members writing gates
+        text = real(team, with_gates, slot_chars)
+        return text + "\nThe Researcher has the last word." if with_gates and len(team) == 3 else text
+
+    monkeypatch.setattr(build_phase, "build_rules", louder)
+    report = audit_specs(shipped_specs(), TASK)
+    sections = {f.section for f in report.findings}
+    assert sections == {f"{stage}: Memory build" for stage in ("propose", "consolidate", "ratify", "amend")}
+    assert all(("scaffolded-dr",) in dict(f.texts) for f in report.findings)

@@ -33,9 +33,11 @@ from colabkit.errors import ColabkitError
 from colabkit.runner.build import build_spec
 from colabkit.runner.experiment import Experiment
 from colabkit.session import SessionSpec
+from colabkit.session.gating import SET_BY
 from colabkit.session.preview import ParticipantPreview, Prompt, preview
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
+from colabkit.team.memory import GATES_LINE, TEAM_LINE
 from colabkit.team.personas import persona_frame
 
 CAUSES = {
@@ -46,6 +48,12 @@ CAUSES = {
     "gate_chooser": "(c) who chose the gates",
 }
 BUILD_STAGES = ("propose", "consolidate", "ratify", "amend")
+# Lines of a section that are a section of their own (with causes of their own): section ->
+# {line prefix: sub-section name}.
+SUBSECTIONS = {
+    "Gate rules": {SET_BY["self"].split(":")[0] + ":": "set by"},
+    "Memory build": {TEAM_LINE: "team", GATES_LINE: "gates"},
+}
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,9 @@ RULES: dict[str, Rule] = {
         "system 2": _rule(presence="memory"),
         "Task": _rule(presence="memory"),
         "Your private briefing": _rule(presence="memory", text="personas"),
-        "Memory build": _rule(presence="memory", text="team gated"),
+        "Memory build": _rule(presence="memory"),
+        "Memory build, team": _rule(presence="memory", text="team"),
+        "Memory build, gates": _rule(presence="memory gated"),
         "Proposals so far": _rule(presence="memory team", text="team gated"),
         "Consolidated memory (draft)": _rule(presence="memory", text="team gated"),
         "Consolidated memory (draft, JSON)": _rule(presence="memory", text="team gated"),
@@ -108,10 +118,11 @@ def _prompt_sections(prompt: Prompt) -> dict[str, str]:
         name = title if title.startswith("Consolidated memory") else re.split(r" \(|:", title)[0].strip()
         if name == "Shared Group Memory":  # the digest is a hash of the slots shown right below it
             part = re.sub(r"frozen [0-9a-f]{8}", "frozen <digest>", part)
-        if name == "Gate rules":  # who set them is a cause of its own
-            set_by = [line for line in body.splitlines() if line.startswith("Set by:")]
-            out[f"{prompt.stage}: Gate rules, set by"] = "\n".join(set_by)
-            part = "\n".join(line for line in part.splitlines() if not line.startswith("Set by:"))
+        for prefix, sub in SUBSECTIONS.get(name, {}).items():  # e.g. who set the gates: a cause of its own
+            lines = [line for line in body.splitlines() if line.startswith(prefix)]
+            if lines:
+                out[f"{prompt.stage}: {name}, {sub}"] = "\n".join(lines)
+            part = "\n".join(line for line in part.splitlines() if not line.startswith(prefix))
         out[f"{prompt.stage}: {name}"] = part
     return out
 
@@ -175,6 +186,9 @@ class AuditReport:
     variants: tuple[str, ...]
     allowed: dict[tuple[str, str], Allowed]
     findings: list[Finding]
+    uncompared: set[str] = field(default_factory=set)
+    """Sections shown to several variants of which no two share the section's allowed causes:
+    their texts are explained by construction, never checked against another variant's."""
 
     @property
     def ok(self) -> bool:
@@ -196,8 +210,9 @@ class AuditReport:
     def render(self) -> str:
         head = (f"variant audit: {len(self.variants)} variants on task {self.task_id}, seed {self.seed}: "
                 f"{len(self.allowed)} sections differ for allowed causes, {len(self.findings)} unexplained")
-        return "\n".join([head, "", self.table(), *(["", *(f.render() for f in self.findings)] if self.findings
-                                                     else ["", "no unexplained difference"])])
+        note = [f"not compared (no two variants share their allowed causes): {_stages(sorted(self.uncompared))}"]
+        return "\n".join([head, "", self.table(), "", *(note if self.uncompared else []),
+                          *([f.render() for f in self.findings] or ["no unexplained difference"])])
 
 
 def audit_specs(specs: Sequence[SessionSpec], task: Task) -> AuditReport:
@@ -210,23 +225,28 @@ def audit_specs(specs: Sequence[SessionSpec], task: Task) -> AuditReport:
     design = {spec.variant.name: factors(spec.variant) for spec in specs}
     allowed: dict[tuple[str, str], Allowed] = {}
     findings: list[Finding] = []
+    compared: dict[str, bool] = {}
     for pid in sorted({pid for views in shown.values() for pid in views}):
         having = [v for v in names if pid in shown[v]]
         for key in sorted({k for v in having for k in shown[v][pid]}):
             rule = RULES.get(key, NO_CAUSE)
             texts = {v: shown[v][pid].get(key) for v in having}
-            findings += _compare(key, "shown", pid, texts, design, rule.presence, allowed)
+            findings += _compare(key, "shown", pid, texts, design, rule.presence, allowed)[0]
             present: dict[str, str | None] = {v: t for v, t in texts.items() if t is not None}
-            findings += _compare(key, "text", pid, present, design, rule.text, allowed)
+            found, checked = _compare(key, "text", pid, present, design, rule.text, allowed)
+            findings += found
+            compared[key] = compared.get(key, False) or checked or len(present) < 2
     findings += _persona_findings(specs)
     return AuditReport(task_id=specs[0].task_id if specs else "", seed=specs[0].seed if specs else 0,
-                       variants=tuple(names), allowed=allowed, findings=findings)
+                       variants=tuple(names), allowed=allowed, findings=findings,
+                       uncompared={key for key, checked in compared.items() if not checked})
 
 
 def _compare(key: str, kind: str, pid: str, texts: dict[str, str | None], design: dict[str, dict[str, object]],
-             causes: frozenset[str], allowed: dict[tuple[str, str], Allowed]) -> list[Finding]:
+             causes: frozenset[str], allowed: dict[tuple[str, str], Allowed]) -> tuple[list[Finding], bool]:
     """Variants equal in `causes` must agree (on whether the section is shown, for `kind`
-    "shown"; on its text, for "text"); record the differences a cause explains."""
+    "shown"; on its text, for "text"); record the differences a cause explains. Also says
+    whether any two variants were compared (shared the causes)."""
     view: dict[str, object] = {v: (t is not None) if kind == "shown" else t for v, t in texts.items()}
     for a, b in combinations(texts, 2):
         if view[a] != view[b]:
@@ -250,7 +270,7 @@ def _compare(key: str, kind: str, pid: str, texts: dict[str, str | None], design
             clusters.setdefault(view[v], []).append(v)
         if len(clusters) > 1:
             out.append(Finding(key, pid, tuple((tuple(vs), texts[vs[0]]) for vs in clusters.values())))
-    return out
+    return out, any(len(members) > 1 for members in groups.values())
 
 
 def _persona_findings(specs: Sequence[SessionSpec]) -> list[Finding]:

@@ -217,6 +217,8 @@ class MemoryRecord(BaseModel):
 
 
 BuildStage = Literal["propose", "consolidate", "ratify", "amend"]
+TEAM_LINE = "Team:"
+GATES_LINE = "The team also chooses gates:"
 
 
 def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> str:
@@ -225,24 +227,28 @@ def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLO
     Every call of the build shows this before what its stage adds, and the stage's own
     request (`build_request`) comes last, so a member's later call repeats its earlier
     prompt up to there and the provider's (or llama.cpp's) prefix cache serves that part.
+    One line per part, the team (`TEAM_LINE`) and the gates (`GATES_LINE`) each on their own,
+    so the variant audit compares the rest across every memory variant.
     """
     members = ", ".join(f"{p.id} = {p.name}" for p in team)
-    text = (
-        f"Team: {members}. Before the task starts, the team writes a shared memory in four slots of at most "
-        f"{slot_chars} characters each: expertise, responsibility, plan, evidence_standards."
-    )
+    lines = [
+        f"{TEAM_LINE} {members}.",
+        f"Before the task starts, the team writes a shared memory in four slots of at most {slot_chars} "
+        "characters each: expertise, responsibility, plan, evidence_standards.",
+    ]
     if with_gates:
-        text += (
-            f" It also chooses gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
+        lines.append(
+            f"{GATES_LINE} which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
             "signs each, the scope (all, or data_changing: only execute_code that changes data) and an "
             "optional note for the signatory. A member's own actions are never held by its own gate; "
             "unlisted actions stay ungated."
         )
-    return text + (
-        " Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "
+    lines.append(
+        "Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "
         "accepts the draft or names one amendment; the AI agent applies the amendments once. Then the memory "
         "is frozen for the whole task."
     )
+    return "\n".join(lines)
 
 
 def build_request(stage: BuildStage, with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> str:
