@@ -31,7 +31,7 @@ def test_the_13_shipped_variants_differ_only_for_allowed_causes():
     assert report.ok, report.render()
     causes = {c for item in report.allowed.values() for c in item.causes}
     assert causes == {"team", "memory", "gated", "gate_chooser"}  # every design factor shows, nothing else
-    assert ("task: Gate rules, set by", "text") in report.allowed  # the one Scaffolded/Preassigned difference
+    assert ("task: Gate rules (set by line)", "text") in report.allowed  # the one Scaffolded/Preassigned difference
     assert "| sections |" in report.table() and "no unexplained difference" in report.render()
 
 

@@ -74,7 +74,7 @@ RULES: dict[str, Rule] = {
     "task: Your private briefing": _rule(text="personas"),  # what the persona knows
     "task: Shared Group Memory": _rule(presence="memory"),
     "task: Gate rules": _rule(presence="gated", text="team"),
-    "task: Gate rules, set by": _rule(presence="gated", text="gate_chooser"),
+    "task: Gate rules (set by line)": _rule(presence="gated", text="gate_chooser"),
     "task: Team": _rule(text="team"),
     "task: Valid actions": _rule(text="team"),
     "task: Now": _rule(text="team"),  # whose budget: "you" or "D and R together"
@@ -86,8 +86,8 @@ RULES: dict[str, Rule] = {
         "Task": _rule(presence="memory"),
         "Your private briefing": _rule(presence="memory", text="personas"),
         "Memory build": _rule(presence="memory"),
-        "Memory build, team": _rule(presence="memory", text="team"),
-        "Memory build, gates": _rule(presence="memory gated"),
+        "Memory build (team line)": _rule(presence="memory", text="team"),
+        "Memory build (gates line)": _rule(presence="memory gated"),
         "Proposals so far": _rule(presence="memory team", text="team gated"),
         "Consolidated memory (draft)": _rule(presence="memory", text="team gated"),
         "Consolidated memory (draft, JSON)": _rule(presence="memory", text="team gated"),
@@ -121,7 +121,7 @@ def _prompt_sections(prompt: Prompt) -> dict[str, str]:
         for prefix, sub in SUBSECTIONS.get(name, {}).items():  # e.g. who set the gates: a cause of its own
             lines = [line for line in body.splitlines() if line.startswith(prefix)]
             if lines:
-                out[f"{prompt.stage}: {name}, {sub}"] = "\n".join(lines)
+                out[f"{prompt.stage}: {name} ({sub} line)"] = "\n".join(lines)
             part = "\n".join(line for line in part.splitlines() if not line.startswith(prefix))
         out[f"{prompt.stage}: {name}"] = part
     return out
