@@ -2,8 +2,10 @@
 
 The engine owns the loop and the effects; the pieces it composes each answer one question:
 `observation` (what may this participant see), `react` (what does its model answer),
-`actions` (what does the answer mean), `gating` (may it take effect now), `scheduler` (who
-acts next, is it over), `build_phase` (the memory). It does no file I/O: events go to the
+`actions` (what does the answer mean, what is on offer), `gating` (may it take effect now,
+which gate rules are shown), `scheduler` (who acts next, is it over: budgets under the
+`termination` setting, idleness), `build_phase` (the memory). `preview` sets a session up
+with this module's own code to show what each participant is given, without a model. It does no file I/O: events go to the
 caller's sink as they happen, the workspace lives in the caller's (or a temporary) folder.
 
 Failure policy (fail closed, always recorded): a malformed model answer or an impossible
