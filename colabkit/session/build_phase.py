@@ -100,6 +100,16 @@ class _Build:
         limit = self.profile.proposal_chars
         return ["# Proposals so far\n" + "\n".join(_render_proposal(p, v, limit) for p, v in proposals.items())]
 
+    def draft_block(self, draft: MemorySlots) -> list[str]:
+        """The draft as a ratifying human sees it: as it would be enforced, in the task phase's budget."""
+        enforced, _ = memory_from_consolidation(draft, self.team, with_gates=self.with_gates)
+        return [f"# Consolidated memory (draft)\n{enforced.render(self.profile.memory_chars, draft=True)}"]
+
+    @staticmethod
+    def amendments_block(draft: MemorySlots, amendments: Mapping[str, str]) -> list[str]:
+        return [f"# Consolidated memory (draft, JSON)\n{draft.model_dump_json()}",
+                "# Amendments\n" + "\n".join(f"- {pid}: {text}" for pid, text in amendments.items())]
+
     async def propose(self) -> dict[str, MemorySlots]:
         proposals: dict[str, MemorySlots] = {}
         for pid in self.order(list(self.variant.team), 1):
@@ -135,9 +145,8 @@ class _Build:
 
     async def ratify(self, draft: MemorySlots) -> tuple[dict[str, str], dict[str, str]]:
         """Each human's answer ("accept", "amend" or "failed") and the amendments by member."""
-        enforced, _ = memory_from_consolidation(draft, self.team, with_gates=self.with_gates)
         # Shown as the task phase will show it: the same profile budget, the gate line whole.
-        shown = [f"# Consolidated memory (draft)\n{enforced.render(self.profile.memory_chars, draft=True)}"]
+        shown = self.draft_block(draft)
         humans = self.order(list(self.variant.humans), 3)
         # Independent answers, so they are asked at once (two contexts of the embedded model
         # decode on two cores); they are logged in the seed-drawn order, whatever ends first.
@@ -162,8 +171,7 @@ class _Build:
         return answers, amendments
 
     async def amend(self, draft: MemorySlots, amendments: dict[str, str]) -> MemorySlots | None:
-        shown = [f"# Consolidated memory (draft, JSON)\n{draft.model_dump_json()}",
-                 "# Amendments\n" + "\n".join(f"- {pid}: {text}" for pid, text in amendments.items())]
+        shown = self.amendments_block(draft, amendments)
         answer = await ask(self.gateway, self.spec.model_for("ai"), self.messages("ai", "amend", shown),
                            self.schema, caller="ai", sample=self.sample)
         if answer.value is None:

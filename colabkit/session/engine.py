@@ -2,8 +2,10 @@
 
 The engine owns the loop and the effects; the pieces it composes each answer one question:
 `observation` (what may this participant see), `react` (what does its model answer),
-`actions` (what does the answer mean), `gating` (may it take effect now), `scheduler` (who
-acts next, is it over), `build_phase` (the memory). It does no file I/O: events go to the
+`actions` (what does the answer mean, what is on offer), `gating` (may it take effect now,
+which gate rules are shown), `scheduler` (who acts next, is it over: budgets under the
+`termination` setting, idleness), `build_phase` (the memory). `preview` sets a session up
+with this module's own code to show what each participant is given, without a model. It does no file I/O: events go to the
 caller's sink as they happen, the workspace lives in the caller's (or a temporary) folder.
 
 Failure policy (fail closed, always recorded): a malformed model answer or an impossible
@@ -29,7 +31,7 @@ from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError
 from colabkit.session.actions import DECISIONS, Action, InvalidAction, StepSchema, to_action, valid_actions
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
-from colabkit.session.gating import Gatekeeper, gate_table
+from colabkit.session.gating import Gatekeeper, gate_rules_text, gate_table
 from colabkit.session.observation import Observation, build_observation
 from colabkit.session.react import ask, step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
@@ -57,6 +59,9 @@ class SessionResult(BaseModel):
     persona_versions: dict[str, str]
     final_hypothesis: str
     ended_by: EndedBy
+    budget_side: str | None = None
+    """When `ended_by` is "budget": whose budget ended it ("ai", "human" or "team"; see
+    `Scheduler.budget_end`, under `spec.settings.termination`)."""
     memory: MemoryRecord | None
     isolation: IsolationReport
     snapshot: WorkspaceSnapshot
@@ -82,6 +87,7 @@ class _Session:
         self.memory: MemoryRecord | None = None
         self.gates = Gatekeeper(None, self.team)
         self.round = 0
+        self.budget_side: str | None = None  # what ended the session by budget (`Scheduler.budget_end`)
 
     async def play(self) -> EndedBy:
         """Build the memory if the variant has one, then run task rounds until an end."""
@@ -91,12 +97,12 @@ class _Session:
                       args={"task_id": self.task.id, "variant": self.variant.name, "seed": self.spec.seed,
                             "team": list(self.team), "isolation": self.ws.isolation.level,
                             "personas": {p: self.variant.persona(p).version for p in self.team}})
-        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task,
-                                                max_chars=self.profile.briefing_chars) for pid in self.team}
+        self.brief()
         if self.variant.memory:
-            self.memory = await build_memory(self.spec, self.task.query, self.briefings,
-                                             gateway=self.gateway, log=self.log, sample=self.spec.seed)
-        self.gates = Gatekeeper(gate_table(self.variant, self.memory), self.team)
+            self.start_task(await build_memory(self.spec, self.task.query, self.briefings,
+                                               gateway=self.gateway, log=self.log, sample=self.spec.seed))
+        else:
+            self.start_task(None)
         for self.round in range(1, self.spec.settings.max_rounds + 1):
             for pid in round_order(self.team, self.spec.seed, self.round):
                 ended = await self.turn(pid)
@@ -105,6 +111,20 @@ class _Session:
             if self.sched.end_round():
                 return "idle"
         return "max_rounds"
+
+    def brief(self) -> None:
+        """Give every participant its private briefing (before the build phase, if any)."""
+        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task,
+                                                max_chars=self.profile.briefing_chars) for pid in self.team}
+
+    def start_task(self, memory: MemoryRecord | None) -> None:
+        """Freeze the memory (if any) and put the gate table in force for the task phase.
+
+        Separate from `play` so `colabkit.session.preview` sets a session up exactly as here
+        (with a placeholder memory) to show what each participant is given.
+        """
+        self.memory = memory
+        self.gates = Gatekeeper(gate_table(self.variant, memory), self.team)
 
     def observe(self, pid: str) -> Observation:
         side = [p for p in self.team if self.sides[p] == self.sides[pid]]
@@ -119,8 +139,11 @@ class _Session:
             budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
-            # Fitted by the memory itself: slots trimmed evenly, the enforced gate line kept whole.
-            memory=self.memory.render(max_chars=self.profile.memory_chars) if self.memory is not None else None,
+            # Fitted by the memory itself (slots trimmed evenly); its gates are in `gate_rules`,
+            # shown the same way whoever chose them.
+            memory=self.memory.render(max_chars=self.profile.memory_chars, gates=False)
+            if self.memory is not None else None,
+            gate_rules=gate_rules_text(self.gates.table, self.variant.gate_source, pid),
             workspace=self.ws,
             gatekeeper=self.gates,
             cells_at_request=self.cells_at_request,
@@ -129,6 +152,10 @@ class _Session:
             valid_actions=valid_actions(pid, self.team, has_requests=bool(self.gates.addressed_to(pid)),
                                         decisions_only=self.sched.actions_left(pid) == 0),
         )
+
+    def messages(self, pid: str, observation: Observation) -> list[dict[str, str]]:
+        """The chat messages of `pid`'s step: its persona prompt (system) and the observation (user)."""
+        return step_messages(self.variant.persona(pid).prompt, observation.render())
 
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
         self.log.emit(phase="task", round=self.round, participant=participant, action=action, status=status, **fields)
@@ -140,19 +167,22 @@ class _Session:
         if not self.sched.eligible(pid, key, has_requests=bool(self.gates.addressed_to(pid))):
             return None
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
-        messages = step_messages(self.variant.persona(pid).prompt, observation.render())
+        messages = self.messages(pid, observation)
         schema = step_schema(self.profile.thought_chars, self.profile.content_chars)
         answer = await ask(self.gateway, self.spec.model_for(pid), messages, schema,
                            caller=pid, sample=self.spec.seed)
         step = answer.value
-        self.sched.record_step(pid, key, waited=step is not None and step.action == "wait")
+        # A wait not on offer (the single agent's) is a failed step: it spends budget and is not idleness.
+        self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
+                               and "wait" in observation.valid_actions)
         if step is None:
             self.emit(pid, INVALID_OUTPUT, "failed_step", result=answer.error or "", llm_calls=answer.records)
         else:
             self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought, time=time.time()))
             if await self.act(pid, step, spent=spent, thought=step.thought, llm_calls=answer.records):
                 return "finish"
-        return "budget" if self.sched.budget_spent else None
+        self.budget_side = self.sched.budget_end(self.sides[pid])
+        return "budget" if self.budget_side is not None else None
 
     async def act(self, pid: str, step: StepSchema, *, spent: bool = False, **fields: Any) -> bool:
         """Validate and carry out (or hold, or decide) a step; True when a finish took effect."""
@@ -229,10 +259,14 @@ class _Session:
         """Expire open requests and log the end (with the error and the calls behind it, if any)."""
         for request in self.gates.expire_pending():
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
-                      signatory=request.signatory, proposer=request.proposer, args={"action": request.action.type},
-                      result=f"{request.request_id} ({request.action.type} by {request.proposer}) never decided")
+                      signatory=request.signatory, proposer=request.proposer,
+                      args={"action": request.action.type, "decision": "undecided"},
+                      result=f"{request.request_id} ({request.action.type} by {request.proposer}) "
+                             "undecided: still open when the session ended")
+        rule = {"termination": self.spec.settings.termination, "budget_side": self.budget_side}
         self.emit(SYSTEM, "session_end", "error" if ended_by in ("error", "provider_error") else "info",
-                  args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round, **detail},
+                  args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round,
+                        **rule, **detail},
                   result=detail.get("error", f"ended by {ended_by}"), llm_calls=calls)
 
 
@@ -278,6 +312,7 @@ async def run_session(
             persona_versions={pid: spec.variant.persona(pid).version for pid in spec.variant.team},
             final_hypothesis=ws.editor.text,
             ended_by=ended_by,
+            budget_side=session.budget_side,
             memory=session.memory,
             isolation=ws.isolation,
             snapshot=ws.snapshot(),

@@ -39,7 +39,7 @@ EVENT_COLUMNS = ("session_id", "event_id", "seq", "schema_version", "task_id", "
                  *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes", "output_modes")
 SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "memory", "gate_source",
                    "seed", "model", "models_json", "profile", "context_window", "action_budget", "idle_rounds", "max_rounds", "ended_by",
-                   "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
+                   "termination", "budget_side", "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
                    "isolation_level", "package_version", "started", "finished", "duration_s")
 _INDEX_COLUMNS = ("cell_index", "message_index", "editor_version")  # nullable: only creating events have one
 _INT_EVENT_COLUMNS = ("seq", "schema_version", "seed", "round", "n_calls", "prompt_tokens", "completion_tokens", "tokens",
@@ -96,6 +96,8 @@ def _session_row(rec: dict) -> dict:
         "profile": spec.get("profile", {}).get("name"), "context_window": spec.get("profile", {}).get("context_window"),
         "action_budget": settings["action_budget"], "idle_rounds": settings["idle_rounds"],
         "max_rounds": settings["max_rounds"], "ended_by": rec["ended_by"],
+        # the session-end rule; records from before the setting ran "all_sides"
+        "termination": settings.get("termination", "all_sides"), "budget_side": rec.get("budget_side"),
         "final_hypothesis": rec["final_hypothesis"], "n_events": rec["n_events"],
         "memory_digest": rec["memory_digest"], "persona_versions_json": _json(rec.get("persona_versions")),
         "briefings_json": _json(rec.get("briefings")), "isolation_level": rec["isolation_level"],
