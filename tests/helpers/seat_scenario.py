@@ -9,9 +9,8 @@ message, runs a cell and approves the request, in that order (`PLAN`).
 
 from __future__ import annotations
 
-from helpers.stored_session import RATIFY, SLOTS, TASK_ID, WAIT, ai_first_seed, say
-
 from colabkit.team import variant
+from helpers.stored_session import RATIFY, SLOTS, TASK_ID, WAIT, ai_first_seed, say
 
 VARIANT = "scaffolded-dr"
 SEAT = "D"
