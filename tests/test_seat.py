@@ -17,7 +17,9 @@ import pytest
 from helpers import seat_scenario as sc
 from helpers.scripted import use_scripted
 
+from colabkit.analysis.trajectory import load_trajectory, render_event
 from colabkit.errors import ColabkitError
+from colabkit.evaluation.work import work
 from colabkit.llm import ModelConfig
 from colabkit.runner import arecord_session, load_experiment, record_session
 from colabkit.seat import replay_session, seat_spec
@@ -180,6 +182,13 @@ def test_downstream_tables_mark_persons(person_session):
     assert sessions["person_seats"].tolist() == ["D"]
     kinds = events.groupby("participant")["actor_kind"].agg(set).to_dict()
     assert kinds == {"D": {"person"}, "ai": {"model"}, "R": {"model"}, "system": {"system"}}
+    stored = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    counted = work(stored, ("ai", "D", "R"))  # the person's cell is human work
+    assert counted.by_member["D"] == 1 and counted.w_human == counted.by_member["D"] + counted.by_member["R"]
+    traj = load_trajectory(folder.parent, folder.name)
+    marked = [render_event(traj, i) for i in traj.events.index]
+    assert sum("👤 person" in card for card in marked) == int((events["actor_kind"] == "person").sum()) > 0
+    assert all(("👤 person" in card) == (kind == "person") for card, kind in zip(marked, traj.events["actor_kind"]))
 
 
 def test_replaying_the_session_offline_gives_identical_events(person_session, socket_guard):
