@@ -49,9 +49,16 @@ def seat_lab(tmp_path):
         yield base, results
 
 
-def _submit(page, expect, status: str) -> None:
-    page.locator(".ck-form button", has_text="Submit").click()
-    expect(page.locator(".ck-status")).not_to_contain_text(status, timeout=60_000)
+def _fill(box, text: str, expect) -> None:
+    """Fill a field once the kernel has shown it for the chosen action (the form's layout is synced)."""
+    expect(box).to_be_visible(timeout=30_000)
+    box.fill(text)
+
+
+def _turn(page, expect, number: int, what: str) -> None:
+    """Wait until the desk shows question `number` (counted from 1), and that it is `what`."""
+    expect(page.locator(".ck-status")).to_contain_text(f"(question {number})", timeout=180_000)
+    expect(page.locator(".ck-status")).to_contain_text(what)
 
 
 def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_lab):  # noqa: F811
@@ -74,40 +81,40 @@ def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_l
             expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_attached(timeout=120_000)
             page.get_by_role("menuitem", name="Run", exact=True).click()
             page.get_by_text("Run All Cells", exact=True).click()
-            status = page.locator(".ck-status")
 
-            expect(status).to_contain_text("your memory proposal", timeout=180_000)
+            submit = page.locator(".ck-form button", has_text="Submit")
+            _turn(page, expect, 1, "your memory proposal")
             expect(page.locator(".ck-view")).to_contain_text("Your private briefing")
             for i, box in enumerate(page.locator(".ck-form textarea").all()):
                 box.fill(f"PERSON-SLOT-{i}")
-            _submit(page, expect, "your memory proposal")
+            submit.click()
 
-            expect(status).to_contain_text("your ratification", timeout=120_000)
+            _turn(page, expect, 2, "your ratification")
             expect(page.locator(".ck-view")).to_contain_text("Consolidated memory")
-            _submit(page, expect, "your ratification")
+            submit.click()
 
             form = page.locator(".ck-form")
-            expect(status).to_contain_text("your step", timeout=120_000)
+            _turn(page, expect, 3, "your step")
             expect(page.locator(".ck-view")).to_contain_text("AI-CELL")  # the AI's cell and its output
             actions = form.locator("select").first
             assert "approve" not in actions.inner_text()  # nothing addressed to D yet
             actions.select_option("send_message")
             form.locator("button", has_text="Submit").click()  # no text: refused, shown, recorded
             expect(form.locator(".ck-invalid")).to_contain_text("needs the message text", timeout=30_000)
-            form.locator("textarea:visible").fill(sc.MESSAGE)
-            _submit(page, expect, "your step")
+            _fill(form.locator("textarea[placeholder^='at most']"), sc.MESSAGE, expect)
+            submit.click()
 
-            expect(status).to_contain_text("your step", timeout=120_000)
+            _turn(page, expect, 4, "your step")
             expect(page.locator(".ck-view .ck-requests")).to_contain_text("req-1", timeout=30_000)
             form.locator("select").first.select_option("execute_code")
-            form.locator("textarea:visible").fill(sc.CODE)
-            _submit(page, expect, "your step")
+            _fill(form.get_by_placeholder("Python for the shared kernel"), sc.CODE, expect)
+            submit.click()
 
-            expect(status).to_contain_text("your step", timeout=120_000)
+            _turn(page, expect, 5, "your step")
             expect(page.locator(".ck-view")).to_contain_text("PERSON-CELL 42")
             form.locator("select").first.select_option("approve")
-            form.locator("textarea:visible").fill(sc.APPROVAL)
-            form.locator("button", has_text="Submit").click()
+            _fill(form.locator("textarea[placeholder^='at most']"), sc.APPROVAL, expect)
+            submit.click()
 
             expect(page.locator(".ck-ended")).to_contain_text("The session has ended (finish)", timeout=180_000)
             expect(page.locator(".ck-questionnaire")).to_be_visible()

@@ -45,8 +45,8 @@ class WidgetDesk:
         self.form_box.children = [self.current.widget]
         self.asked += 1
         what = {"step": "your step", "propose": "your memory proposal", "ratify": "your ratification"}[question.stage]
-        self.status.value = (f'<b class="ck-your-turn">Your turn ({html.escape(question.participant)}): {what}.</b> '
-                             "The others wait until you submit.")
+        self.status.value = (f'<b class="ck-your-turn">Your turn ({html.escape(question.participant)}): {what}</b> '
+                             f"(question {self.asked}). The others wait until you submit.")
         return presentation
 
     def withdraw(self, presentation: Presentation[Any], reason: str) -> None:
