@@ -139,3 +139,63 @@ def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_l
     use_scripted(sc.scripts(), default=sc.DEFAULT)  # registered, never asked: every answer is in the cache
     replay = asyncio.run(replay_session(folder))
     assert replay.identical
+
+
+@pytest.fixture
+def voila_page(tmp_path):
+    """The participant page: `colabkit seat`'s notebook copy served by Voilà (its printed command)."""
+    import shlex
+    import subprocess
+    import time
+    import urllib.error
+    import urllib.request
+
+    from helpers.lab import free_port
+
+    from colabkit.seat import participant_notebook, voila_command
+
+    notebook = participant_notebook(tmp_path / "seats", {
+        "task": sc.TASK_ID, "variant": sc.VARIANT, "seat": sc.SEAT, "seed": sc.seed(), "models": sc.models(),
+        "participant_id": sc.PARTICIPANT, "out": str(tmp_path / "results")})
+    port = free_port()
+    log = (tmp_path / "voila.log").open("wb")
+    server = subprocess.Popen(shlex.split(voila_command(notebook, port)), cwd=notebook.parent, stdout=log,
+                              stderr=subprocess.STDOUT, env=subprocess_env(default=sc.DEFAULT, scripts=sc.scripts()))
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:  # any answer means it is serving (the page itself would start a session: not asked here)
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/voila/static/", timeout=2):
+                    break
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((tmp_path / "voila.log").read_text(errors="replace")[-3000:]) from None
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def test_the_voila_participant_page_shows_the_seat_without_code_and_takes_answers(chromium, voila_page):  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(voila_page, timeout=120_000)
+            _turn(page, expect, 1, "your memory proposal")
+            for i, box in enumerate(page.locator(".ck-form textarea").all()):
+                box.fill(f"PERSON-SLOT-{i}")
+            page.locator(".ck-form button", has_text="Submit").click()
+            _turn(page, expect, 2, "your ratification")  # the answer reached the session through Voilà
+            assert "take_seat(" not in page.content()  # no code on the participant page
+        finally:
+            browser.close()

@@ -264,3 +264,15 @@ def _env() -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
+def test_the_seat_notebook_executed_headless_by_papermill_is_refused(tmp_path):
+    import papermill
+
+    with pytest.raises(papermill.PapermillExecutionError) as refused:
+        papermill.execute_notebook(str(Path(__file__).resolve().parents[1] / "notebooks" / "take_a_seat.ipynb"),
+                                   str(tmp_path / "out.ipynb"), parameters={"out": str(tmp_path / "res")},
+                                   kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    assert refused.value.ename == "ColabkitError"
+    assert "executed headless (papermill/nbclient): a batch never waits for a person" in refused.value.evalue
+    assert not (tmp_path / "res").exists()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import os
 import shlex
 import sys
 from collections.abc import Mapping
@@ -102,6 +103,21 @@ class SeatRun:
         self.result.children = [questionnaire(folder, self.spec, self.seat)]
 
 
+def headless() -> bool:
+    """Whether this kernel runs cells for nobody: executed by papermill/nbclient, not Voilà.
+
+    A frontend a person uses (JupyterLab, Notebook, VS Code) sends execute requests that
+    allow stdin; nbclient (papermill's engine) never does. Voilà executes through nbclient
+    too, but serves the page to a visitor, and marks its kernels with `VOILA_*` variables.
+    """
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None or any(name.startswith("VOILA_") for name in os.environ):
+        return False
+    return not getattr(kernel, "_allow_stdin", True)  # ipykernel's record of the current request
+
+
 def take_seat(task_id: str, variant: str, seat: str, seed: int = 0, *, participant_id: str, out: Path | str,
               models: Mapping[str, ModelSpec] | str | None = None, timeout_s: float | None = None,
               fallback: Fallback = "wait", settings: SessionSettings | None = None,
@@ -112,6 +128,10 @@ def take_seat(task_id: str, variant: str, seat: str, seed: int = 0, *, participa
     except RuntimeError:
         raise ColabkitError("take_seat runs in a notebook kernel (JupyterLab or Voilà): "
                             "it needs the kernel's event loop to wait for the person") from None
+    if headless():
+        raise ColabkitError("a seat session waits for a person, and this notebook was executed headless "
+                            "(papermill/nbclient): a batch never waits for a person; open it in JupyterLab "
+                            "or serve it with Voila (colabkit seat prints how)")
     spec = seat_spec(task_id, variant, seat, seed, participant_id=participant_id, models=models,
                      timeout_s=timeout_s, fallback=fallback, settings=settings)
     task_def = task or load_tasks(data_root).get(task_id)
