@@ -248,6 +248,8 @@ def test_the_seat_must_be_a_simulated_human_of_the_variant():
         seat_spec(sc.TASK_ID, "default-d", "R", 0, participant_id="p-1")
     with pytest.raises(ColabkitError, match="not a simulated human of single"):
         seat_spec(sc.TASK_ID, "single", "D", 0, participant_id="p-1")
+    with pytest.raises(ColabkitError, match=r"seat participant_id: String should match pattern .*'Jane Doe'"):
+        seat_spec(sc.TASK_ID, "default-d", "D", 0, participant_id="Jane Doe")
 
 
 def test_colabkit_seat_prints_how_to_start_jupyterlab_and_voila(tmp_path):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+from pydantic import ValidationError
 
 from colabkit.errors import ColabkitError, one_line
 from colabkit.llm import ModelConfig
@@ -67,7 +68,12 @@ def seat_spec(task_id: str, variant: str, seat: str, seed: int, *, participant_i
                             f"{', '.join(config.humans) or '(none: the single agent has no human seat)'}")
     given: dict[str, ModelSpec] = {"default": models} if isinstance(models, str) else dict(models or {})
     persona = model_config(given.get(seat) or given.get("default") or ModelConfig())
-    terms = SeatTerms(participant_id=participant_id, timeout_s=timeout_s, fallback=fallback, persona_model=persona)
+    try:
+        terms = SeatTerms(participant_id=participant_id, timeout_s=timeout_s, fallback=fallback, persona_model=persona)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ColabkitError(f"seat {'.'.join(map(str, error['loc']))}: {error['msg']} "
+                            f"(got {error.get('input')!r})") from None
     return build_spec(task_id, variant, seed, models={**given, seat: person_model(terms)}, settings=settings)
 
 
