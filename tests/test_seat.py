@@ -278,3 +278,20 @@ def test_the_seat_notebook_executed_headless_by_papermill_is_refused(tmp_path):
     assert refused.value.ename == "ColabkitError"
     assert "executed headless (papermill/nbclient): a batch never waits for a person" in refused.value.evalue
     assert not (tmp_path / "res").exists()
+
+
+def test_a_timed_out_memory_build_answer_is_missing_and_logged_as_the_persons(tmp_path):
+    from helpers.stored_session import SLOTS, say
+
+    use_scripted({"ai": [SLOTS, SLOTS, say("finish", "done")]}, default=sc.DEFAULT)
+    spec = seat_spec(sc.TASK_ID, "memory-d", "D", 0, participant_id="p-away", models={"ai": "scripted/ai"},
+                     timeout_s=0.2)
+    terms = SeatTerms.model_validate(spec.model_for("D").extra["seat"])
+    folder = asyncio.run(arecord_session(spec, TASK, out=tmp_path, seats={"D": PersonSeat(terms, WidgetDesk())}))
+    events = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    build = [e for e in events if e.participant == "D" and e.phase == "build"]
+    assert [(e.action, e.status) for e in build] == [("propose_memory", "failed_step"), ("ratify_memory", "failed_step")]
+    assert all(e.person.timed_out and e.person.fallback == "wait" and "no answer within 0.2 s" in e.result
+               for e in build)
+    frozen = next(e for e in events if e.action == "memory_frozen")
+    assert frozen.args["ratification"] == {"D": "failed"}

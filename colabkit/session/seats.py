@@ -86,7 +86,7 @@ class Desk(Protocol):
 
     `present` renders the question and returns at once; the form resolves `future` with a
     valid answer (invalid input is shown and added to `invalid_attempts`, never sent).
-    `withdraw` takes a form away unanswered (a timeout); `finished` is told the session ended.
+    `withdraw` takes a form away unanswered (a timeout).
     """
 
     def present(self, question: Question[Any]) -> Presentation[Any]: ...
@@ -152,18 +152,18 @@ class PersonSeat:
             fallback=None if submitted is not None else self.terms.fallback)
 
     async def _fallback(self, question: Question[T], gateway: Gateway, step: PersonStep) -> SeatAnswer[T]:
-        """The timed-out step, taken by a wait or by the persona's own model (logged as such)."""
-        if step.fallback == "model" or question.stage != "step":
-            # A memory-build answer has no "wait": a missed proposal or ratification is the
-            # persona model's under "model", else missing (a failed step, as for a model).
-            if step.fallback == "model":
-                answer = await ask(gateway, self.terms.persona_model, question.messages, question.schema,
-                                   caller=question.participant, sample=question.sample)
-                return SeatAnswer(answer, step)
-            return SeatAnswer(Answer(None, (), f"timed out after {self.terms.timeout_s:g} s"), step)
-        wait = question.schema.model_validate({"thought": "", "action": "wait"})
-        assert isinstance(wait, StepSchema)
-        return SeatAnswer(Answer(wait, ()), step)
+        """The timed-out step, taken by the persona's own model or by a wait (logged as such)."""
+        if step.fallback == "model":
+            answer = await ask(gateway, self.terms.persona_model, question.messages, question.schema,
+                               caller=question.participant, sample=question.sample)
+            return SeatAnswer(answer, step)
+        if question.stage == "step":
+            wait = question.schema.model_validate({"thought": "", "action": "wait"})
+            assert isinstance(wait, StepSchema)
+            return SeatAnswer(Answer(wait, ()), step)
+        # A memory-build answer has no "wait": a missed proposal or ratification is missing, a
+        # failed step, as a model's malformed answer is.
+        return SeatAnswer(Answer(None, (), f"no answer within {self.terms.timeout_s:g} s"), step)
 
 
 def _text(text: str) -> CachedAnswer:
