@@ -295,3 +295,19 @@ def test_a_timed_out_memory_build_answer_is_missing_and_logged_as_the_persons(tm
                for e in build)
     frozen = next(e for e in events if e.action == "memory_frozen")
     assert frozen.args["ratification"] == {"D": "failed"}
+
+
+def test_the_questionnaire_answers_are_stored_with_the_session(person_session):
+    from colabkit.seat import PERSON_FILE, QUESTIONS
+    from colabkit.seat.launch import questionnaire
+
+    folder, spec = person_session
+    form = questionnaire(folder, spec, "D")
+    scales = [w for w in form.children if hasattr(w, "options") and tuple(w.options) == (1, 2, 3, 4, 5)]
+    assert len(scales) == len(QUESTIONS)
+    for value, scale in enumerate(scales, start=2):
+        scale.value = value
+    next(w for w in form.children if getattr(w, "description", "") == "Send answers").click()
+    stored = json.loads((folder / PERSON_FILE).read_text())
+    assert stored["session_id"] == spec.session_id and stored["terms"]["participant_id"] == sc.PARTICIPANT
+    assert stored["questionnaire"]["ratings"] == dict(zip(QUESTIONS, range(2, 2 + len(QUESTIONS))))
