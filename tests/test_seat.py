@@ -311,3 +311,14 @@ def test_the_questionnaire_answers_are_stored_with_the_session(person_session):
     stored = json.loads((folder / PERSON_FILE).read_text())
     assert stored["session_id"] == spec.session_id and stored["terms"]["participant_id"] == sc.PARTICIPANT
     assert stored["questionnaire"]["ratings"] == dict(zip(QUESTIONS, range(2, 2 + len(QUESTIONS))))
+
+
+def test_the_seat_notebook_is_thin_parameterised_and_committed_clean():
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "notebooks" / "take_a_seat.ipynb", as_version=4)
+    nbformat.validate(nb)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in cells[0].metadata.get("tags", []) and len(cells) == 2
+    assert len(cells[1].source.splitlines()) <= 8 and "take_seat(" in cells[1].source and "await" not in cells[1].source
+    assert all(not c.outputs and c.execution_count is None for c in cells)
