@@ -166,6 +166,10 @@ class Experiment(_Strict):
         if unknown:
             raise ValueError(f"unknown role(s) {', '.join(map(repr, unknown))}; valid: {', '.join(SESSION_ROLES)} "
                              "(the judge has its own field)")
+        persons = [role for role, m in value.items() if (m if isinstance(m, str) else m.model).startswith("person/")]
+        if persons:  # a batch runs headless (papermill, Dask): nobody would be at the seat
+            raise ValueError(f"role(s) {', '.join(persons)} are person seats: a batch never waits for a person; "
+                             "run a person's session with notebooks/take_a_seat.ipynb (colabkit seat)")
         return value
 
     @model_validator(mode="after")

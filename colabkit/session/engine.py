@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,8 +34,9 @@ from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_rules_text, gate_table
 from colabkit.session.observation import Observation, build_observation
-from colabkit.session.react import ask, step_messages, step_schema
+from colabkit.session.react import step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
+from colabkit.session.seats import Question, Seat, answer, check_seats
 from colabkit.session.settings import SessionSpec
 from colabkit.session.totals import Totals, session_totals
 from colabkit.session.views import Thought, cell_output, clip
@@ -72,8 +74,9 @@ class SessionResult(BaseModel):
 class _Session:
     """The mutable state of one running session."""
 
-    def __init__(self, spec: SessionSpec, task: Task, ws: Workspace, gateway: Gateway, log: EventLog) -> None:
-        self.spec, self.task, self.ws, self.gateway, self.log = spec, task, ws, gateway, log
+    def __init__(self, spec: SessionSpec, task: Task, ws: Workspace, gateway: Gateway, log: EventLog,
+                 seats: Mapping[str, Seat]) -> None:
+        self.spec, self.task, self.ws, self.gateway, self.log, self.seats = spec, task, ws, gateway, log, seats
         self.variant = spec.variant
         self.team = self.variant.team
         self.briefings: dict[str, str] = {}
@@ -96,11 +99,13 @@ class _Session:
                       action="session_start", status="info", result=f"team {', '.join(self.team)}",
                       args={"task_id": self.task.id, "variant": self.variant.name, "seed": self.spec.seed,
                             "team": list(self.team), "isolation": self.ws.isolation.level,
-                            "personas": {p: self.variant.persona(p).version for p in self.team}})
+                            "personas": {p: self.variant.persona(p).version for p in self.team},
+                            **({"persons": {p: self.spec.model_for(p).model for p in self.seats}}
+                               if self.seats else {})})
         self.brief()
         if self.variant.memory:
-            self.start_task(await build_memory(self.spec, self.task.query, self.briefings,
-                                               gateway=self.gateway, log=self.log, sample=self.spec.seed))
+            self.start_task(await build_memory(self.spec, self.task.query, self.briefings, gateway=self.gateway,
+                                               log=self.log, sample=self.spec.seed, seats=self.seats))
         else:
             self.start_task(None)
         for self.round in range(1, self.spec.settings.max_rounds + 1):
@@ -169,17 +174,19 @@ class _Session:
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
         messages = self.messages(pid, observation)
         schema = step_schema(self.profile.thought_chars, self.profile.content_chars)
-        answer = await ask(self.gateway, self.spec.model_for(pid), messages, schema,
-                           caller=pid, sample=self.spec.seed)
-        step = answer.value
+        # A person's seat answers the same question, shown the same observation (`seats`).
+        reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid), messages, schema,
+                                                                self.spec.seed, self.team, observation))
+        step, person = reply.answer.value, ({"person": reply.person} if reply.person is not None else {})
         # A wait not on offer (the single agent's) is a failed step: it spends budget and is not idleness.
         self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
                                and "wait" in observation.valid_actions)
         if step is None:
-            self.emit(pid, INVALID_OUTPUT, "failed_step", result=answer.error or "", llm_calls=answer.records)
+            self.emit(pid, INVALID_OUTPUT, "failed_step", result=reply.answer.error or "",
+                      llm_calls=reply.answer.records, **person)
         else:
             self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought, time=time.time()))
-            if await self.act(pid, step, spent=spent, thought=step.thought, llm_calls=answer.records):
+            if await self.act(pid, step, spent=spent, thought=step.thought, llm_calls=reply.answer.records, **person):
                 return "finish"
         self.budget_side = self.sched.budget_end(self.sides[pid])
         return "budget" if self.budget_side is not None else None
@@ -271,16 +278,21 @@ class _Session:
 
 
 async def run_session(
-    spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None
+    spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None,
+    seats: Mapping[str, Seat] | None = None,
 ) -> SessionResult:
     """Run `spec` on `task`, emitting every event to `sink`; return how it ended.
 
-    Raises only for problems before anything can run (a task that does not match the spec,
-    a workspace that cannot open: logged as a `session_end` error event first); everything
-    after that ends in a `SessionResult`.
+    `seats` holds the participants a person plays (`seats.PersonSeat`), each named in the
+    spec by `person.person_model`; every other participant is its model. Raises only for
+    problems before anything can run (a task that does not match the spec, a person seat
+    nobody holds, a workspace that cannot open: logged as a `session_end` error event
+    first); everything after that ends in a `SessionResult`.
     """
     if spec.task_id != task.id:
         raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
+    seats = dict(seats or {})
+    check_seats({pid: spec.model_for(pid) for pid in spec.variant.team}, spec.variant.team, seats)
     log = EventLog(spec.session_id, sink)
     try:
         # The kernel starts while the first model calls are asked (a cell waits for it).
@@ -291,7 +303,7 @@ async def run_session(
                  args={"ended_by": "error"}, result=f"workspace failed to open: {type(exc).__name__}: {exc}")
         raise
     try:
-        session = _Session(spec, task, ws, gateway, log)
+        session = _Session(spec, task, ws, gateway, log, seats)
         detail: dict[str, Any] = {}
         calls: tuple[CallRecord, ...] = ()
         try:

@@ -74,13 +74,13 @@ def placeholder_memory(variant: VariantConfig, schema: type[MemorySlots]) -> Mem
 def preview(spec: SessionSpec, task: Task) -> dict[str, ParticipantPreview]:
     """Every participant's prompts and limits for `spec` on `task` (see the module docstring)."""
     session = _Session(spec, task, cast(Workspace, _EmptyWorkspace()), gateway=None,  # type: ignore[arg-type]
-                       log=EventLog(spec.session_id, ListSink()))
+                       log=EventLog(spec.session_id, ListSink()), seats={})
     session.brief()
     build_prompts: dict[str, list[Prompt]] = {pid: [] for pid in session.team}
     memory = None
     if spec.variant.memory:
         build = _Build(spec, task.query, session.briefings, gateway=None, log=session.log,  # type: ignore[arg-type]
-                       sample=spec.seed)
+                       sample=spec.seed, seats={})
         draft = placeholder_memory(spec.variant, build.schema)
 
         def add(pid: str, stage: str, extra: list[str]) -> None:
