@@ -10,9 +10,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "colabkit"
 ORDER = ["errors", "hashing", "tasks", "llm", "workspace", "team", "session", "store", "evaluation", "analysis",
-         "runner", "cli"]
+         "runner", "seat", "cli"]
 # `llm` is a base utility beside `tasks`; `analysis` and `runner` both sit on evaluation:
-# neither of a pair needs the other.
+# neither of a pair needs the other. `seat` (a person at a seat: its widgets and entry points) sits
+# beside the notebooks, above the runner it stores sessions through.
 INDEPENDENT = {("tasks", "llm"), ("llm", "tasks"), ("analysis", "runner"), ("runner", "analysis")}
 
 

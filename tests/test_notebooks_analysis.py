@@ -42,7 +42,7 @@ PARAMETERS = {
     "ablations": ["experiment", "results", "scores_file", "out"],
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
 }
-TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power")
+TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 
 
@@ -125,6 +125,22 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
         assert b"<svg" in (out / f"{figure}.svg").read_bytes()[:2000]
     shown = [o for c in code_cells(nb) for o in c.outputs if o.get("output_type") == "display_data"]
     assert sum("image/png" in o.get("data", {}) for o in shown) == len(FIGURES)  # figures displayed too
+    assert pd.read_csv(out / "termination.csv").empty  # one rule only: nothing to compare
+
+
+def test_ablations_compares_the_two_termination_rules_when_both_ran(tmp_path):
+    either = score_table(n_tasks=6, seeds=3).assign(termination="either_side")
+    longer = either.assign(termination="all_sides", session_id=either["session_id"] + "-all",
+                           performance=(either["performance"] + 0.1).clip(upper=1.0))
+    path = tmp_path / "both.parquet"
+    pd.concat([either, longer]).to_parquet(path)
+    out = tmp_path / "analysis"
+    execute("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(path), out=str(out))
+    study = pd.read_csv(out / "study_table.csv")
+    assert (study.loc[study["metric"] == "performance", "n"] == 18).all()  # one rule in the study's tables
+    rules = pd.read_csv(out / "termination.csv")
+    perf = rules[rules["metric"] == "performance"]
+    assert len(perf) == 13 and (perf["n_pairs"] == 18).all() and (perf["diff"] > 0).all()
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers.env import shared_data
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import ModelConfig
@@ -165,3 +166,56 @@ def test_the_paper_config_is_13_variants_by_38_archaeology_tasks_by_3_seeds():
     assert len(suite.tasks) == 38 and all(t.id.startswith("archaeology/") for t in suite.tasks)
     items = exp.sessions(suite=suite)
     assert len(items) == 13 * 38 * 3 == len({spec.session_id for spec, _ in items})
+
+
+ARMS = [{"name": "either_side", "settings": {"termination": "either_side"}},
+        {"name": "all_sides", "settings": {"termination": "all_sides"}}]
+
+
+def test_settings_arms_run_the_grid_once_per_arm_and_enter_each_sessions_identity(tmp_path):
+    plain = load_experiment(write(tmp_path, BASE, "plain.yaml"))
+    exp = load_experiment(write(tmp_path, {**BASE, "arms": ARMS}))
+    items = exp.sessions()
+    assert len(items) == 2 * len(plain.sessions())
+    rules = [(s.variant.name, s.settings.termination, s.seed) for s, _ in items]
+    assert rules[:3] == [("single", "either_side", 0), ("single", "either_side", 1), ("single", "all_sides", 0)]
+    assert {s.settings.action_budget for s, _ in items} == {3}  # the common settings stay
+    assert len({s.session_id for s, _ in items}) == len(items)
+    # the either_side arm is the default settings: its sessions are the plain grid's
+    either = {s.session_id for s, _ in items if s.settings.termination == "either_side"}
+    assert either == {s.session_id for s, _ in plain.sessions()}
+    assert exp.identity() != plain.identity()
+
+
+@pytest.mark.parametrize(("arms", "message"), [
+    (ARMS + [ARMS[0]], "repeated arm(s): either_side"),
+    ([{"name": "x", "settings": {"termination": "sometimes"}}], "arm 'x': termination: Input should be"),
+    ([{"name": "x", "settings": {}}], "arms.0.settings: Dictionary should have at least 1 item"),
+])
+def test_a_bad_arm_is_one_line_naming_it(tmp_path, arms, message):
+    path = write(tmp_path, {**BASE, "arms": arms})
+    with pytest.raises(ColabkitError) as info:
+        load_experiment(path)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_sensitivity_config_is_the_paper_grid_under_both_rules():
+    paper = load_experiment(REPO / "experiments" / "paper.yaml", data_root=shared_data())
+    exp = load_experiment(REPO / "experiments" / "sensitivity.yaml", data_root=shared_data())
+    assert (exp.variants, exp.seeds, exp.models) == (paper.variants, paper.seeds, paper.models)
+    assert exp.load_suite().ids == paper.load_suite().ids
+    assert {name: s.termination for name, s in exp.arm_settings().items()} == {
+        "either_side": "either_side", "all_sides": "all_sides"}
+    items = exp.sessions()
+    assert len(items) == 2 * 13 * 38 * 3 == len({spec.session_id for spec, _ in items})
+
+
+def test_the_sensitivity_dry_run_plans_both_rules(capsys):
+    from colabkit.cli import main
+
+    path = REPO / "experiments" / "sensitivity.yaml"
+    assert main(["batch", str(path), "--dry-run", "--data-root", str(shared_data())]) == 0
+    out = capsys.readouterr().out
+    assert f"{2 * 13 * 38 * 3} sessions" in out
+    assert "arm either_side: 1482 sessions (termination=either_side)" in out
+    assert "arm all_sides: 1482 sessions (termination=all_sides)" in out

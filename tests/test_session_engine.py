@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
 from colabkit.session import ListSink, SessionSettings, SessionSpec, comparable, engine, run_session
 from colabkit.session.profile import COMPACT_GATE_NOTE_CHARS, COMPACT_SLOT_CHARS
 from colabkit.session.scheduler import round_order
+from colabkit.store.records import SessionRecord
 from colabkit.tasks import load_tasks
 from colabkit.team import VariantConfig, variant
 
@@ -265,7 +267,11 @@ def test_a_memory_at_the_compact_maximum_is_shown_whole_and_the_query_is_said_on
     shown = result.memory.render()
     assert len(shown) <= (result.spec.profile.memory_chars or 0)  # so nothing the team wrote is cut
     task_calls = model.calls[4:]  # two proposals, one consolidation and one ratification come first
-    assert task_calls and all(shown in call["messages"][-1]["content"] for call in task_calls)
+    # the slots in the memory section, the gates whole in the gate-rules section, every note included
+    slots, rules = result.memory.render(gates=False), [f"- {r.describe()}" for r in result.memory.gates.rules]
+    assert task_calls and all(slots in call["messages"][-1]["content"] for call in task_calls)
+    assert all(rule in call["messages"][-1]["content"] for call in task_calls for rule in rules)
+    assert all(notes[4] in rule for rule in rules[-1:])
     assert all(call["messages"][-1]["content"].count(TASK.query) == 1 for call in model.calls)
 
 
@@ -303,10 +309,28 @@ def test_the_action_budget_ends_the_session(tmp_path):
     assert result.totals.actions == 2 and result.totals.cells == 2
 
 
-def test_in_dr_the_humans_spend_their_own_budget_and_the_ai_keeps_its_own(tmp_path):
+def test_either_side_ends_a_dr_session_when_the_humans_30_steps_are_spent_and_the_record_says_so(tmp_path):
     chatter = [say("send_message", f"note {i}", "all") for i in range(20)]
     scripts = {"ai": [say("execute_code", f"step = {i}") for i in range(40)], "D": chatter, "R": list(chatter)}
-    result, events, model, observations = run(tmp_path, variant("default-dr"), scripts, max_rounds=45)
+    result, events, model, _ = run(tmp_path, variant("default-dr"), scripts, max_rounds=45)
+    assert result.spec.settings.termination == "either_side"  # the default: Co-Gym's rule
+    assert result.ended_by == "budget" and result.budget_side == "human"
+    assert result.totals.human_actions == 30 and result.totals.ai_actions < 30
+    steps = [e for e in events if e.phase == "task" and e.participant != "system"]
+    assert steps[-1].participant in ("D", "R")  # the humans' 30th step was the last step anyone took
+    end = events[-1]
+    assert end.action == "session_end" and (end.args["termination"], end.args["budget_side"]) == ("either_side", "human")
+    record = SessionRecord.from_result(result, started=datetime.now(UTC), finished=datetime.now(UTC))
+    assert (record.ended_by, record.budget_side, record.spec.settings.termination) == ("budget", "human", "either_side")
+    assert sum(1 for c in model.calls if c["name"] in ("D", "R")) == 30
+
+
+def test_all_sides_keeps_the_humans_budget_and_the_ai_budget_apart_until_both_are_spent(tmp_path):
+    chatter = [say("send_message", f"note {i}", "all") for i in range(20)]
+    scripts = {"ai": [say("execute_code", f"step = {i}") for i in range(40)], "D": chatter, "R": list(chatter)}
+    result, events, model, observations = run(tmp_path, variant("default-dr"), scripts, max_rounds=45,
+                                              termination="all_sides")
+    assert result.budget_side == "ai" and events[-1].args["termination"] == "all_sides"  # the AI ran out last
     totals = result.totals
     assert (totals.ai_budget, totals.human_budget, totals.team_budget) == (30, 30, None)
     assert totals.human_actions == 30 and totals.ai_actions == 30 and totals.actions == 60
@@ -342,7 +366,7 @@ def test_a_spent_side_may_still_decide_the_requests_addressed_to_it_and_nothing_
                      say("approve", "ok", "req-2")]}
     seed = ai_first_seed(("ai", "R"), 6)
     result, events, _, observations = run(tmp_path, variant("preassigned-r"), scripts, seed=seed,
-                                          human_action_budget=2)
+                                          human_action_budget=2, termination="all_sides")
     assert result.ended_by == "finish" and result.final_hypothesis == "H1"
     r_steps = [(e.action, e.status) for e in events if e.participant == "R" and e.phase == "task"]
     assert r_steps[:2] == [("send_message", "ok"), ("send_message", "ok")]
@@ -351,6 +375,40 @@ def test_a_spent_side_may_still_decide_the_requests_addressed_to_it_and_nothing_
     assert result.totals.human_actions > result.totals.human_budget  # decisions past the budget are counted
     spent_views = [o for o in observations["R"] if "send_message" not in o.valid_actions]
     assert spent_views and all(set(o.valid_actions) <= {"approve", "reject", "wait"} for o in spent_views)
+
+
+def test_under_either_side_a_request_open_when_a_side_is_spent_is_recorded_undecided(tmp_path):
+    scripts = {"ai": [say("edit_result", "H1")],
+               "R": [say("send_message", "one", "all"), say("send_message", "two", "all")]}
+    seed = ai_first_seed(("ai", "R"), 6)
+    result, events, _, _ = run(tmp_path, variant("preassigned-r"), scripts, seed=seed, human_action_budget=2)
+    assert result.ended_by == "budget" and result.budget_side == "human" and result.final_hypothesis == ""
+    expired = [e for e in events if e.action == "request_expired"]
+    assert [(e.request_id, e.args["decision"]) for e in expired] == [("req-1", "undecided")]
+    assert "undecided" in expired[0].result and result.totals.expired == 1
+
+
+def test_preassigned_members_see_the_gate_table_before_any_request(tmp_path):
+    result, events, _, observations = run(tmp_path, variant("preassigned-dr"), {"ai": [], "D": [], "R": []},
+                                          idle_rounds=1)
+    assert not [e for e in events if e.status == "pending"]  # nothing was ever held
+    for pid, signs in (("ai", None), ("D", "You sign: execute_code"), ("R", "You sign: edit_result, finish")):
+        first = observations[pid][0].render()
+        section = first.split("# Gate rules\n")[1].split("\n\n# ")[0]
+        assert section.startswith("Set by: assigned to the team before the task.")
+        assert "- edit_result -> R" in section and "- finish -> R" in section
+        assert "- execute_code (data-changing code only) -> D" in section
+        assert (signs in section) if signs else "You sign" not in section
+
+
+def test_the_single_agent_is_not_offered_wait_and_never_ends_idle_after_one_wait(tmp_path):
+    scripts = {"ai": [say("wait"), say("edit_result", "H1"), say("finish", "done")]}
+    result, events, model, observations = run(tmp_path, variant("single"), scripts, idle_rounds=1)
+    assert all("wait" not in obs.valid_actions for obs in observations["ai"])
+    assert "wait:" not in prompts(model, "ai")[0]
+    steps = [(e.action, e.status) for e in events if e.participant == "ai"]
+    assert steps[0] == ("wait", "failed_step")  # a step that spent budget, not idleness
+    assert result.ended_by == "finish" and result.final_hypothesis == "H1"
 
 
 def test_the_team_wide_cap_is_an_option(tmp_path):

@@ -82,6 +82,14 @@ def test_valid_actions_offer_decisions_only_with_a_request_and_messages_only_in_
     assert "approve" not in valid_actions("R", TEAM, has_requests=False)
     assert {"approve", "reject"} <= set(valid_actions("R", TEAM, has_requests=True))
     assert "send_message" not in valid_actions("ai", ("ai",), has_requests=False)
+    assert "wait" in valid_actions("ai", TEAM, has_requests=False)
+
+
+def test_a_lone_participant_is_not_offered_wait_and_its_wait_is_invalid():
+    assert "wait" not in valid_actions("ai", ("ai",), has_requests=False)
+    with pytest.raises(InvalidAction, match="alone"):
+        to_action(StepSchema(thought="t", action="wait"), "ai", ("ai",))
+    assert to_action(StepSchema(thought="t", action="wait"), "ai", TEAM).type == "wait"
 
 
 # --- gates -----------------------------------------------------------------------------------
@@ -159,19 +167,32 @@ def test_scheduler_skips_a_waiter_until_its_view_changes_and_detects_idleness():
     assert sched.end_round() is True  # K=2 idle rounds
     assert sched.actions_left("ai") == 1 and sched.actions_left("D") == 2
     sched.record_step("D", "x", waited=False)
-    assert not sched.budget_spent and sched.actions == 2 and sched.waits == 1
+    assert sched.budget_end("human") is None and sched.actions == 2 and sched.waits == 1
 
 
-def test_budgets_are_per_side_and_the_humans_share_theirs():
-    sched = Scheduler(SessionSettings(action_budget=2, human_action_budget=3), SIDES)
+def test_budgets_are_per_side_and_the_humans_share_theirs_under_all_sides():
+    sched = Scheduler(SessionSettings(action_budget=2, human_action_budget=3, termination="all_sides"), SIDES)
     for pid in ("D", "R", "D"):
         sched.record_step(pid, "k", waited=False)
     assert sched.used == {"ai": 0, "human": 3}
     assert sched.actions_left("R") == 0 and not sched.eligible("R", "new view")  # spent: no more steps
-    assert sched.actions_left("ai") == 2 and sched.eligible("ai", "k") and not sched.budget_spent
+    assert sched.actions_left("ai") == 2 and sched.eligible("ai", "k") and sched.budget_end("human") is None
     sched.record_step("ai", "k", waited=False)
+    assert sched.budget_end("ai") is None
     sched.record_step("ai", "k", waited=False)
-    assert sched.budget_spent and not sched.eligible("ai", "other view")
+    assert sched.budget_end("ai") == "ai" and not sched.eligible("ai", "other view")  # the last side to run out
+
+
+def test_either_side_ends_when_one_side_is_spent_and_names_it():
+    sched = Scheduler(SessionSettings(action_budget=2, human_action_budget=3), SIDES)
+    assert sched.settings.termination == "either_side"  # Co-Gym's rule is the default
+    for pid in ("D", "R"):
+        sched.record_step(pid, "k", waited=False)
+        assert sched.budget_end("human") is None
+    sched.record_step("ai", "k", waited=False)
+    assert sched.budget_end("ai") is None
+    sched.record_step("D", "k", waited=False)
+    assert sched.budget_end("human") == "human" and sched.used == {"ai": 1, "human": 3}
 
 
 def test_a_team_wide_cap_stays_available():
@@ -179,8 +200,9 @@ def test_a_team_wide_cap_stays_available():
     sched = Scheduler(settings, SIDES)
     sched.record_step("D", "k", waited=False)
     assert sched.actions_left("ai") == 1 and sched.actions_left("R") == 1
+    assert sched.budget_end("human") is None
     sched.record_step("ai", "k", waited=False)
-    assert sched.budget_spent and settings.budget_for("human") == 30
+    assert sched.budget_end("ai") == "team" and settings.budget_for("human") == 30
 
 
 # --- observation -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from colabkit.errors import ColabkitError
 from colabkit.team import PERSONA_IDS, persona
-from colabkit.team.personas import parse_prompt_file
+from colabkit.team.personas import parse_prompt_file, persona_frame
 
 FILES = {"ai": "ai.md", "D": "data_analyst.md", "R": "researcher.md"}
 
@@ -79,4 +79,15 @@ def test_a_human_prompt_states_its_own_knowledge_only_and_nobody_leads(pid, own,
     prompt = persona(pid).prompt
     assert f"You know {own}" in prompt and other not in prompt.lower()
     assert "leads" not in prompt and "AI agent" not in prompt
-    assert persona(pid).version == f"{pid}-2"
+    assert persona(pid).version == f"{pid}-3"
+
+
+def test_human_personas_share_one_frame_and_differ_only_in_role_and_knowledge():
+    d, r = persona("D"), persona("R")
+    assert persona_frame(d) == persona_frame(r) and len(persona_frame(d)) >= 5
+    changed = [(a, b) for a, b in zip(d.prompt.splitlines(), r.prompt.splitlines()) if a != b]
+    assert [a.split()[:2] for a, _ in changed] == [["You", "are"], ["You", "know"]]
+    assert len(d.prompt.splitlines()) == len(r.prompt.splitlines())
+    # what the issue found in one persona only: an evidence standard, a working-style rule
+    for p in (d, r):
+        assert "evidence" not in p.prompt and "Do not debug other people's code" in p.prompt

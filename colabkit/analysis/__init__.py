@@ -11,6 +11,7 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `gate_summary`, `decision_counts`, `rubber_stamp_rate`: the gated-event annotations.
 - `memory_dynamics`, `memory_versions`: how a living memory (Dynamic variants) moved.
 - `ablation_figure`, `contrast_figure`, `gate_figure`: seaborn figures.
+- `termination_contrast`, `by_termination`: the two session-end rules side by side.
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
 """
 
@@ -45,6 +46,7 @@ from colabkit.analysis.scores import (
     variant_order,
 )
 from colabkit.analysis.stats import clustered_standard_error, format_study_table, standard_error, study_table
+from colabkit.analysis.termination import by_termination, termination_contrast, termination_rules
 
 __all__ = [
     "DECOMPOSITION",
@@ -56,6 +58,7 @@ __all__ = [
     "WORK_METRICS",
     "ablation_figure",
     "artefacts",
+    "by_termination",
     "check_gates",
     "check_scores",
     "clustered_standard_error",
@@ -79,5 +82,7 @@ __all__ = [
     "rubber_stamp_rate",
     "standard_error",
     "study_table",
+    "termination_contrast",
+    "termination_rules",
     "variant_order",
 ]

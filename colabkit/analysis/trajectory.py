@@ -120,6 +120,8 @@ def render_event(traj: Trajectory, position: int) -> str:
     args = json.loads(row["args_json"]) if row["args_json"] else {}
     head = (f'#{row["seq"]} · {_esc(row["phase"])} · round {row["round"]} · {_who(row["participant"])} '
             f'<code>{_esc(row["action"])}</code> <i>[{_esc(row["status"])}]</i>')
+    if row.get("actor_kind") == "person":  # a step a real person took in this seat (or that timed out on one)
+        head += ' <span class="ck-person" style="background:#ffe9a8;padding:0 4px;border-radius:3px">👤 person</span>'
     parts = [f"<div>{head}</div>"]
     if _present(row, "thought"):
         parts.append(f'<div style="color:#555">💭 <i>{_esc(row["thought"])}</i> (private)</div>')

@@ -50,6 +50,9 @@ def _batch(args: argparse.Namespace) -> int:
     items = exp.sessions(variants)
     plan = make_plan(exp, items)
     print(plan.render(retry_errors=args.retry_errors), flush=True)
+    for arm in exp.arms:  # settings arms (`Experiment.arms`): the grid once per arm
+        fields = ", ".join(f"{k}={v}" for k, v in arm.settings.items())
+        print(f"  arm {arm.name}: {len(items) // len(exp.arms)} sessions ({fields})", flush=True)
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE, flush=True)
     if args.dry_run:

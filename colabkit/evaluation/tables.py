@@ -33,7 +33,7 @@ SCORES_PARQUET = "scores.parquet"
 JUDGEMENTS_PARQUET = "judgements.parquet"
 GATES_PARQUET = "gate_annotations.parquet"
 
-SESSION_KEYS = ("session_id", "task_id", "variant", "structure", "composition", "seed")
+SESSION_KEYS = ("session_id", "task_id", "variant", "structure", "composition", "seed", "termination")
 METRIC_COLUMNS = ("delivered", "performance", "hms", "h_init_norm", "h_init_zero_rule", "ca_plus",
                   "ca_minus", "a_profile", "c_wf", "s_hyp", "s_hyp_all", "w_total", "w_human",
                   "approval_rate", "rejection_rate", "n_gated")
@@ -70,7 +70,9 @@ def session_keys(folder: Path) -> tuple[dict[str, Any], str | None]:
     variant = record["spec"]["variant"]
     structure, composition = structure_of(variant)
     return {"session_id": record["session_id"], "task_id": record["task_id"], "variant": variant["name"],
-            "structure": structure, "composition": composition, "seed": record["seed"]}, record.get("ended_by")
+            "structure": structure, "composition": composition, "seed": record["seed"],
+            # the session-end rule (colabkit.analysis.termination); records from before the setting ran all_sides
+            "termination": record["spec"].get("settings", {}).get("termination", "all_sides")}, record.get("ended_by")
 
 
 def _latest(files: list[ScoreFile]) -> dict[tuple[str, str | None], ScoreFile]:

@@ -7,6 +7,8 @@
 - `run_experiment` / `arun_sessions`: many sessions at once (asyncio, bounded), resumable,
   with progress; or as tasks on a Dask cluster (`executor: dask`).
 - `colabkit.runner.pipeline`: `colabkit batch`, the papermill notebooks over an experiment.
+- `colabkit.runner.audit`: `colabkit audit`, proof that an experiment's variants differ only
+  in personas and structure (no model calls).
 """
 
 from colabkit.runner.batch import arun_sessions, run_experiment, run_sync

@@ -13,6 +13,13 @@ on more workers finds the same sessions instead of rerunning them (and so are LL
 caps, so a raised cap retries the sessions that hit it). Relative paths resolve
 against the config file's folder (so a notebook started anywhere reads the same paths), and
 `$VARS` in paths are expanded.
+
+Settings arms: `arms` (optional) runs the whole grid once per arm, each arm the common
+`settings` with a few fields replaced (`experiments/sensitivity.yaml`: the 13 variants under
+`termination: either_side` and under `all_sides`, same tasks and seeds). An arm's settings are
+part of each of its sessions' spec, hence of the session identity: the two arms' sessions
+never collide, and a later experiment asking for one arm finds the sessions already run. The
+arm a session belongs to is read back from its spec (`SessionSettings`), never from a name.
 """
 
 from __future__ import annotations
@@ -95,6 +102,13 @@ class Executor(_Strict):
         return self
 
 
+class SettingsArm(_Strict):
+    """One arm of an experiment: a name and the `SessionSettings` fields it replaces."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    settings: dict[str, Any] = Field(min_length=1)
+
+
 class Experiment(_Strict):
     """One experiment config (see the module docstring); build with `load_experiment`."""
 
@@ -108,6 +122,8 @@ class Experiment(_Strict):
     """Model per role ("default", "ai", "D", "R"): a litellm string or ModelConfig fields."""
     settings: SessionSettings = SessionSettings()
     """Every session's settings (action budgets, rounds, observation profile, kernel limits)."""
+    arms: tuple[SettingsArm, ...] = ()
+    """Optional settings arms (see the module docstring); none: one grid under `settings`."""
     llm_budget: LLMBudget = LLMBudget()
     judge: str | ModelConfig = DEFAULT_MODEL
     metrics: tuple[str, ...] = METRICS
@@ -150,7 +166,17 @@ class Experiment(_Strict):
         if unknown:
             raise ValueError(f"unknown role(s) {', '.join(map(repr, unknown))}; valid: {', '.join(SESSION_ROLES)} "
                              "(the judge has its own field)")
+        persons = [role for role, m in value.items() if (m if isinstance(m, str) else m.model).startswith("person/")]
+        if persons:  # a batch runs headless (papermill, Dask): nobody would be at the seat
+            raise ValueError(f"role(s) {', '.join(persons)} are person seats: a batch never waits for a person; "
+                             "run a person's session with notebooks/take_a_seat.ipynb (colabkit seat)")
         return value
+
+    @model_validator(mode="after")
+    def _arms(self) -> Experiment:
+        _unique(tuple(arm.name for arm in self.arms), "arm")
+        self.arm_settings()  # every arm's fields must make valid settings
+        return self
 
     @field_validator("metrics")
     @classmethod
@@ -161,6 +187,18 @@ class Experiment(_Strict):
         return _unique(value, "metric")
 
     # -- what it runs ---------------------------------------------------------------------
+    def arm_settings(self) -> dict[str, SessionSettings]:
+        """Settings per arm name ({"": settings} without arms)."""
+        if not self.arms:
+            return {"": self.settings}
+        out = {}
+        for arm in self.arms:
+            try:
+                out[arm.name] = SessionSettings.model_validate({**self.settings.model_dump(), **arm.settings})
+            except ValidationError as exc:
+                raise ValueError(f"arm {arm.name!r}: {_first_error(exc)}") from None
+        return out
+
     def judge_config(self) -> ModelConfig:
         return model_config(self.judge)
 
@@ -193,7 +231,9 @@ class Experiment(_Strict):
             "v": EXPERIMENT_SCHEMA_VERSION, "name": self.name, "task_ids": self.load_suite().ids,
             "variants": self.variants,
             "seeds": self.seeds, "models": {r: m.model_dump(mode="json") for r, m in self.model_configs().items()},
-            "settings": self.settings.model_dump(mode="json")})
+            "settings": self.settings.model_dump(mode="json"),
+            **({"arms": {name: s.model_dump(mode="json") for name, s in self.arm_settings().items()}}
+               if self.arms else {})})
 
     @property
     def experiment_id(self) -> str:
@@ -212,16 +252,16 @@ class Experiment(_Strict):
 
     def sessions(self, variants: Sequence[str] | None = None,
                  suite: TaskSuite | None = None) -> list[tuple[SessionSpec, Task]]:
-        """Every (spec, task) of the grid, variant by variant, then task, then seed."""
+        """Every (spec, task) of the grid, variant by variant, then arm, then task, then seed."""
         chosen = self.variants if variants is None else tuple(variants)
         unknown = [v for v in chosen if v not in self.variants]
         if unknown:
             raise ColabkitError(f"variant(s) {', '.join(map(repr, unknown))} not in experiment {self.name!r} "
                                 f"({', '.join(self.variants)})")
         suite = suite or self.load_suite()
-        settings, models = self.settings, self.model_configs()
+        arms, models = self.arm_settings().values(), self.model_configs()
         return [(build_spec(task.id, name, seed, models=models, settings=settings), task)
-                for name in chosen for task in suite.tasks for seed in self.seeds]
+                for name in chosen for settings in arms for task in suite.tasks for seed in self.seeds]
 
     def session_ids(self) -> list[str]:
         """The ids of the grid's sessions: what the experiment's tables and statistics cover."""

@@ -118,9 +118,9 @@ def _budgeted_calls(exp: Experiment, specs: list[SessionSpec]) -> float:
     capped by the rounds, plus the memory build."""
     if not specs:
         return 0.0
-    settings = exp.settings
     per = []
     for spec in specs:
+        settings = spec.settings  # an arm's own (`Experiment.arms`)
         team = len(spec.participants)
         budget = _action_budget(settings, humans=team > 1)
         steps = min(budget * STEP_OVERHEAD, settings.max_rounds * team)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import UTC, datetime
@@ -30,6 +30,7 @@ from colabkit.llm import Budget, Gateway, logging_prompts
 from colabkit.runner.workarea import SessionLock, clear_session_work, session_work_dir
 from colabkit.session import Event, SessionSpec, run_session
 from colabkit.session.events import INFRASTRUCTURE_ENDINGS
+from colabkit.session.seats import Seat, check_seats
 from colabkit.store import (
     CACHE_DIR,
     EVENTS_FILE,
@@ -113,10 +114,12 @@ async def arecord_session(
     progress: Callable[[Event], None] | None = None,
     budget: Budget | None = None,
     log_prompts: bool = False,
+    seats: Mapping[str, Seat] | None = None,
 ) -> Path:
-    """Async form of `record_session`, for callers already inside an event loop."""
+    """Async form of `record_session`, for callers already inside an event loop; `seats` are
+    the participants a person plays (see `colabkit.session.seats`; the seat notebook)."""
     folder, _ = await record_if_needed(spec, task, out=out, gateway=gateway, progress=progress, budget=budget,
-                                       log_prompts=log_prompts)
+                                       log_prompts=log_prompts, seats=seats)
     return folder
 
 
@@ -130,6 +133,7 @@ async def record_if_needed(
     budget: Budget | None = None,
     wait: bool = True,
     log_prompts: bool = False,
+    seats: Mapping[str, Seat] | None = None,
 ) -> tuple[Path, bool]:
     """(folder, whether this call ran the session): the batch runner's view of `arecord_session`.
 
@@ -140,6 +144,8 @@ async def record_if_needed(
         raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
     out = Path(out)
     folder = session_dir(spec, out)
+    if needs_run(folder):  # a stored session with a person replays from its record; a new one needs the person
+        check_seats({pid: spec.model_for(pid) for pid in spec.variant.team}, spec.variant.team, seats or {})
     if not needs_run(folder):
         return folder, False
     lock = SessionLock(out, spec.session_id)
@@ -151,7 +157,7 @@ async def record_if_needed(
         if not needs_run(folder):
             return folder, False
         await _run_locked(spec, task, out=out, folder=folder, gateway=gateway, progress=progress, budget=budget,
-                          log_prompts=log_prompts)
+                          log_prompts=log_prompts, seats=seats)
         return folder, True
     finally:
         lock.release()
@@ -159,7 +165,7 @@ async def record_if_needed(
 
 async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path, gateway: Gateway | None,
                       progress: Callable[[Event], None] | None, budget: Budget | None,
-                      log_prompts: bool) -> None:
+                      log_prompts: bool, seats: Mapping[str, Seat] | None = None) -> None:
     """Redo the session from scratch (the caller holds its lock) and write its files."""
     # The record goes first: from here on the folder reads as unfinished, whatever happens.
     (folder / SESSION_FILE).unlink(missing_ok=True)
@@ -177,7 +183,7 @@ async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path,
         with JsonlEventSink(folder / EVENTS_FILE) as sink, keeping_prompts as prompts:
             target = sink if progress is None else _Tee(sink, progress)
             result = await run_session(spec, task, gateway=gateway, sink=target,
-                                       workdir_root=session_work_dir(out, spec.session_id))
+                                       workdir_root=session_work_dir(out, spec.session_id), seats=seats)
             sink.finalise()
     finally:
         if own_gateway:

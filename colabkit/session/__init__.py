@@ -3,7 +3,7 @@
 `run_session(spec, task, gateway=..., sink=...)` plays one session (memory build phase if
 the variant has one, then ReAct steps in seeded rounds with visibility rules and approval
 gating) and emits every event to `sink` as it happens. Pure simulation: persistence is the
-store layer's job.
+store layer's job. A participant is its model unless a person holds its seat (`seats`).
 """
 
 from colabkit.session.actions import Action, StepSchema

@@ -178,20 +178,28 @@ def to_action(step: StepSchema, actor: str, team: Sequence[str]) -> Action:
         if not step.to.strip() or not text:
             raise InvalidAction("propose_memory_update needs the slot in to and its new text in content")
         return Action(type=MEMORY_UPDATE, slot=step.to.strip(), text=text, reason=reason)
+    if len(team) < 2:
+        raise InvalidAction(LONE_WAIT)
     return Action(type="wait")
 
 
 DECISIONS = ("approve", "reject", "wait")
+LONE_WAIT = "wait is not an action when you work alone: nothing changes unless you act"
 
 
 def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool,
                   decisions_only: bool = False, memory_updates: bool = False) -> tuple[str, ...]:
-    """What this participant may do now: no messaging alone, no decisions without a request,
-    only decisions once its side has spent its budget (see `colabkit.session.scheduler`), and
-    memory updates only where the variant's memory is living (`memory_updates`)."""
+    """What this participant may do now (the one list every prompt and check uses).
+
+    Alone (the single agent) there is nobody to message and nobody who could change its
+    view, so neither `send_message` nor `wait` is offered: a wait could only end the session
+    idle, a self-inflicted end the team variants never face (a written `wait` is a failed
+    step, see `to_action`). No decisions without a request, only decisions once its side
+    has spent its budget (see `colabkit.session.scheduler`), and memory updates only where
+    the variant's memory is living (`memory_updates`)."""
     allowed = []
     for kind in ACTION_HELP:
-        if kind == "send_message" and len(team) < 2:
+        if kind in ("send_message", "wait") and len(team) < 2:
             continue
         if kind == MEMORY_UPDATE and not memory_updates:
             continue

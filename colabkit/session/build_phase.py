@@ -30,10 +30,12 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Mapping
+from typing import Any
 
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
 from colabkit.session.react import ask, prompt_messages
+from colabkit.session.seats import Question, Seat, SeatAnswer, answer
 from colabkit.session.settings import SessionSpec
 from colabkit.session.views import clip, unstated_query
 from colabkit.team import (
@@ -72,9 +74,10 @@ class _Build:
     """One run of the protocol: the spec, the model calls and the log."""
 
     def __init__(self, spec: SessionSpec, query: str, briefings: Mapping[str, str], gateway: Gateway,
-                 log: EventLog, sample: int) -> None:
+                 log: EventLog, sample: int, seats: Mapping[str, Seat]) -> None:
         self.spec, self.query, self.briefings, self.gateway, self.log, self.sample = (
             spec, query, briefings, gateway, log, sample)
+        self.seats = seats
         self.variant = spec.variant
         self.with_gates = self.variant.gate_source == "self"
         self.profile = spec.profile  # the compact one keeps the embedded model's answers short
@@ -94,26 +97,41 @@ class _Build:
         return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
                                _user_text(self.query, self.briefings[pid], rules, extra, request))
 
+    def member(self, pid: str, stage: BuildStage, extra: list[str], schema: type[Any]) -> Any:
+        """A member's answer from its seat (its model, or the person holding it)."""
+        question = Question(pid, "ratify" if stage == "ratify" else "propose", self.spec.model_for(pid),
+                            self.messages(pid, stage, extra), schema, self.sample, self.variant.team)
+        return answer(self.seats, self.gateway, question)
+
     def proposals_block(self, proposals: Mapping[str, MemorySlots]) -> list[str]:
         if not proposals:
             return []
         limit = self.profile.proposal_chars
         return ["# Proposals so far\n" + "\n".join(_render_proposal(p, v, limit) for p, v in proposals.items())]
 
+    def draft_block(self, draft: MemorySlots) -> list[str]:
+        """The draft as a ratifying human sees it: as it would be enforced, in the task phase's budget."""
+        enforced, _ = memory_from_consolidation(draft, self.team, with_gates=self.with_gates)
+        return [f"# Consolidated memory (draft)\n{enforced.render(self.profile.memory_chars, draft=True)}"]
+
+    @staticmethod
+    def amendments_block(draft: MemorySlots, amendments: Mapping[str, str]) -> list[str]:
+        return [f"# Consolidated memory (draft, JSON)\n{draft.model_dump_json()}",
+                "# Amendments\n" + "\n".join(f"- {pid}: {text}" for pid, text in amendments.items())]
+
     async def propose(self) -> dict[str, MemorySlots]:
         proposals: dict[str, MemorySlots] = {}
         for pid in self.order(list(self.variant.team), 1):
-            answer = await ask(self.gateway, self.spec.model_for(pid),
-                               self.messages(pid, "propose", self.proposals_block(proposals)),
-                               self.schema, caller=pid, sample=self.sample)
+            reply: SeatAnswer[Any] = await self.member(pid, "propose", self.proposals_block(proposals), self.schema)
+            answer, person = reply.answer, _person(reply)
             if answer.value is None:
                 self.log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="failed_step",
-                              result=answer.error or "", llm_calls=answer.records)
+                              result=answer.error or "", llm_calls=answer.records, **person)
                 continue
             proposals[pid] = answer.value
             self.log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="ok",
                           args=answer.value.model_dump(mode="json"), result="proposal recorded",
-                          llm_calls=answer.records)
+                          llm_calls=answer.records, **person)
         return proposals
 
     async def consolidate(self, proposals: dict[str, MemorySlots]) -> tuple[MemorySlots, str]:
@@ -135,22 +153,20 @@ class _Build:
 
     async def ratify(self, draft: MemorySlots) -> tuple[dict[str, str], dict[str, str]]:
         """Each human's answer ("accept", "amend" or "failed") and the amendments by member."""
-        enforced, _ = memory_from_consolidation(draft, self.team, with_gates=self.with_gates)
         # Shown as the task phase will show it: the same profile budget, the gate line whole.
-        shown = [f"# Consolidated memory (draft)\n{enforced.render(self.profile.memory_chars, draft=True)}"]
+        shown = self.draft_block(draft)
         humans = self.order(list(self.variant.humans), 3)
         # Independent answers, so they are asked at once (two contexts of the embedded model
         # decode on two cores); they are logged in the seed-drawn order, whatever ends first.
-        replies = await asyncio.gather(*(
-            ask(self.gateway, self.spec.model_for(pid), self.messages(pid, "ratify", shown),
-                self.ratification, caller=pid, sample=self.sample) for pid in humans))
+        replies = await asyncio.gather(*(self.member(pid, "ratify", shown, self.ratification) for pid in humans))
         answers: dict[str, str] = {}
         amendments: dict[str, str] = {}
-        for pid, answer in zip(humans, replies):
+        for pid, reply in zip(humans, replies):
+            answer, person = reply.answer, _person(reply)
             if answer.value is None:
                 answers[pid] = "failed"
                 self.log.emit(phase="build", round=3, participant=pid, action=RATIFY, status="failed_step",
-                              result=answer.error or "", llm_calls=answer.records)
+                              result=answer.error or "", llm_calls=answer.records, **person)
                 continue
             answers[pid] = answer.value.decision
             if answer.value.decision == "amend":
@@ -158,12 +174,11 @@ class _Build:
             self.log.emit(phase="build", round=3, participant=pid, action=RATIFY, status="ok",
                           args={"decision": answer.value.decision, "amendment": answer.value.amendment},
                           result="accepted" if answer.value.decision == "accept" else "amendment named",
-                          llm_calls=answer.records)
+                          llm_calls=answer.records, **person)
         return answers, amendments
 
     async def amend(self, draft: MemorySlots, amendments: dict[str, str]) -> MemorySlots | None:
-        shown = [f"# Consolidated memory (draft, JSON)\n{draft.model_dump_json()}",
-                 "# Amendments\n" + "\n".join(f"- {pid}: {text}" for pid, text in amendments.items())]
+        shown = self.amendments_block(draft, amendments)
         answer = await ask(self.gateway, self.spec.model_for("ai"), self.messages("ai", "amend", shown),
                            self.schema, caller="ai", sample=self.sample)
         if answer.value is None:
@@ -176,11 +191,17 @@ class _Build:
         return answer.value
 
 
+def _person(reply: SeatAnswer[Any]) -> dict[str, Any]:
+    return {"person": reply.person} if reply.person is not None else {}
+
+
 async def build_memory(
-    spec: SessionSpec, query: str, briefings: Mapping[str, str], *, gateway: Gateway, log: EventLog, sample: int
+    spec: SessionSpec, query: str, briefings: Mapping[str, str], *, gateway: Gateway, log: EventLog, sample: int,
+    seats: Mapping[str, Seat] | None = None,
 ) -> MemoryRecord:
-    """Run the build protocol above, log it, and return the frozen memory."""
-    build = _Build(spec, query, briefings, gateway, log, sample)
+    """Run the build protocol above, log it, and return the frozen memory (a person holding a
+    seat in `seats` proposes and ratifies in that member's place)."""
+    build = _Build(spec, query, briefings, gateway, log, sample, seats or {})
     draft, source = await build.consolidate(await build.propose())
     ratification, amendments = await build.ratify(draft)
     final = draft

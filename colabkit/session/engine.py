@@ -2,8 +2,10 @@
 
 The engine owns the loop and the effects; the pieces it composes each answer one question:
 `observation` (what may this participant see), `react` (what does its model answer),
-`actions` (what does the answer mean), `gating` (may it take effect now), `scheduler` (who
-acts next, is it over), `build_phase` (the memory). It does no file I/O: events go to the
+`actions` (what does the answer mean, what is on offer), `gating` (may it take effect now,
+which gate rules are shown), `scheduler` (who acts next, is it over: budgets under the
+`termination` setting, idleness), `build_phase` (the memory). `preview` sets a session up
+with this module's own code to show what each participant is given, without a model. It does no file I/O: events go to the
 caller's sink as they happen, the workspace lives in the caller's (or a temporary) folder.
 
 Failure policy (fail closed, always recorded): a malformed model answer or an impossible
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,11 +40,12 @@ from colabkit.session.actions import (
 )
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
-from colabkit.session.gating import Gatekeeper, gate_table
+from colabkit.session.gating import Gatekeeper, gate_rules_text, gate_table
 from colabkit.session.memory_updates import LivingMemory
 from colabkit.session.observation import Observation, build_observation
-from colabkit.session.react import ask, step_messages, step_schema
+from colabkit.session.react import step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
+from colabkit.session.seats import Question, Seat, answer, check_seats
 from colabkit.session.settings import SessionSpec
 from colabkit.session.totals import Totals, session_totals
 from colabkit.session.views import Thought, cell_output, clip
@@ -66,6 +70,9 @@ class SessionResult(BaseModel):
     persona_versions: dict[str, str]
     final_hypothesis: str
     ended_by: EndedBy
+    budget_side: str | None = None
+    """When `ended_by` is "budget": whose budget ended it ("ai", "human" or "team"; see
+    `Scheduler.budget_end`, under `spec.settings.termination`)."""
     memory: MemoryRecord | None
     isolation: IsolationReport
     snapshot: WorkspaceSnapshot
@@ -76,8 +83,9 @@ class SessionResult(BaseModel):
 class _Session:
     """The mutable state of one running session."""
 
-    def __init__(self, spec: SessionSpec, task: Task, ws: Workspace, gateway: Gateway, log: EventLog) -> None:
-        self.spec, self.task, self.ws, self.gateway, self.log = spec, task, ws, gateway, log
+    def __init__(self, spec: SessionSpec, task: Task, ws: Workspace, gateway: Gateway, log: EventLog,
+                 seats: Mapping[str, Seat]) -> None:
+        self.spec, self.task, self.ws, self.gateway, self.log, self.seats = spec, task, ws, gateway, log, seats
         self.variant = spec.variant
         self.team = self.variant.team
         self.briefings: dict[str, str] = {}
@@ -92,6 +100,7 @@ class _Session:
         self.gates = Gatekeeper(None, self.team)
         self.living: LivingMemory | None = None  # the Dynamic variants' memory, after the build
         self.round = 0
+        self.budget_side: str | None = None  # what ended the session by budget (`Scheduler.budget_end`)
 
     async def play(self) -> EndedBy:
         """Build the memory if the variant has one, then run task rounds until an end."""
@@ -100,15 +109,15 @@ class _Session:
                       action="session_start", status="info", result=f"team {', '.join(self.team)}",
                       args={"task_id": self.task.id, "variant": self.variant.name, "seed": self.spec.seed,
                             "team": list(self.team), "isolation": self.ws.isolation.level,
-                            "personas": {p: self.variant.persona(p).version for p in self.team}})
-        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task,
-                                                max_chars=self.profile.briefing_chars) for pid in self.team}
+                            "personas": {p: self.variant.persona(p).version for p in self.team},
+                            **({"persons": {p: self.spec.model_for(p).model for p in self.seats}}
+                               if self.seats else {})})
+        self.brief()
         if self.variant.memory:
-            self.memory = await build_memory(self.spec, self.task.query, self.briefings,
-                                             gateway=self.gateway, log=self.log, sample=self.spec.seed)
-        self.gates = Gatekeeper(gate_table(self.variant, self.memory), self.team)
-        if self.variant.memory_updates and self.memory is not None:
-            self.living = LivingMemory(self.memory, self.variant.team_personas())
+            self.start_task(await build_memory(self.spec, self.task.query, self.briefings, gateway=self.gateway,
+                                               log=self.log, sample=self.spec.seed, seats=self.seats))
+        else:
+            self.start_task(None)
         for self.round in range(1, self.spec.settings.max_rounds + 1):
             for pid in round_order(self.team, self.spec.seed, self.round):
                 ended = await self.turn(pid)
@@ -118,15 +127,32 @@ class _Session:
                 return "idle"
         return "max_rounds"
 
+    def brief(self) -> None:
+        """Give every participant its private briefing (before the build phase, if any)."""
+        self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task,
+                                                max_chars=self.profile.briefing_chars) for pid in self.team}
+
+    def start_task(self, memory: MemoryRecord | None) -> None:
+        """Freeze the memory (if any; a Dynamic variant's stays living) and put the gate table in force.
+
+        Separate from `play` so `colabkit.session.preview` sets a session up exactly as here
+        (with a placeholder memory) to show what each participant is given.
+        """
+        self.memory = memory
+        self.gates = Gatekeeper(gate_table(self.variant, memory), self.team)
+        if self.variant.memory_updates and memory is not None:
+            self.living = LivingMemory(memory, self.variant.team_personas())
+
     def has_requests(self, pid: str) -> bool:
         """Whether a gated request or a memory update waits for `pid`'s decision."""
         return bool(self.gates.addressed_to(pid)) or bool(self.living and self.living.addressed_to(pid))
 
     def memory_text(self) -> str | None:
-        # Fitted by the memory itself: slots trimmed evenly, the enforced gate line kept whole.
+        """The memory block: fitted by the memory itself (slots trimmed evenly); its gates are in
+        `gate_rules`, shown the same way whoever chose them."""
         if self.living is not None:
             return self.living.render(max_chars=self.profile.memory_chars)
-        return self.memory.render(max_chars=self.profile.memory_chars) if self.memory is not None else None
+        return self.memory.render(max_chars=self.profile.memory_chars, gates=False) if self.memory is not None else None
 
     def observe(self, pid: str) -> Observation:
         side = [p for p in self.team if self.sides[p] == self.sides[pid]]
@@ -142,6 +168,7 @@ class _Session:
             query=self.task.query,
             briefing=self.briefings[pid],
             memory=self.memory_text(),
+            gate_rules=gate_rules_text(self.gates.table, self.variant.gate_source, pid),
             workspace=self.ws,
             gatekeeper=self.gates,
             cells_at_request=self.cells_at_request,
@@ -155,6 +182,10 @@ class _Session:
             my_updates=[u.line() for u in self.living.proposed_by(pid)] if self.living else (),
         )
 
+    def messages(self, pid: str, observation: Observation) -> list[dict[str, str]]:
+        """The chat messages of `pid`'s step: its persona prompt (system) and the observation (user)."""
+        return step_messages(self.variant.persona(pid).prompt, observation.render())
+
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
         self.log.emit(phase="task", round=self.round, participant=participant, action=action, status=status, **fields)
 
@@ -165,19 +196,24 @@ class _Session:
         if not self.sched.eligible(pid, key, has_requests=self.has_requests(pid)):
             return None
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
-        messages = step_messages(self.variant.persona(pid).prompt, observation.render())
+        messages = self.messages(pid, observation)
         schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None)
-        answer = await ask(self.gateway, self.spec.model_for(pid), messages, schema,
-                           caller=pid, sample=self.spec.seed)
-        step = answer.value
-        self.sched.record_step(pid, key, waited=step is not None and step.action == "wait")
+        # A person's seat answers the same question, shown the same observation (`seats`).
+        reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid), messages, schema,
+                                                                self.spec.seed, self.team, observation))
+        step, person = reply.answer.value, ({"person": reply.person} if reply.person is not None else {})
+        # A wait not on offer (the single agent's) is a failed step: it spends budget and is not idleness.
+        self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
+                               and "wait" in observation.valid_actions)
         if step is None:
-            self.emit(pid, INVALID_OUTPUT, "failed_step", result=answer.error or "", llm_calls=answer.records)
+            self.emit(pid, INVALID_OUTPUT, "failed_step", result=reply.answer.error or "",
+                      llm_calls=reply.answer.records, **person)
         else:
             self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought, time=time.time()))
-            if await self.act(pid, step, spent=spent, thought=step.thought, llm_calls=answer.records):
+            if await self.act(pid, step, spent=spent, thought=step.thought, llm_calls=reply.answer.records, **person):
                 return "finish"
-        return "budget" if self.sched.budget_spent else None
+        self.budget_side = self.sched.budget_end(self.sides[pid])
+        return "budget" if self.budget_side is not None else None
 
     async def act(self, pid: str, step: StepSchema, *, spent: bool = False, **fields: Any) -> bool:
         """Validate and carry out (or hold, or decide) a step; True when a finish took effect."""
@@ -303,24 +339,33 @@ class _Session:
                       result=f"{pending.update_id} ({pending.update.slot} by {pending.proposer}) never decided")
         for request in self.gates.expire_pending():
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
-                      signatory=request.signatory, proposer=request.proposer, args={"action": request.action.type},
-                      result=f"{request.request_id} ({request.action.type} by {request.proposer}) never decided")
+                      signatory=request.signatory, proposer=request.proposer,
+                      args={"action": request.action.type, "decision": "undecided"},
+                      result=f"{request.request_id} ({request.action.type} by {request.proposer}) "
+                             "undecided: still open when the session ended")
+        rule = {"termination": self.spec.settings.termination, "budget_side": self.budget_side}
         self.emit(SYSTEM, "session_end", "error" if ended_by in ("error", "provider_error") else "info",
-                  args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round, **detail},
+                  args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round,
+                        **rule, **detail},
                   result=detail.get("error", f"ended by {ended_by}"), llm_calls=calls)
 
 
 async def run_session(
-    spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None
+    spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None,
+    seats: Mapping[str, Seat] | None = None,
 ) -> SessionResult:
     """Run `spec` on `task`, emitting every event to `sink`; return how it ended.
 
-    Raises only for problems before anything can run (a task that does not match the spec,
-    a workspace that cannot open: logged as a `session_end` error event first); everything
-    after that ends in a `SessionResult`.
+    `seats` holds the participants a person plays (`seats.PersonSeat`), each named in the
+    spec by `person.person_model`; every other participant is its model. Raises only for
+    problems before anything can run (a task that does not match the spec, a person seat
+    nobody holds, a workspace that cannot open: logged as a `session_end` error event
+    first); everything after that ends in a `SessionResult`.
     """
     if spec.task_id != task.id:
         raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
+    seats = dict(seats or {})
+    check_seats({pid: spec.model_for(pid) for pid in spec.variant.team}, spec.variant.team, seats)
     log = EventLog(spec.session_id, sink)
     try:
         # The kernel starts while the first model calls are asked (a cell waits for it).
@@ -331,7 +376,7 @@ async def run_session(
                  args={"ended_by": "error"}, result=f"workspace failed to open: {type(exc).__name__}: {exc}")
         raise
     try:
-        session = _Session(spec, task, ws, gateway, log)
+        session = _Session(spec, task, ws, gateway, log, seats)
         detail: dict[str, Any] = {}
         calls: tuple[CallRecord, ...] = ()
         try:
@@ -352,6 +397,7 @@ async def run_session(
             persona_versions={pid: spec.variant.persona(pid).version for pid in spec.variant.team},
             final_hypothesis=ws.editor.text,
             ended_by=ended_by,
+            budget_side=session.budget_side,
             memory=session.memory,
             isolation=ws.isolation,
             snapshot=ws.snapshot(),

@@ -24,11 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.llm import CallRecord
 from colabkit.session.actions import MEMORY_UPDATE
+from colabkit.session.person import PersonStep
 from colabkit.team import ACTION_TYPES, GateScope
 
-EVENT_SCHEMA_VERSION: Final = 2
-"""Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule.
-A stored line without `schema_version` was written by version 1."""
+EVENT_SCHEMA_VERSION: Final = 3
+"""Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule;
+version 3 added `person` (a step taken by a person in a seat). A stored line without
+`schema_version` was written by version 1."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
 """How a session ended; the one definition every layer imports."""
 INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "llm_budget", "provider_error"})
@@ -69,7 +71,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[2] = EVENT_SCHEMA_VERSION
+    schema_version: Literal[2, 3] = EVENT_SCHEMA_VERSION
     session_id: str
     seq: int
     phase: Phase
@@ -90,7 +92,13 @@ class Event(BaseModel):
     message_index: int | None = Field(default=None, ge=0)
     editor_version: int | None = Field(default=None, ge=0)
     llm_calls: tuple[CallRecord, ...] = ()
+    person: PersonStep | None = None  # set on a step a person took (or that timed out on one)
     time: float
+
+    @property
+    def actor_kind(self) -> Literal["person", "model", "system"]:
+        """Who acted: a person in a seat, a model, or the session itself."""
+        return "system" if self.participant == SYSTEM else "person" if self.person is not None else "model"
 
     @property
     def event_id(self) -> str:

@@ -11,6 +11,12 @@ Both tables hold only rules whose signatory is on the team (absent ones were dro
 reported when the table was made). Which rule applies is the team layer's
 (`GateTable.rule_for`): a proposer named as the signatory of its own action is not gated,
 and nobody else is drafted in. The rule's scope and note are shown with the request.
+
+Every member of a gated variant sees the table in force in every task-phase observation
+(`gate_rules_text`), in one section with the same wording whoever chose it; one line says
+who set it, which is the one thing Scaffolded and Preassigned differ in by design (issue 16:
+a table known only once a request appears confounded "who chose the gates" with "whether
+anyone knows them"). A signatory's section also names the gates it holds.
 """
 
 from __future__ import annotations
@@ -22,6 +28,13 @@ from typing import Literal
 from colabkit.session.actions import Action, InvalidAction
 from colabkit.team import GateRule, GateTable, MemoryRecord, VariantConfig
 
+GATE_RULES_TITLE = "Gate rules"
+SET_BY = {"self": "Set by: the team, agreed in the Shared Group Memory before the task.",
+          "preassigned": "Set by: assigned to the team before the task."}
+_GATE_RULE_INTRO = ("An action listed here takes effect only after its signatory approves it; until then it is "
+                    "held as a request. Nobody's own action is held by a gate they sign. Other actions take "
+                    "effect at once.")
+
 RequestStatus = Literal["pending", "approved", "rejected", "expired"]
 
 
@@ -32,6 +45,23 @@ def gate_table(variant: VariantConfig, memory: MemoryRecord | None) -> GateTable
     if variant.gate_source == "preassigned":
         return variant.preassigned
     return None
+
+
+def gate_rules_text(table: GateTable | None, source: str, participant: str) -> str | None:
+    """The gate-rules section `participant` sees, or None when the variant gates nothing.
+
+    `source` is the variant's `gate_source` ("self" or "preassigned"); it only picks the
+    "Set by" line. The rules are listed as `GateRule.describe` writes them, then the gates
+    `participant` signs, if any.
+    """
+    if table is None or source not in SET_BY:
+        return None
+    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO}"]
+    lines += [f"- {rule.describe()}" for rule in table.rules] or ["- none: every action takes effect at once"]
+    held = [rule.action for rule in table.rules if rule.signatory == participant]
+    if held:
+        lines.append(f"You sign: {', '.join(held)} (by anyone else); approve or reject each such request.")
+    return "\n".join(lines)
 
 
 @dataclass

@@ -69,7 +69,7 @@ class LivingMemory:
         """The memory block of every observation: the current text, its version and last change."""
         last = f"; last change: {self.last_change}" if self.last_change else "; no change yet"
         state = f"living, version {self.version} {self.current.digest()[:8]}{last}"
-        return self.current.render(max_chars, state=state)
+        return self.current.render(max_chars, gates=False, state=state)  # gates: their own section
 
     def propose(self, action: Action, proposer: str, round: int) -> PendingUpdate:
         """Hold a proposed update for every other member's answer; `InvalidAction` if unreadable."""

@@ -7,7 +7,8 @@ and the public chat (plus the messages addressed to it). The AI agent also sees 
 messages between others and the team's activity list (edits, decisions, requests); a
 simulated human sees its own activity only. A thought is seen by its owner only, nobody
 else (the AI agent included). The frozen memory, when there is one, is in every task-phase
-observation.
+observation, and so are the gate rules in force, when the variant has gates (one section,
+the same for Scaffolded and Preassigned but for its "Set by" line; see `gating.gate_rules_text`).
 
 A signatory deciding a request sees the proposed action in full and the cells it depends
 on. "Depends on" means the cells run before the request was made, by anyone: the kernel
@@ -88,6 +89,7 @@ class Observation(BaseModel):
     query: str  # "" when the briefing already states it
     briefing: str
     memory: str | None
+    gate_rules: str | None
     editor: str
     messages: tuple[MessageView, ...]
     older_messages: int
@@ -117,6 +119,8 @@ class Observation(BaseModel):
         parts.append(f"# Your private briefing\n{self.briefing or '(none)'}")
         if self.memory is not None:
             parts.append(f"# {self.memory}")  # its first line is its own title
+        if self.gate_rules is not None:
+            parts.append(f"# {self.gate_rules}")  # likewise
         members = ", ".join(f"{pid} ({name})" for pid, name in zip(self.team, self.names))
         parts.append(f"# Team\nYou are {self.participant}. Team: {members}.")
         # Before what grows, so the same every step; approve/reject (valid only while a request
@@ -206,6 +210,7 @@ def build_observation(
     briefing: str,
     memory: str | None,
     workspace: Any,
+    gate_rules: str | None = None,
     gatekeeper: Gatekeeper,
     cells_at_request: Mapping[str, int],
     events: Sequence[Event],
@@ -257,6 +262,7 @@ def build_observation(
         query=clip(unstated_query(query, briefing), profile.query_chars),
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,
+        gate_rules=gate_rules,
         editor=clip(workspace.editor.text, profile.editor_chars),
         messages=tuple(MessageView(index=m.index, sender=m.sender, to=m.to, time=m.time,
                                    text=clip(m.text, profile.message_chars))

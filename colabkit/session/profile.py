@@ -35,6 +35,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colabkit.llm import ModelConfig
+from colabkit.session.person import is_person, seat_terms
 from colabkit.team.gates import NOTE_MAX_CHARS
 from colabkit.team.memory import ENFORCEABLE_GATES, MAX_GATES
 
@@ -170,6 +171,8 @@ def context_window(config: ModelConfig) -> tuple[int | None, str]:
 
 def _limits(config: ModelConfig) -> tuple[int | None, int | None, str]:
     """(input window, output limit, source) in tokens; None where unknown."""
+    if is_person(config):  # a person sees what the persona's model would have: its profile
+        return _limits(seat_terms(config).persona_model)
     if config.provider == "local":
         from colabkit.llm.local import N_CTX
 

@@ -9,18 +9,31 @@ skipped without a model call, which is also what makes a quiet session end.
 
 Budgets are per side (`SessionSettings.budget_for`): the AI agent's steps and the simulated
 humans' steps (together) are counted apart, so a talkative teammate never spends the AI
-agent's steps and the single agent has exactly the AI agent's budget of a team. A side that
-has spent its budget takes no more steps (its members are skipped, without a model call);
-the others go on with theirs. One exception keeps every gate decidable: a member of a spent
-side to whom a request is addressed may still approve or reject it (nothing else); such a
-decision is counted, past the budget, so `Totals` shows it. Without it a gated variant would
-lose a result because the humans talked more, a confound of exactly the kind budgets remove. Co-Gym's environment ends the whole session when either side
-reaches `max_steps`; here that would let one side's activity cut the other's work short,
-which is the confound per-side budgets remove. An approve/reject is the signatory's step.
+agent's steps and the single agent has exactly the AI agent's budget of a team. An
+approve/reject is the signatory's step.
 
-End conditions (checked by the engine in this order): a finish takes effect; every side has
-spent its budget, or the optional team-wide cap is reached; K consecutive idle rounds
-(every participant waited or was skipped); `max_rounds` rounds have run.
+When spent budgets end the session is `SessionSettings.termination` (`budget_end` below is
+the one place it is decided):
+- "either_side" (default; the substrate's rule, Co-Gym `collaborative_gym/nodes/task_env.py`):
+  the session ends as soon as one side has spent its budget. A team then runs at most as
+  many AI steps as the single agent, and nobody edits or finishes after the AI has stopped.
+- "all_sides" (a setting, for sensitivity analyses): a side that has spent its budget takes
+  no more steps (its members are skipped, without a model call); the others go on, and the
+  session ends when every side is spent. One exception keeps every gate decidable: a member
+  of a spent side to whom a request is addressed may still approve or reject it (nothing
+  else), counted past the budget so `Totals` shows it.
+Either way the engine records the rule and the side whose step spent the budget that ended
+the session (`session_end` args `termination` and `budget_side`), and requests still open at
+the end are recorded as undecided.
+
+Idleness: a round in which nobody acted (everyone waited or was skipped) is idle. A failed
+step counts as acting (it spent budget). A lone participant is never offered `wait` and its
+wait is a failed step (`colabkit.session.actions.valid_actions`), because nobody else can
+change its view: a wait could only lead to the idle end.
+
+End conditions (checked by the engine in this order): a finish takes effect; a budget ends
+the session (`budget_end`), or the optional team-wide cap is reached; K consecutive idle
+rounds; `max_rounds` rounds have run.
 """
 
 from __future__ import annotations
@@ -65,12 +78,24 @@ class Scheduler:
             left = min(left, self.settings.team_action_budget - self.actions)
         return max(left, 0)
 
-    @property
-    def budget_spent(self) -> bool:
-        """Every side has spent its budget, or the team-wide cap is reached."""
+    def spent(self, side: Side) -> bool:
+        return self.used[side] >= self.settings.budget_for(side)
+
+    def budget_end(self, last_side: Side) -> str | None:
+        """Whether budgets end the session after a step of `last_side`, under the termination rule.
+
+        Returns what ended it: the side whose step spent the deciding budget ("ai" or
+        "human"; under "all_sides" the last side to run out), "team" for the team-wide cap,
+        or None while the session goes on.
+        """
         cap = self.settings.team_action_budget
-        return (cap is not None and self.actions >= cap) or all(
-            self.used[side] >= self.settings.budget_for(side) for side in self.used)
+        if cap is not None and self.actions >= cap:
+            return "team"
+        if not self.spent(last_side):
+            return None
+        if self.settings.termination == "either_side" or all(self.spent(side) for side in self.used):
+            return last_side
+        return None
 
     def eligible(self, participant: str, view_key: str, *, has_requests: bool = False) -> bool:
         """Whether `participant` gets a step now (see the module docstring)."""

@@ -19,6 +19,8 @@ from colabkit.team import PERSONA_IDS, VariantConfig
 from colabkit.workspace import Limits
 
 Side = Literal["ai", "human"]  # a persona's role is its side
+Termination = Literal["either_side", "all_sides"]
+"""When spent budgets end a session (see `SessionSettings.termination`)."""
 
 
 class SessionSettings(BaseModel):
@@ -31,6 +33,13 @@ class SessionSettings(BaseModel):
     included (so a participant stuck on malformed output cannot spin forever), and an
     approve/reject is its signatory's step, never its proposer's. `team_action_budget`, when
     set, is a further cap on all steps together (the old single team-wide budget).
+    `termination` says when spent budgets end the session. "either_side" (the default) is
+    the substrate's rule: Co-Gym's environment (`collaborative_gym/nodes/task_env.py`) ends
+    the session as soon as the agent's steps or the users' steps reach `max_steps`, so a team
+    never runs longer than the single agent because its humans are still talking.
+    "all_sides" is the departure kept as a setting: the session goes on until every side has
+    spent its budget (a spent side only decides requests addressed to it). The rules live in
+    `colabkit.session.scheduler`; `experiments/sensitivity.yaml` runs both.
     `idle_rounds` is K in "everyone waited or had nothing new for K consecutive rounds".
     `context_window` overrides the models' window (tokens) the observation profile is
     derived from.
@@ -41,6 +50,7 @@ class SessionSettings(BaseModel):
     action_budget: int = Field(default=30, ge=1)
     human_action_budget: int | None = Field(default=None, ge=1)
     team_action_budget: int | None = Field(default=None, ge=1)
+    termination: Termination = "either_side"
     idle_rounds: int = Field(default=3, ge=1)
     max_rounds: int = Field(default=60, ge=1)
     context_window: int | None = Field(default=None, ge=1)

@@ -36,10 +36,10 @@ _GATE_FIELDS = ("gate_scope", "gate_note", "gate_signatory")
 _CALL_TOTALS = ("n_calls", "prompt_tokens", "completion_tokens", "tokens", "cost", "latency_s",
                 "cache_hits", "llm_errors")
 EVENT_COLUMNS = ("session_id", "event_id", "seq", "schema_version", "task_id", "variant", "seed", *_EVENT_FIELDS,
-                 *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes", "output_modes")
-SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "memory", "gate_source",
+                 *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes", "output_modes", "actor_kind")
+SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "person_seats", "memory", "gate_source",
                    "seed", "model", "models_json", "profile", "context_window", "action_budget", "idle_rounds", "max_rounds", "ended_by",
-                   "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
+                   "termination", "budget_side", "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
                    "isolation_level", "package_version", "started", "finished", "duration_s")
 _INDEX_COLUMNS = ("cell_index", "message_index", "editor_version")  # nullable: only creating events have one
 _INT_EVENT_COLUMNS = ("seq", "schema_version", "seed", "round", "n_calls", "prompt_tokens", "completion_tokens", "tokens",
@@ -89,13 +89,18 @@ def _session_row(rec: dict) -> dict:
     row = {
         "session_id": rec["session_id"], "schema_version": rec.get("schema_version", 1), "task_id": rec["task_id"],
         "task_digest": rec.get("task_digest"), "variant": variant["name"],
-        "variant_hash": rec["variant_hash"], "humans": ",".join(variant["humans"]), "memory": variant["memory"],
+        "variant_hash": rec["variant_hash"], "humans": ",".join(variant["humans"]),
+        # The seats a person played (their model is `person/<participant id>`), "" when none.
+        "person_seats": ",".join(role for role, m in rec["models"].items() if m["model"].startswith("person/")),
+        "memory": variant["memory"],
         "gate_source": variant["gate_source"], "seed": rec["seed"], "model": rec["models"]["ai"]["model"],
         "models_json": _json(rec["models"]),
         # The observation profile is a factor: sessions compared with each other must share it.
         "profile": spec.get("profile", {}).get("name"), "context_window": spec.get("profile", {}).get("context_window"),
         "action_budget": settings["action_budget"], "idle_rounds": settings["idle_rounds"],
         "max_rounds": settings["max_rounds"], "ended_by": rec["ended_by"],
+        # the session-end rule; records from before the setting ran "all_sides"
+        "termination": settings.get("termination", "all_sides"), "budget_side": rec.get("budget_side"),
         "final_hypothesis": rec["final_hypothesis"], "n_events": rec["n_events"],
         "memory_digest": rec["memory_digest"], "persona_versions_json": _json(rec.get("persona_versions")),
         "briefings_json": _json(rec.get("briefings")), "isolation_level": rec["isolation_level"],
@@ -156,6 +161,9 @@ def _append_events(folder: Path, rec: dict, cols: dict[str, list]) -> None:
     cols["gate_signatory"] += [gate.get("signatory") for gate in gates]
     cols["args_json"] += [_json(ev.get("args") or {}) for ev in events]
     cols["prompt_hashes"] += [";".join(x.get("prompt_hash") or "" for x in c) if c else "" for c in calls]
+    # Who acted: a person in a seat (the event carries `person`), a model, or the session itself.
+    cols["actor_kind"] += ["system" if ev["participant"] == "system" else "person" if ev.get("person") else "model"
+                           for ev in events]
     cols["output_modes"] += [";".join(x.get("output_mode") or "" for x in c) if c else "" for c in calls]
     cols["n_calls"] += [len(c) for c in calls]
     cols["prompt_tokens"] += prompt

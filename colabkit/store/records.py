@@ -63,6 +63,9 @@ class SessionRecord(BaseModel):
     memory_digest: str | None
     final_hypothesis: str
     ended_by: EndedBy
+    budget_side: str | None = None
+    """Whose budget ended a session that ended by "budget" ("ai", "human", "team"), under the
+    rule in `spec.settings.termination`; None otherwise, and in records written before it existed."""
     n_events: int
     totals: Totals
     isolation: IsolationReport
@@ -90,6 +93,7 @@ class SessionRecord(BaseModel):
             memory_digest=result.memory.digest() if result.memory is not None else None,
             final_hypothesis=result.final_hypothesis,
             ended_by=result.ended_by,
+            budget_side=result.budget_side,
             n_events=result.n_events,
             totals=result.totals,
             isolation=result.isolation,

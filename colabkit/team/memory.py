@@ -197,11 +197,14 @@ class MemoryRecord(BaseModel):
         """sha256 of the canonical JSON: the memory's identity in the session record."""
         return sha256_hex(self)
 
-    def render(self, max_chars: int | None = None, *, draft: bool = False, state: str | None = None) -> str:
+    def render(self, max_chars: int | None = None, *, draft: bool = False, gates: bool = True,
+               state: str | None = None) -> str:
         """The read-only block shown in every task-phase observation (or, `draft`, for ratifying).
 
         With `max_chars`, the four slots are trimmed evenly (longest first) so the block fits
         while every slot keeps its opening; the gate line, which is enforced, stays whole.
+        `gates=False` leaves the gate line out: the task phase shows the gates in force in
+        their own section, worded the same whoever chose them (`session.gating.gate_rules_text`).
         `state` replaces the header's "read-only, frozen <digest>" (a living memory says its
         version and last change there).
         """
@@ -210,14 +213,16 @@ class MemoryRecord(BaseModel):
         header = f"Shared Group Memory ({state}):"
         labels = [f"- {slot.replace('_', ' ').capitalize()}: " for slot in SLOTS]
         values = [getattr(self, slot) or "(none)" for slot in SLOTS]
-        gates = [f"- Gates: {self.gates.render()}"] if self.gates is not None else []
+        gate_line = [f"- Gates: {self.gates.render()}"] if self.gates is not None and gates else []
         if max_chars is not None:
-            fixed = len(header) + sum(len(label) + 1 for label in labels) + sum(len(g) + 1 for g in gates)
+            fixed = len(header) + sum(len(label) + 1 for label in labels) + sum(len(g) + 1 for g in gate_line)
             values = fit_all(values, max_chars - fixed)
-        return "\n".join([header, *(label + value for label, value in zip(labels, values)), *gates])
+        return "\n".join([header, *(label + value for label, value in zip(labels, values)), *gate_line])
 
 
 BuildStage = Literal["propose", "consolidate", "ratify", "amend"]
+TEAM_LINE = "Team:"
+GATES_LINE = "The team also chooses gates:"
 LIVING_RULE = ("Then the memory is in force for the task; during it any member may propose an update of one slot "
                "(or of the gate table), which takes effect only when every other member approves it.")
 
@@ -232,23 +237,28 @@ def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLO
     Every call of the build shows this before what its stage adds, and the stage's own
     request (`build_request`) comes last, so a member's later call repeats its earlier
     prompt up to there and the provider's (or llama.cpp's) prefix cache serves that part.
+    One line per part, the team (`TEAM_LINE`) and the gates (`GATES_LINE`) each on their own,
+    so the variant audit compares the rest across every memory variant.
     """
     members = ", ".join(f"{p.id} = {p.name}" for p in team)
-    text = (
-        f"Team: {members}. Before the task starts, the team writes a shared memory in four slots of at most "
-        f"{slot_chars} characters each: expertise, responsibility, plan, evidence_standards."
-    )
+    lines = [
+        f"{TEAM_LINE} {members}.",
+        f"Before the task starts, the team writes a shared memory in four slots of at most {slot_chars} "
+        "characters each: expertise, responsibility, plan, evidence_standards.",
+    ]
     if with_gates:
-        text += (
-            f" It also chooses gates: which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
+        lines.append(
+            f"{GATES_LINE} which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
             "signs each, the scope (all, or data_changing: only execute_code that changes data) and an "
             "optional note for the signatory. A member's own actions are never held by its own gate; "
             "unlisted actions stay ungated."
         )
-    return text + (
-        " Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "
+    lines.append(
+        "Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "
         "accepts the draft or names one amendment; the AI agent applies the amendments once. "
-    ) + (LIVING_RULE if living else "Then the memory is frozen for the whole task.")
+        + (LIVING_RULE if living else "Then the memory is frozen for the whole task.")
+    )
+    return "\n".join(lines)
 
 
 def build_request(stage: BuildStage, with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> str:

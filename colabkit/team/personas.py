@@ -6,6 +6,15 @@ hidden-profile briefing) that makes D different from R. The prompts live as text
 is carried into the `Persona`, so a session record can say exactly which prompt was used.
 Editing a prompt means bumping its version.
 
+The simulated humans' prompts share one frame (issue 16: "the only variables are the persona
+prompts and the collaboration structure", so a persona differs from another only in who it is
+and what it knows). The contract of a human prompt file: its role line starts with "You are ",
+its knowledge line with "You know "; every other line (`persona_frame`) is the frame, word for
+word the same in every human persona. Shared rules come from Co-Gym's simulated user
+(`collaborative_gym/nodes/simulated_user.py`: answer even with "I don't know", one piece of
+information at a time, no hallucination beyond the private info, no debugging for the agent).
+`colabkit audit` and the tests check the contract.
+
 `knows` names the slices of a task this persona privately holds (see `briefing.py`); it is
 part of the persona so that user-defined personas can take any side of the hidden profile.
 """
@@ -32,6 +41,8 @@ _BUILTIN: dict[str, tuple[str, Literal["ai", "human"], str, tuple[Knowledge, ...
 }
 PERSONA_IDS: tuple[str, ...] = tuple(_BUILTIN)
 _VERSION_LINE = re.compile(r"^version:\s*(\S+)\s*$")
+ROLE_LINE = "You are "
+KNOWLEDGE_LINE = "You know "
 
 
 class Persona(BaseModel):
@@ -68,3 +79,9 @@ def persona(pid: str) -> Persona:
     text = resources.files("colabkit.team").joinpath("prompts", filename).read_text(encoding="utf-8")
     version, prompt = parse_prompt_file(text, f"colabkit/team/prompts/{filename}")
     return Persona(id=pid, name=name, role=role, version=version, prompt=prompt, knows=knows)
+
+
+def persona_frame(p: Persona) -> tuple[str, ...]:
+    """The prompt's lines other than its role and knowledge lines (see the module docstring)."""
+    lines = (line.strip() for line in p.prompt.splitlines())
+    return tuple(line for line in lines if line and not line.startswith((ROLE_LINE, KNOWLEDGE_LINE)))

@@ -1,0 +1,62 @@
+"""Session-end rules side by side: does a result depend on when budgets end a session?
+
+Co-Gym, the study's substrate, ends a session when either side has spent its budget
+(`either_side`, the suite's default); `all_sides` runs until every side has. An experiment
+with both arms (`experiments/sensitivity.yaml`) has every (variant, task, seed) under both,
+told apart by the score table's `termination` column (read from each session's spec). The
+study's tables take one rule at a time (`by_termination`); `termination_contrast` pairs the
+same variant, task and seed across the two rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from colabkit.analysis.contrasts import correct, paired_contrast
+from colabkit.analysis.scores import STUDY_METRICS, check_scores, variant_order
+
+COLUMN = "termination"
+PRIMARY = "either_side"  # the substrate's rule, the suite's default
+ALTERNATIVE = "all_sides"
+
+
+def termination_rules(scores: pd.DataFrame) -> list[str]:
+    """The rules present in the table, the default first ([] for a table without the column)."""
+    if COLUMN not in scores.columns:
+        return []
+    present = set(scores[COLUMN].dropna())
+    return [r for r in (PRIMARY, ALTERNATIVE) if r in present] + sorted(present - {PRIMARY, ALTERNATIVE})
+
+
+def by_termination(scores: pd.DataFrame, rule: str = PRIMARY) -> pd.DataFrame:
+    """The sessions run under `rule`, or the table as it is when it holds one rule only."""
+    if len(termination_rules(scores)) < 2:
+        return scores
+    return scores[scores[COLUMN] == rule]
+
+
+def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) -> pd.DataFrame:
+    """Per variant and metric: mean under each rule and the paired difference all_sides - either_side.
+
+    Pairs are the same (task, seed) under both rules; p-values are Holm-corrected over the
+    whole table (one family: "does any result depend on the rule?"). Empty without both rules.
+    """
+    metrics = list(metrics)
+    columns = ["variant", "metric", f"mean_{PRIMARY}", f"mean_{ALTERNATIVE}", "n_pairs", "diff", "se",
+               "p_paired", "p_adjusted"]
+    if not {PRIMARY, ALTERNATIVE} <= set(termination_rules(scores)):
+        return pd.DataFrame(columns=columns)
+    table = check_scores(scores, metrics)
+    rows = []
+    for variant in variant_order(table["variant"]):
+        runs = table[table["variant"] == variant].assign(variant=lambda t: t[COLUMN])
+        for metric in metrics:
+            means = runs.groupby("variant")[metric].mean()
+            rows.append({"variant": variant, "metric": metric, f"mean_{PRIMARY}": means.get(PRIMARY),
+                         f"mean_{ALTERNATIVE}": means.get(ALTERNATIVE),
+                         **paired_contrast(runs, ALTERNATIVE, PRIMARY, metric)})
+    out = pd.DataFrame(rows)
+    out["p_adjusted"], _ = correct(out["p_paired"].tolist())
+    return out[columns]

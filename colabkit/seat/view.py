@@ -1,0 +1,91 @@
+"""What a person at a seat is shown: the persona's own observation, rendered as HTML.
+
+Nothing here decides what the person may see. A task step shows the `Observation` the
+engine built for the persona (the same object its model's prompt is rendered from), laid
+out for a person: the private briefing, the frozen memory with its gate rules, the notebook
+cells with their outputs, the chat, the result editor, the requests addressed to the seat,
+the seat's own requests and last step. Below, folded, is the exact text the persona's model
+would read (`Observation.render()`), so any section the observation gains (e.g. the gate
+rules section) reaches the person even before this layout knows it. A memory-build question
+shows its prompt's own sections (briefing, the build's rules, the proposals or the draft,
+the request), which is all a simulated member is given there.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from colabkit.session.observation import Observation
+from colabkit.session.seats import Question
+from colabkit.session.views import message_line, request_for_signatory, request_line
+
+STYLE = """<style>
+.ck-seat {font-family: system-ui, sans-serif; font-size: 13px; max-width: 1100px}
+.ck-seat h4 {margin: 10px 0 4px 0; font-size: 14px}
+.ck-seat pre {white-space: pre-wrap; background: #f6f8fa; padding: 6px; margin: 2px 0; border-radius: 4px}
+.ck-seat .ck-cell {border-left: 3px solid #6a9fb5; padding-left: 6px; margin: 6px 0}
+.ck-seat .ck-msg {margin: 2px 0}
+.ck-seat .ck-request {border-left: 3px solid #d08770; padding-left: 6px}
+.ck-seat .ck-now {font-weight: bold}
+</style>"""
+
+
+def _pre(text: str, cls: str = "") -> str:
+    return f'<pre class="{cls}">{html.escape(text)}</pre>' if cls else f"<pre>{html.escape(text)}</pre>"
+
+
+def _section(title: str, body: str, cls: str) -> str:
+    return f'<div class="{cls}"><h4>{html.escape(title)}</h4>{body}</div>'
+
+
+def observation_html(obs: Observation) -> str:
+    """The persona's observation laid out for a person (see the module docstring)."""
+    parts = [STYLE, '<div class="ck-seat">']
+    members = ", ".join(f"{pid} ({name})" for pid, name in zip(obs.team, obs.names))
+    parts.append(f'<div class="ck-now">You are {html.escape(obs.participant)}. Team: {html.escape(members)}. '
+                 f"Round {obs.round}, {obs.actions_left} actions left for {html.escape(obs.budget_holder)}.</div>")
+    if obs.query:
+        parts.append(_section("Task", _pre(obs.query), "ck-task"))
+    parts.append(_section("Your private briefing", _pre(obs.briefing or "(none)"), "ck-briefing"))
+    if obs.memory is not None:
+        title, _, body = obs.memory.partition("\n")
+        parts.append(_section(title or "Team memory", _pre(body), "ck-memory"))
+    cells = "".join(
+        f'<div class="ck-cell"><b>cell {c.index}</b> by {html.escape(c.author)} ({html.escape(c.status)})'
+        f"{_pre(c.code)}{_pre(c.output or '(no output)')}</div>" for c in obs.cells)
+    older = f"<i>{obs.older_cells} older cells not shown</i>" if obs.older_cells else ""
+    parts.append(_section("Notebook", older + (cells or "<i>no cells yet</i>"), "ck-notebook"))
+    chat = "".join(f'<div class="ck-msg">{html.escape(message_line(m))}</div>' for m in obs.messages)
+    parts.append(_section("Chat", chat or "<i>no messages yet</i>", "ck-chat"))
+    parts.append(_section("Result editor (the submitted hypothesis)", _pre(obs.editor or "(empty)"), "ck-editor"))
+    if obs.requests_for_me:
+        shown = {c.index for c in obs.cells}
+        body = "".join(_pre(request_for_signatory(r, shown), "ck-request") for r in obs.requests_for_me)
+        parts.append(_section("Approval requests for you", body, "ck-requests"))
+    if obs.my_requests:
+        parts.append(_section("Your requests", "".join(_pre(request_line(r)) for r in obs.my_requests), "ck-mine"))
+    if obs.activity:
+        parts.append(_section("Activity", _pre("\n".join(a.line for a in obs.activity)), "ck-activity"))
+    if obs.feedback:
+        parts.append(_section("Your last step", _pre(obs.feedback), "ck-feedback"))
+    parts.append("<details><summary>Exactly what the persona's model would read</summary>"
+                 f"{_pre(obs.render(), 'ck-prompt')}</details></div>")
+    return "".join(parts)
+
+
+def build_html(question: Question[Any]) -> str:
+    """A memory-build question: its prompt's sections, as the member's model reads them."""
+    user = next((m["content"] for m in reversed(question.messages) if m["role"] == "user"), "")
+    parts = [STYLE, '<div class="ck-seat">',
+             f'<div class="ck-now">You are {html.escape(question.participant)}. Before the task, the team writes '
+             f"a shared memory: {'propose its slots' if question.stage == 'propose' else 'ratify the draft'}.</div>"]
+    for block in user.split("\n\n# "):
+        title, _, body = block.removeprefix("# ").partition("\n")
+        parts.append(_section(title, _pre(body), "ck-build"))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def question_html(question: Question[Any]) -> str:
+    return observation_html(question.observation) if question.observation is not None else build_html(question)

@@ -1,0 +1,56 @@
+"""A JupyterLab server over a folder, for browser tests (the explorer's has its own copy).
+
+Started with the test's environment (e.g. the scripted provider plugin, so the notebook's
+kernel answers `scripted/...` models), on a free local port with a random token; stopped
+(and killed if it hangs) when the `with` block ends.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def start_lab(workdir: Path, log_path: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
+    """(base url, token) of a JupyterLab serving `workdir`; its output goes to `log_path`."""
+    port, token = free_port(), secrets.token_hex(16)
+    log = log_path.open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workdir}", "--allow-root",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env={**(env or os.environ), "JUPYTER_NO_CONFIG": "1"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(log_path.read_text(errors="replace")[-3000:]) from None
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()

@@ -1,0 +1,47 @@
+"""A person plays D in scaffolded-dr on a demo task; the AI agent and R are scripted models.
+
+Shared by the widget-driven test (the real forms, clicked from Python) and the browser test
+(the same forms, clicked in JupyterLab). The AI proposes and consolidates a memory whose one
+gate holds its edits until D signs; then it runs a cell, edits the result (a request to D),
+waits, and finishes once its edit is approved. The person proposes, ratifies, sends a
+message, runs a cell and approves the request, in that order (`PLAN`).
+"""
+
+from __future__ import annotations
+
+from colabkit.team import variant
+from helpers.stored_session import RATIFY, SLOTS, TASK_ID, WAIT, ai_first_seed, say
+
+VARIANT = "scaffolded-dr"
+SEAT = "D"
+PARTICIPANT = "p-test-1"
+HYPOTHESIS = "Axes are most frequent in hoards of the 12th century BCE."
+MESSAGE = "PERSON-MSG: I will check the counts."
+CODE = "print('PERSON-CELL', 6 * 7)"
+APPROVAL = "PERSON-OK: matches the counts"
+PLAN = ("propose_memory", "ratify_memory", "send_message", "execute_code", "approve")
+
+
+def seed() -> int:
+    return ai_first_seed(variant(VARIANT).team)
+
+
+def scripts() -> dict[str, list]:
+    return {
+        "ai": [{**SLOTS, "gates": []},
+               {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D", "scope": "all", "note": "D checks"}]},
+               say("execute_code", "print('AI-CELL')"),
+               say("edit_result", HYPOTHESIS),
+               say("wait"),
+               say("finish", "approved by D")],
+        "R": [{**SLOTS, "gates": []}, *RATIFY],
+    }
+
+
+def models() -> dict[str, str]:
+    return {"ai": "scripted/ai", "R": "scripted/R"}
+
+
+DEFAULT = WAIT
+__all__ = ["APPROVAL", "CODE", "DEFAULT", "HYPOTHESIS", "MESSAGE", "PARTICIPANT", "PLAN", "SEAT", "TASK_ID",
+           "VARIANT", "models", "scripts", "seed"]
