@@ -41,7 +41,7 @@ from colabkit.session.actions import (
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_rules_text, gate_table
-from colabkit.session.memory_updates import LivingMemory
+from colabkit.session.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
 from colabkit.session.observation import Observation, build_observation
 from colabkit.session.react import step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
@@ -50,7 +50,7 @@ from colabkit.session.settings import SessionSpec
 from colabkit.session.totals import Totals, session_totals
 from colabkit.session.views import Thought, cell_output, clip
 from colabkit.tasks import Task
-from colabkit.team import MemoryRecord, gate_changes, private_briefing
+from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
 
 RESULT_CHARS = 500
@@ -231,11 +231,11 @@ class _Session:
                 f"your side has spent its action budget: only {', '.join(DECISIONS)} are possible now"), **fields)
             return False
         if action.type in ("approve", "reject"):
-            if (action.request_id or "").startswith("upd-"):
-                return self.answer_update(pid, action, **fields)
+            if (action.request_id or "").startswith("upd-"):  # a memory update's team act
+                return answer_update(self.living, pid, action, self.round, self.emit, self.gates, **fields)
             return await self.decide(pid, action, **fields)
         if action.type == MEMORY_UPDATE:
-            return self.propose_update(pid, action, **fields)
+            return propose_update(self.living, pid, action, self.round, self.emit, **fields)
         rule = self.gates.rule_for(action, pid)
         if rule is not None:
             request = self.gates.open(action, pid, rule, self.round)
@@ -263,47 +263,6 @@ class _Session:
         if decision == "rejected":
             return False
         return await self.apply(request.action, request.proposer, **gate)
-
-    def propose_update(self, pid: str, action: Action, **fields: Any) -> bool:
-        """Hold a memory update for the team's answer (the Dynamic variants' team act)."""
-        try:
-            if self.living is None:  # valid_actions never offers it; a model may still write it
-                raise InvalidAction("this team's memory cannot be updated during the task")
-            pending = self.living.propose(action, pid, self.round)
-        except InvalidAction as exc:
-            self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
-            return False
-        self.emit(pid, action.type, "pending", args=action.args(), request_id=pending.update_id,
-                  result=f"held as {pending.update_id} until {', '.join(pending.voters)} approve", **fields)
-        return False
-
-    def answer_update(self, pid: str, action: Action, **fields: Any) -> bool:
-        """A member's approve/reject of a memory update; the team act's outcome is a system event."""
-        decision: Literal["approved", "rejected"] = "approved" if action.type == "approve" else "rejected"
-        try:
-            if self.living is None:
-                raise InvalidAction(f"unknown update {action.request_id}: this team's memory is frozen")
-            before = self.living.current
-            pending = self.living.answer(action.request_id or "", pid, decision, action.reason, self.round)
-        except InvalidAction as exc:
-            self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
-            return False
-        self.emit(pid, action.type, decision, args=action.args(), request_id=pending.update_id, signatory=pid,
-                  decision=decision, decision_reason=action.reason, proposer=pending.proposer,
-                  result=f"{pending.update_id} ({pending.update.slot} by {pending.proposer}) {decision}", **fields)
-        outcome = {"update_id": pending.update_id, "slot": pending.update.slot, "proposer": pending.proposer}
-        if pending.status == "dropped":
-            self.emit(SYSTEM, "memory_update_dropped", "info", args={**outcome, "rejected_by": pid},
-                      result=f"{pending.update_id} dropped: {pid} rejected it")
-        elif pending.status == "applied":
-            memory = self.living.current
-            added, removed = gate_changes(before, memory)
-            self.gates.table = memory.gates if self.variant.gate_source == "self" else self.gates.table
-            self.emit(SYSTEM, "memory_updated", "info", args={
-                **outcome, "version": self.living.version, "digest": memory.digest(),
-                "memory": memory.model_dump(mode="json"), "gates_added": added, "gates_removed": removed},
-                result=f"memory version {self.living.version} ({memory.digest()[:8]}): {pending.update.describe()}")
-        return False
 
     async def apply(self, action: Action, actor: str, **fields: Any) -> bool:
         """Make `action` take effect as `actor`'s and log it; True for a finish."""
@@ -333,10 +292,7 @@ class _Session:
 
     def close(self, ended_by: EndedBy, detail: dict[str, Any], calls: tuple[CallRecord, ...] = ()) -> None:
         """Expire open requests and updates and log the end (with the error and the calls behind it, if any)."""
-        for pending in self.living.expire_pending() if self.living is not None else ():
-            self.emit(SYSTEM, "request_expired", "info", request_id=pending.update_id, proposer=pending.proposer,
-                      args={"action": MEMORY_UPDATE, "slot": pending.update.slot},
-                      result=f"{pending.update_id} ({pending.update.slot} by {pending.proposer}) never decided")
+        expire_updates(self.living, self.emit)
         for request in self.gates.expire_pending():
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
                       signatory=request.signatory, proposer=request.proposer,

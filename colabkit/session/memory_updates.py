@@ -15,12 +15,25 @@ current record and version, what changed last, and the open and decided updates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from colabkit.session.actions import Action, InvalidAction
-from colabkit.team import MemoryRecord, MemoryUpdate, MemoryUpdateError, Persona, apply_update, parse_update
+from colabkit.session.actions import MEMORY_UPDATE, Action, InvalidAction
+from colabkit.session.events import SYSTEM
+from colabkit.session.gating import Gatekeeper
+from colabkit.team import (
+    MemoryRecord,
+    MemoryUpdate,
+    MemoryUpdateError,
+    Persona,
+    apply_update,
+    gate_changes,
+    parse_update,
+)
+
+Emit = Callable[..., Any]
+"""The engine's `emit(participant, action, status, **fields)`: one task-phase event."""
 
 UpdateStatus = Literal["pending", "applied", "dropped", "expired"]
 
@@ -119,3 +132,60 @@ class LivingMemory:
         for pending in expired:
             pending.status = "expired"
         return expired
+
+
+# -- the steps, as the engine carries them out and logs them ------------------------------------
+def propose_update(living: LivingMemory | None, pid: str, action: Action, round: int, emit: Emit,
+                   **fields: Any) -> bool:
+    """Hold a memory update for the team's answer (a failed step if unreadable); never a finish."""
+    try:
+        if living is None:  # valid_actions never offers it; a model may still write it
+            raise InvalidAction("this team's memory cannot be updated during the task")
+        pending = living.propose(action, pid, round)
+    except InvalidAction as exc:
+        emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
+        return False
+    emit(pid, action.type, "pending", args=action.args(), request_id=pending.update_id,
+         result=f"held as {pending.update_id} until {', '.join(pending.voters)} approve", **fields)
+    return False
+
+
+def answer_update(living: LivingMemory | None, pid: str, action: Action, round: int, emit: Emit,
+                  gates: Gatekeeper, **fields: Any) -> bool:
+    """A member's approve/reject of an update, then the team act's outcome as a system event; an
+    applied gate change goes into force in `gates` for requests made from now on."""
+    decision: Literal["approved", "rejected"] = "approved" if action.type == "approve" else "rejected"
+    try:
+        if living is None:
+            raise InvalidAction(f"unknown update {action.request_id}: this team's memory is frozen")
+        before = living.current
+        pending = living.answer(action.request_id or "", pid, decision, action.reason, round)
+    except InvalidAction as exc:
+        emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
+        return False
+    emit(pid, action.type, decision, args=action.args(), request_id=pending.update_id, signatory=pid,
+         decision=decision, decision_reason=action.reason, proposer=pending.proposer,
+         result=f"{pending.update_id} ({pending.update.slot} by {pending.proposer}) {decision}", **fields)
+    outcome = {"update_id": pending.update_id, "slot": pending.update.slot, "proposer": pending.proposer}
+    if pending.status == "dropped":
+        emit(SYSTEM, "memory_update_dropped", "info", args={**outcome, "rejected_by": pid},
+             result=f"{pending.update_id} dropped: {pid} rejected it")
+    elif pending.status == "applied":
+        memory = living.current
+        added, removed = gate_changes(before, memory)
+        if memory.gates is not None:
+            gates.table = memory.gates
+        emit(SYSTEM, "memory_updated", "info", args={
+            **outcome, "version": living.version, "digest": memory.digest(), "memory": memory.model_dump(mode="json"),
+            "gates_added": added, "gates_removed": removed},
+            result=f"memory version {living.version} ({memory.digest()[:8]}): {pending.update.describe()}")
+    return False
+
+
+def expire_updates(living: LivingMemory | None, emit: Emit) -> None:
+    """Log every update still open at the session's end as expired (undecided, never applied)."""
+    for pending in living.expire_pending() if living is not None else ():
+        emit(SYSTEM, "request_expired", "info", request_id=pending.update_id, proposer=pending.proposer,
+             args={"action": MEMORY_UPDATE, "slot": pending.update.slot, "decision": "undecided"},
+             result=f"{pending.update_id} ({pending.update.slot} by {pending.proposer}) undecided: "
+                    "still open when the session ended")
