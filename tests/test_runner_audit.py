@@ -16,14 +16,14 @@ from colabkit.runner.audit import audit_experiment, audit_specs
 from colabkit.session import SessionSpec, engine
 from colabkit.session.preview import preview
 from colabkit.tasks import load_tasks
-from colabkit.team import VARIANT_NAMES, Persona, VariantConfig, persona
+from colabkit.team import STUDY_VARIANT_NAMES, VARIANT_NAMES, Persona, VariantConfig, persona
 
 REPO = Path(__file__).resolve().parents[1]
 TASK = load_tasks().get("demo_archaeology/0/0")
 
 
-def shipped_specs() -> list[SessionSpec]:
-    return [build_spec(TASK.id, name, 0) for name in VARIANT_NAMES]
+def shipped_specs(names: tuple[str, ...] = STUDY_VARIANT_NAMES) -> list[SessionSpec]:
+    return [build_spec(TASK.id, name, 0) for name in names]
 
 
 def test_the_13_shipped_variants_differ_only_for_allowed_causes():
@@ -33,6 +33,18 @@ def test_the_13_shipped_variants_differ_only_for_allowed_causes():
     assert causes == {"team", "memory", "gated", "gate_chooser"}  # every design factor shows, nothing else
     assert ("task: Gate rules (set by line)", "text") in report.allowed  # the one Scaffolded/Preassigned difference
     assert "| sections |" in report.table() and "no unexplained difference" in report.render()
+
+
+def test_every_dynamic_vs_scaffolded_difference_is_the_living_memory():
+    for team in ("d", "r", "dr"):
+        report = audit_specs(shipped_specs((f"scaffolded-{team}", f"dynamic-{team}")), TASK)
+        assert report.ok, report.render()
+        assert {c for item in report.allowed.values() for c in item.causes} == {"living"}
+        assert {section for section, _ in report.allowed} == {
+            "task: Shared Group Memory", "task: Valid actions", "facts: valid actions",
+            *(f"{stage}: Memory build" for stage in ("propose", "consolidate", "ratify", "amend"))}
+    report = audit_specs(shipped_specs(VARIANT_NAMES), TASK)  # all 16 together
+    assert report.ok, report.render()
 
 
 def test_scaffolded_and_preassigned_show_the_same_gate_section_but_for_who_set_it():
@@ -142,8 +154,8 @@ def test_a_line_added_to_one_variants_build_phase_is_found(monkeypatch):
 
     real = build_phase.build_rules
 
-    def louder(team, with_gates, slot_chars):  # scaffolded-dr only: three members writing gates
-        text = real(team, with_gates, slot_chars)
+    def louder(team, with_gates, slot_chars, **kw):  # scaffolded-dr only: three members writing gates
+        text = real(team, with_gates, slot_chars, **kw)
         return text + "\nThe Researcher has the last word." if with_gates and len(team) == 3 else text
 
     monkeypatch.setattr(build_phase, "build_rules", louder)

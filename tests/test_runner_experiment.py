@@ -12,7 +12,7 @@ from helpers.env import shared_data
 from colabkit.errors import ColabkitError
 from colabkit.llm import ModelConfig
 from colabkit.runner import load_experiment
-from colabkit.team import VARIANT_NAMES
+from colabkit.team import STUDY_VARIANT_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 DISCOVERYBENCH = Path("/work/shared/discoverybench")
@@ -158,7 +158,7 @@ def test_the_demo_config_is_the_demo_grid_on_the_embedded_model():
 @pytest.mark.skipif(not DISCOVERYBENCH.is_dir(), reason="needs the shared DiscoveryBench copy")
 def test_the_paper_config_is_13_variants_by_38_archaeology_tasks_by_3_seeds():
     exp = load_experiment(REPO / "experiments" / "paper.yaml", data_root=DISCOVERYBENCH)
-    assert set(exp.variants) == set(VARIANT_NAMES) and len(exp.variants) == 13
+    assert set(exp.variants) == set(STUDY_VARIANT_NAMES) and len(exp.variants) == 13
     assert exp.seeds == (0, 1, 2)
     assert exp.model_configs() == {"default": ModelConfig(model="deepseek/deepseek-chat")}
     assert exp.judge_config().model == "deepseek/deepseek-chat"

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from colabkit.llm import CallRecord
 from colabkit.session import Event, ListSink, SessionSettings, SessionSpec, StepSchema, comparable
-from colabkit.session.actions import ActionType, InvalidAction, to_action, valid_actions
+from colabkit.session.actions import ActionType, InvalidAction, StepAction, to_action, valid_actions
 from colabkit.session.events import EventLog
 from colabkit.session.gating import Gatekeeper, gate_table
 from colabkit.session.observation import build_observation
@@ -73,7 +73,9 @@ def test_payload_fields_follow_the_documented_mapping():
 
 
 def test_the_step_schema_offers_exactly_the_team_layers_action_types():
-    assert get_args(ActionType) == ACTION_TYPES
+    # The Dynamic variants' memory update is the one action beyond them, decoded only there.
+    assert get_args(StepAction) == ACTION_TYPES
+    assert get_args(ActionType) == (*ACTION_TYPES, "propose_memory_update")
 
 
 def test_valid_actions_offer_decisions_only_with_a_request_and_messages_only_in_a_team():

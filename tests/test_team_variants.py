@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from colabkit.errors import ColabkitError
 from colabkit.team import (
     DEFAULT_PREASSIGNED_GATES,
+    STUDY_VARIANT_NAMES,
     VARIANT_NAMES,
     VARIANTS,
     GateRule,
@@ -22,9 +23,14 @@ EXPECTED = ["single"] + [
 ]
 
 
-def test_registry_has_exactly_the_13():
-    assert list(VARIANT_NAMES) == EXPECTED and len(VARIANTS) == 13
-    assert all(variant(n).name == n for n in EXPECTED)
+def test_registry_has_exactly_the_13_and_the_dynamic_extension():
+    assert list(STUDY_VARIANT_NAMES) == EXPECTED
+    assert list(VARIANT_NAMES) == [*EXPECTED, "dynamic-d", "dynamic-r", "dynamic-dr"] and len(VARIANTS) == 16
+    assert all(variant(n).name == n for n in VARIANT_NAMES)
+    for team in ("d", "r", "dr"):  # Scaffolded with a living memory, and nothing else
+        dynamic, scaffolded = variant(f"dynamic-{team}"), variant(f"scaffolded-{team}")
+        assert dynamic.memory_updates and not any(variant(n).memory_updates for n in EXPECTED)
+        assert dynamic.model_copy(update={"name": scaffolded.name, "memory_updates": False}) == scaffolded
 
 
 def test_unknown_variant_lists_the_valid_names():
@@ -58,7 +64,7 @@ def test_identity_is_stable_and_survives_serialisation():
     for v in VARIANTS.values():
         again = VariantConfig.model_validate(json.loads(json.dumps(v.model_dump(mode="json"))))
         assert again == v and again.identity() == v.identity() and len(v.identity()) == 64
-    assert len({v.identity() for v in VARIANTS.values()}) == 13
+    assert len({v.identity() for v in VARIANTS.values()}) == 16
     # Pinned across processes and machines: changing field names, defaults or the shipped
     # registry changes every recorded variant hash, so it must be deliberate.
     assert variant("single").identity() == "515a74d5b062dcbde2ddd93bd04d5d62d664fa301e713ccdbe9da5733236a4bb"

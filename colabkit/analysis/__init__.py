@@ -9,6 +9,7 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
   Scaffolded - Default by default, the diagnostic `DECOMPOSITION` on request, corrected for
   multiple comparisons; `power_table`: sessions needed to detect a 0.05 difference.
 - `gate_summary`, `decision_counts`, `rubber_stamp_rate`: the gated-event annotations.
+- `memory_dynamics`, `memory_versions`: how a living memory (Dynamic variants) moved.
 - `ablation_figure`, `contrast_figure`, `gate_figure`: seaborn figures.
 - `termination_contrast`, `by_termination`: the two session-end rules side by side.
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
@@ -16,6 +17,7 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 
 from colabkit.analysis.contrasts import (
     DECOMPOSITION,
+    DYNAMIC_CONTRASTS,
     contrasts,
     correct,
     mixed_model_contrast,
@@ -34,6 +36,7 @@ from colabkit.analysis.figures import (
     gate_figure,
 )
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
+from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
 from colabkit.analysis.scores import (
     RATE_METRICS,
     STUDY_METRICS,
@@ -47,6 +50,8 @@ from colabkit.analysis.termination import by_termination, termination_contrast, 
 
 __all__ = [
     "DECOMPOSITION",
+    "DYNAMIC_CONTRASTS",
+    "MEMORY_DYNAMICS_COLUMNS",
     "QUALITY_METRICS",
     "RATE_METRICS",
     "STUDY_METRICS",
@@ -66,6 +71,8 @@ __all__ = [
     "gate_figure",
     "gate_summary",
     "load_score_table",
+    "memory_dynamics",
+    "memory_versions",
     "mixed_model_contrast",
     "paired_contrast",
     "paired_differences",

@@ -33,6 +33,9 @@ DECOMPOSITION = (
     ("scaffolded", "memory", "self-chosen gates, given memory"),
     ("scaffolded", "preassigned", "self-chosen vs assigned gates"),
 )
+# Beyond the study (experiments/dynamic.yaml): Dynamic differs from Scaffolded only in its living
+# memory. Its own family of tests; skipped, like any pair, where a variant is absent.
+DYNAMIC_CONTRASTS = (("dynamic", "scaffolded", "living vs frozen memory"),)
 CONTRAST_COLUMNS = ("composition", "metric", "a", "b", "component", "n_pairs", "diff", "se", "se_task",
                     "ci_low", "ci_high", "p_paired", "mixed_coef", "mixed_se", "mixed_p", "mixed_flags",
                     "p_adjusted", "significant")

@@ -15,7 +15,7 @@ import pandas as pd
 
 from colabkit.errors import ColabkitError
 
-STRUCTURES = ("single", "default", "scaffolded", "memory", "preassigned")
+STRUCTURES = ("single", "default", "scaffolded", "memory", "preassigned", "dynamic")  # dynamic: beyond the study
 COMPOSITIONS = ("none", "d", "r", "dr")
 # The columns the analysis needs; the evaluation table has more (flags, judge grade, ...).
 FACTOR_COLUMNS = ("session_id", "task_id", "variant", "structure", "composition", "seed")

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from colabkit.analysis.memory_dynamics import memory_versions
 from colabkit.errors import ColabkitError
 from colabkit.store import SESSION_FILE, SNAPSHOT_FILE, load_events, load_sessions
 
@@ -185,7 +186,8 @@ def render_step(traj: Trajectory, steps: list[int], index: int) -> str:
 
 
 def render_memory(traj: Trajectory) -> str:
-    """The frozen Shared Group Memory (slots and gate table), or a note that there was none."""
+    """The Shared Group Memory as the build froze it (slots and gate table) and, for a living
+    memory, every later version with the change that made it; or a note that there was none."""
     memory = traj.record.get("memory")
     if not memory:
         return "<div><i>this variant has no Shared Group Memory</i></div>"
@@ -196,7 +198,21 @@ def render_memory(traj: Trajectory) -> str:
                         f"{' when ' + _esc(g['condition']) if g.get('condition') else ''}</li>" for g in gates)
     digest = _esc((traj.record.get("memory_digest") or "")[:12])
     gate_part = f"<b>Gates</b><ul>{gate_rows}</ul>" if memory.get("gates") is not None else ""
-    return f'<div class="ck-memory"><b>Frozen memory {digest}</b><table>{rows}</table>{gate_part}</div>'
+    versions = memory_versions(traj.events, traj.session_id)
+    title = "Memory as built (version 1)" if versions else "Frozen memory"
+    later = "".join(f"<li>version {v['version']} <code>{_esc(v['digest'][:12])}</code>, round {v['round']}: "
+                    f"{_esc(v['update_id'])} by {_who(v['proposer'])} set <b>{_esc(v['slot'].replace('_', ' '))}</b>"
+                    f" to {_esc(_slot_text(v['memory'], v['slot']))}</li>" for v in versions)
+    later_part = f"<b>Later versions (approved by the team)</b><ol>{later}</ol>" if versions else ""
+    return (f'<div class="ck-memory"><b>{title} {digest}</b><table>{rows}</table>{gate_part}'
+            f"{later_part}</div>")
+
+
+def _slot_text(memory: dict[str, Any], slot: str) -> str:
+    if slot != "gates":
+        return str(memory.get(slot, ""))
+    rules = (memory.get("gates") or {}).get("rules", [])
+    return "; ".join(f"{r['action']} -> {r['signatory']}" for r in rules) or "no gates"
 
 
 def render_thoughts(traj: Trajectory, participant: str) -> str:

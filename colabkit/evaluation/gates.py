@@ -32,6 +32,7 @@ from colabkit.evaluation.process import ask_each, clip, task_events, transient, 
 from colabkit.evaluation.profile import persona_cards
 from colabkit.evaluation.records import GateAnnotation, Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, combine_values, register_scorer
+from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.events import SYSTEM, Event
 from colabkit.team import Persona
 
@@ -95,7 +96,8 @@ def gate_requests(events: Sequence[Event]) -> list[GateRequest]:
             fates.setdefault(e.request_id, e)
     requests = []
     for e in task:
-        if e.status != "pending" or e.request_id is None:
+        # A living memory's update (upd-N) is a team act, not a gated action: not a request here.
+        if e.status != "pending" or e.request_id is None or e.action == MEMORY_UPDATE:
             continue
         fate = fates.get(e.request_id)
         flags: list[str] = []

@@ -11,7 +11,8 @@ in for every model output a prompt needs, so only structure can make two variant
 Every section has the causes allowed to change it (`RULES`): whether it is shown at all
 (`presence`) and what it says (`text`). The causes are the study's design factors of a
 variant (`factors`): (a) which personas are on the team and their prompts, (b) the memory
-(its section and build phase), (c) the gate rules and who chose them. Two variants whose
+(its section and build phase; beyond the study, whether it lives: Dynamic), (c) the gate rules
+and who chose them. Two variants whose
 allowed causes for a section are equal must show that section identically, or not at all;
 anything else is an unexplained difference (`Finding`: the section, the participant, the
 variants and their texts). A section missing from `RULES` has no allowed cause, so a new
@@ -46,6 +47,7 @@ CAUSES = {
     "memory": "(b) the memory and its build phase",
     "gated": "(c) the gate rules",
     "gate_chooser": "(c) who chose the gates",
+    "living": "(b) the memory lives: members may update it during the task (Dynamic, beyond the study)",
 }
 BUILD_STAGES = ("propose", "consolidate", "ratify", "amend")
 # Lines of a section that are a section of their own (with causes of their own): section ->
@@ -72,20 +74,20 @@ def _rule(presence: str = "", text: str = "") -> Rule:
 RULES: dict[str, Rule] = {
     "task: system 1": _rule(text="personas"),  # the persona prompt
     "task: Your private briefing": _rule(text="personas"),  # what the persona knows
-    "task: Shared Group Memory": _rule(presence="memory"),
+    "task: Shared Group Memory": _rule(presence="memory", text="living"),  # "frozen" or "living, version N"
     "task: Gate rules": _rule(presence="gated", text="team"),
     "task: Gate rules (set by line)": _rule(presence="gated", text="gate_chooser"),
     "task: Team": _rule(text="team"),
-    "task: Valid actions": _rule(text="team"),
+    "task: Valid actions": _rule(text="team living"),  # living: propose_memory_update
     "task: Now": _rule(text="team"),  # whose budget: "you" or "D and R together"
-    "facts: valid actions": _rule(text="team"),
+    "facts: valid actions": _rule(text="team living"),
     "facts: persona version": _rule(text="personas"),
     **{f"{stage}: {section}": rule for stage in BUILD_STAGES for section, rule in {
         "system 1": _rule(presence="memory", text="personas"),
         "system 2": _rule(presence="memory"),
         "Task": _rule(presence="memory"),
         "Your private briefing": _rule(presence="memory", text="personas"),
-        "Memory build": _rule(presence="memory"),
+        "Memory build": _rule(presence="memory", text="living"),  # its last sentence: frozen, or living
         "Memory build (team line)": _rule(presence="memory", text="team"),
         "Memory build (gates line)": _rule(presence="memory gated"),
         "Proposals so far": _rule(presence="memory team", text="team gated"),
@@ -106,6 +108,7 @@ def factors(variant: VariantConfig) -> dict[str, object]:
         "memory": variant.memory,
         "gated": variant.gate_source != "none",
         "gate_chooser": variant.gate_source,
+        "living": variant.memory_updates,
     }
 
 
@@ -117,7 +120,7 @@ def _prompt_sections(prompt: Prompt) -> dict[str, str]:
         title = heading.removeprefix("# ")
         name = title if title.startswith("Consolidated memory") else re.split(r" \(|:", title)[0].strip()
         if name == "Shared Group Memory":  # the digest is a hash of the slots shown right below it
-            part = re.sub(r"frozen [0-9a-f]{8}", "frozen <digest>", part)
+            part = re.sub(r"(frozen|version \d+) [0-9a-f]{8}", r"\1 <digest>", part)
         for prefix, sub in SUBSECTIONS.get(name, {}).items():  # e.g. who set the gates: a cause of its own
             lines = [line for line in body.splitlines() if line.startswith(prefix)]
             if lines:

@@ -11,6 +11,12 @@ per-action objects. One `content` field carries the action's payload and `to` it
     approve/reject  the reason                  the request id, e.g. "req-3"
     finish          the reason                  -
     wait            -                           -
+    propose_memory_update  the new text, then       the slot (expertise, responsibility,
+                    "Reason: ..." (optional)    plan, evidence_standards or gates)
+
+`propose_memory_update` exists only in the Dynamic variants: the schema a participant of any
+other variant decodes under (`StepSchema`) does not list it, so its grammar, its prompt and
+its answers are exactly what they were before the action existed.
 
 `to_action` turns a step into a typed `Action` or raises `InvalidAction` with a reason the
 engine logs as a failed step (and shows the participant next time). Checks that need
@@ -25,8 +31,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ActionType = Literal["send_message", "execute_code", "edit_result", "approve", "reject", "finish", "wait"]
-REQUEST_ID = re.compile(r"\breq-\d+\b", re.IGNORECASE)
+StepAction = Literal["send_message", "execute_code", "edit_result", "approve", "reject", "finish", "wait"]
+MEMORY_UPDATE = "propose_memory_update"
+ActionType = Literal["send_message", "execute_code", "edit_result", "approve", "reject", "finish", "wait",
+                     "propose_memory_update"]
+# Gated actions are held as req-N, memory updates as upd-N; both are decided by approve/reject.
+REQUEST_ID = re.compile(r"\b(?:req|upd)-\d+\b", re.IGNORECASE)
+_REASON = re.compile(r"\s*\breason\s*:\s*", re.IGNORECASE)
 _EVERYONE = {"", "all", "everyone", "team", "*"}
 
 ACTION_HELP = {
@@ -38,6 +49,10 @@ ACTION_HELP = {
     "reject": "reject: to = the request id (e.g. req-1); content = your reason",
     "finish": "finish: content = why the result is ready (ends the session; the editor text is submitted)",
     "wait": "wait: do nothing now",
+    MEMORY_UPDATE: "propose_memory_update: to = the memory slot (expertise, responsibility, plan, "
+                   "evidence_standards, or gates); content = its new text, or for gates a rule "
+                   "'action -> member' ('action -> none' removes it), then 'Reason: ...'; "
+                   "it takes effect when every teammate approves",
 }
 
 
@@ -58,7 +73,7 @@ class StepSchema(BaseModel):
     model_config = ConfigDict(json_schema_extra=_all_required)
 
     thought: str = Field(max_length=200, description="private reasoning, never shown to others")
-    action: ActionType
+    action: StepAction
     content: str = Field(default="", max_length=500, description="message, code, hypothesis text or reason")
     to: str = Field(default="", max_length=20, description="recipients for send_message, request id for approve/reject")
 
@@ -74,6 +89,7 @@ class Action(BaseModel):
     to: tuple[str, ...] | None = None
     request_id: str | None = None
     reason: str = ""
+    slot: str | None = None  # propose_memory_update: the memory slot it changes
 
     def args(self) -> dict[str, Any]:
         """The event's `args`: only the fields this action type uses."""
@@ -85,22 +101,22 @@ class Action(BaseModel):
             "reject": ("request_id", "reason"),
             "finish": ("reason",),
             "wait": (),
+            MEMORY_UPDATE: ("slot", "text", "reason"),
         }[self.type]
         return {key: list(value) if isinstance(value := getattr(self, key), tuple) else value for key in keys}
 
     @property
     def payload(self) -> str:
         """The action's main content: the text, the code, or the reason."""
-        return {"send_message": self.text, "execute_code": self.code, "edit_result": self.text}.get(
-            self.type, self.reason
-        )
+        return {"send_message": self.text, "execute_code": self.code, "edit_result": self.text,
+                MEMORY_UPDATE: self.text}.get(self.type, self.reason)
 
     def describe(self, limit: int = 160) -> str:
         """A one-line description for request views and activity lists."""
         payload = " ".join(self.payload.split())
         if len(payload) > limit:
             payload = payload[: limit - 3] + "..."
-        target = f" to {','.join(self.to)}" if self.to else ""
+        target = f" to {','.join(self.to)}" if self.to else (f" of {self.slot}" if self.slot else "")
         return f"{self.type}{target}: {payload}" if payload else self.type
 
 
@@ -157,6 +173,11 @@ def to_action(step: StepSchema, actor: str, team: Sequence[str]) -> Action:
         return Action(type=kind, request_id=request_id, reason=content)
     if kind == "finish":
         return Action(type=kind, reason=content)
+    if kind == MEMORY_UPDATE:
+        text, reason = [*(part.strip() for part in _REASON.split(content, maxsplit=1)), ""][:2]
+        if not step.to.strip() or not text:
+            raise InvalidAction("propose_memory_update needs the slot in to and its new text in content")
+        return Action(type=MEMORY_UPDATE, slot=step.to.strip(), text=text, reason=reason)
     if len(team) < 2:
         raise InvalidAction(LONE_WAIT)
     return Action(type="wait")
@@ -167,17 +188,20 @@ LONE_WAIT = "wait is not an action when you work alone: nothing changes unless y
 
 
 def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool,
-                  decisions_only: bool = False) -> tuple[str, ...]:
+                  decisions_only: bool = False, memory_updates: bool = False) -> tuple[str, ...]:
     """What this participant may do now (the one list every prompt and check uses).
 
     Alone (the single agent) there is nobody to message and nobody who could change its
     view, so neither `send_message` nor `wait` is offered: a wait could only end the session
     idle, a self-inflicted end the team variants never face (a written `wait` is a failed
-    step, see `to_action`). No decisions without a request, and only decisions once its side
-    has spent its budget (see `colabkit.session.scheduler`)."""
+    step, see `to_action`). No decisions without a request, only decisions once its side
+    has spent its budget (see `colabkit.session.scheduler`), and memory updates only where
+    the variant's memory is living (`memory_updates`)."""
     allowed = []
     for kind in ACTION_HELP:
         if kind in ("send_message", "wait") and len(team) < 2:
+            continue
+        if kind == MEMORY_UPDATE and not memory_updates:
             continue
         if kind in ("approve", "reject") and not has_requests:
             continue

@@ -92,7 +92,7 @@ class _Build:
         return shuffled
 
     def messages(self, pid: str, stage: BuildStage, extra: list[str]) -> list[dict[str, str]]:
-        rules = build_rules(self.team, self.with_gates, self.profile.slot_chars)
+        rules = build_rules(self.team, self.with_gates, self.profile.slot_chars, living=self.variant.memory_updates)
         request = build_request(stage, self.with_gates, self.profile.slot_chars)
         return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
                                _user_text(self.query, self.briefings[pid], rules, extra, request))

@@ -29,10 +29,19 @@ from pydantic import BaseModel
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError
-from colabkit.session.actions import DECISIONS, Action, InvalidAction, StepSchema, to_action, valid_actions
+from colabkit.session.actions import (
+    DECISIONS,
+    MEMORY_UPDATE,
+    Action,
+    InvalidAction,
+    StepSchema,
+    to_action,
+    valid_actions,
+)
 from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.gating import Gatekeeper, gate_rules_text, gate_table
+from colabkit.session.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
 from colabkit.session.observation import Observation, build_observation
 from colabkit.session.react import step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
@@ -89,6 +98,7 @@ class _Session:
         self.cells_at_request: dict[str, int] = {}  # request id -> cells run when it was made
         self.memory: MemoryRecord | None = None
         self.gates = Gatekeeper(None, self.team)
+        self.living: LivingMemory | None = None  # the Dynamic variants' memory, after the build
         self.round = 0
         self.budget_side: str | None = None  # what ended the session by budget (`Scheduler.budget_end`)
 
@@ -123,13 +133,26 @@ class _Session:
                                                 max_chars=self.profile.briefing_chars) for pid in self.team}
 
     def start_task(self, memory: MemoryRecord | None) -> None:
-        """Freeze the memory (if any) and put the gate table in force for the task phase.
+        """Freeze the memory (if any; a Dynamic variant's stays living) and put the gate table in force.
 
         Separate from `play` so `colabkit.session.preview` sets a session up exactly as here
         (with a placeholder memory) to show what each participant is given.
         """
         self.memory = memory
         self.gates = Gatekeeper(gate_table(self.variant, memory), self.team)
+        if self.variant.memory_updates and memory is not None:
+            self.living = LivingMemory(memory, self.variant.team_personas())
+
+    def has_requests(self, pid: str) -> bool:
+        """Whether a gated request or a memory update waits for `pid`'s decision."""
+        return bool(self.gates.addressed_to(pid)) or bool(self.living and self.living.addressed_to(pid))
+
+    def memory_text(self) -> str | None:
+        """The memory block: fitted by the memory itself (slots trimmed evenly); its gates are in
+        `gate_rules`, shown the same way whoever chose them."""
+        if self.living is not None:
+            return self.living.render(max_chars=self.profile.memory_chars)
+        return self.memory.render(max_chars=self.profile.memory_chars, gates=False) if self.memory is not None else None
 
     def observe(self, pid: str) -> Observation:
         side = [p for p in self.team if self.sides[p] == self.sides[pid]]
@@ -144,18 +167,19 @@ class _Session:
             budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
-            # Fitted by the memory itself (slots trimmed evenly); its gates are in `gate_rules`,
-            # shown the same way whoever chose them.
-            memory=self.memory.render(max_chars=self.profile.memory_chars, gates=False)
-            if self.memory is not None else None,
+            memory=self.memory_text(),
             gate_rules=gate_rules_text(self.gates.table, self.variant.gate_source, pid),
             workspace=self.ws,
             gatekeeper=self.gates,
             cells_at_request=self.cells_at_request,
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
-            valid_actions=valid_actions(pid, self.team, has_requests=bool(self.gates.addressed_to(pid)),
-                                        decisions_only=self.sched.actions_left(pid) == 0),
+            valid_actions=valid_actions(pid, self.team, has_requests=self.has_requests(pid),
+                                        decisions_only=self.sched.actions_left(pid) == 0,
+                                        memory_updates=self.living is not None),
+            memory_updates=self.living is not None,
+            updates_for_me=[u.line() for u in self.living.addressed_to(pid)] if self.living else (),
+            my_updates=[u.line() for u in self.living.proposed_by(pid)] if self.living else (),
         )
 
     def messages(self, pid: str, observation: Observation) -> list[dict[str, str]]:
@@ -169,11 +193,11 @@ class _Session:
         """One participant's step, if it has anything new in view; the end it caused, if any."""
         observation = self.observe(pid)
         key = observation.view_key()
-        if not self.sched.eligible(pid, key, has_requests=bool(self.gates.addressed_to(pid))):
+        if not self.sched.eligible(pid, key, has_requests=self.has_requests(pid)):
             return None
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
         messages = self.messages(pid, observation)
-        schema = step_schema(self.profile.thought_chars, self.profile.content_chars)
+        schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None)
         # A person's seat answers the same question, shown the same observation (`seats`).
         reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid), messages, schema,
                                                                 self.spec.seed, self.team, observation))
@@ -207,7 +231,11 @@ class _Session:
                 f"your side has spent its action budget: only {', '.join(DECISIONS)} are possible now"), **fields)
             return False
         if action.type in ("approve", "reject"):
+            if (action.request_id or "").startswith("upd-"):  # a memory update's team act
+                return answer_update(self.living, pid, action, self.round, self.emit, self.gates, **fields)
             return await self.decide(pid, action, **fields)
+        if action.type == MEMORY_UPDATE:
+            return propose_update(self.living, pid, action, self.round, self.emit, **fields)
         rule = self.gates.rule_for(action, pid)
         if rule is not None:
             request = self.gates.open(action, pid, rule, self.round)
@@ -263,7 +291,8 @@ class _Session:
         return False
 
     def close(self, ended_by: EndedBy, detail: dict[str, Any], calls: tuple[CallRecord, ...] = ()) -> None:
-        """Expire open requests and log the end (with the error and the calls behind it, if any)."""
+        """Expire open requests and updates and log the end (with the error and the calls behind it, if any)."""
+        expire_updates(self.living, self.emit)
         for request in self.gates.expire_pending():
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
                       signatory=request.signatory, proposer=request.proposer,

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.llm import CallRecord
+from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.person import PersonStep
 from colabkit.team import ACTION_TYPES, GateScope
 
@@ -43,8 +44,11 @@ SYSTEM = "system"
 # answer could not be parsed into any action; "system" has its own actions.
 INVALID_OUTPUT = "invalid_output"
 BUILD_ACTIONS = ("propose_memory", "consolidate_memory", "ratify_memory", "amend_memory")
-SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", "request_expired", "session_end")
-PARTICIPANT_ACTIONS = (*ACTION_TYPES, *BUILD_ACTIONS, INVALID_OUTPUT)
+# A living memory (Dynamic variants): a member's proposal, and the team act's outcome.
+MEMORY_UPDATE_ACTIONS = ("memory_updated", "memory_update_dropped")
+SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", *MEMORY_UPDATE_ACTIONS, "request_expired",
+                  "session_end")
+PARTICIPANT_ACTIONS = (*ACTION_TYPES, MEMORY_UPDATE, *BUILD_ACTIONS, INVALID_OUTPUT)
 
 
 class GateRuleRef(BaseModel):

@@ -72,7 +72,7 @@ from colabkit.session.views import (
 
 _DECISIONS = ("approve", "reject")
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
-                 "editor", "requests_for_me", "my_requests"}
+                 "editor", "requests_for_me", "my_requests", "memory", "updates_for_me", "my_updates"}
 
 
 class Observation(BaseModel):
@@ -106,6 +106,8 @@ class Observation(BaseModel):
     feedback: str
     valid_actions: tuple[str, ...]
     standing_actions: tuple[str, ...]  # what it may do while its side has budget (the timeline layout lists these)
+    updates_for_me: tuple[str, ...] = ()  # a living memory's open updates awaiting this participant's answer
+    my_updates: tuple[str, ...] = ()  # the updates it proposed, with their fate
 
     def view_key(self) -> str:
         """Hash of what the team's actions can change in this view (not notes or counters)."""
@@ -146,6 +148,11 @@ class Observation(BaseModel):
         waiting = [r for r in self.my_requests if not self.timeline or r.status == "pending"]
         if waiting:
             parts.append("# Your requests\n" + "\n".join(request_line(r) for r in waiting))
+        if self.updates_for_me:
+            parts.append("# Memory updates for you (approve or reject each; to = the update id)\n"
+                         + "\n".join(f"- {line}" for line in self.updates_for_me))
+        if self.my_updates:
+            parts.append("# Your memory updates\n" + "\n".join(f"- {line}" for line in self.my_updates))
         if self.scratchpad and not self.timeline:
             # Not "private notes": the briefing calls what the persona knows that, and a model
             # told to answer from its notes must not mistake its own guesses for them.
@@ -209,6 +216,9 @@ def build_observation(
     events: Sequence[Event],
     scratchpad: Sequence[Thought],
     valid_actions: Sequence[str],
+    memory_updates: bool = False,
+    updates_for_me: Sequence[str] = (),
+    my_updates: Sequence[str] = (),
 ) -> Observation:
     """Assemble `participant`'s view from the workspace, the gates and the event log.
 
@@ -274,7 +284,10 @@ def build_observation(
         feedback=clip(_feedback(own[-1], {c.index for c in cells}), profile.feedback_chars)
         if own and (own[-1].status == "failed_step" or not profile.timeline) else "",
         valid_actions=tuple(valid_actions),
-        standing_actions=valid_actions_for(participant, team, has_requests=False),
+        standing_actions=valid_actions_for(participant, team, has_requests=False,
+                                           memory_updates=memory_updates),
+        updates_for_me=tuple(updates_for_me),
+        my_updates=tuple(my_updates),
     )
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
 from colabkit.llm import CallRecord, Gateway, ModelConfig, StructuredOutputError
-from colabkit.session.actions import StepSchema
+from colabkit.session.actions import ActionType, StepSchema
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -59,22 +59,27 @@ async def ask(
 
 
 @cache
-def step_schema(thought_chars: int, content_chars: int) -> type[StepSchema]:
+def step_schema(thought_chars: int, content_chars: int, memory_updates: bool = False) -> type[StepSchema]:
     """`StepSchema` with the profile's answer lengths (its own bounds when they are the same).
 
     The bounds go into the JSON schema (hence the decoding grammar and the gateway's
     `max_tokens`), so a model with a large window may write code cells of several thousand
-    characters while the embedded model keeps short, always-finishable answers.
+    characters while the embedded model keeps short, always-finishable answers. With
+    `memory_updates` (the Dynamic variants) the action may also be `propose_memory_update`;
+    every other variant decodes under the schema without it.
     """
     fields = StepSchema.model_fields
-    if (thought_chars, content_chars) == (fields["thought"].metadata[0].max_length,
-                                          fields["content"].metadata[0].max_length):
+    if (thought_chars, content_chars, memory_updates) == (fields["thought"].metadata[0].max_length,
+                                                          fields["content"].metadata[0].max_length, False):
         return StepSchema
+    extra: dict[str, Any] = {"action": (ActionType, Field(description=fields["action"].description))} \
+        if memory_updates else {}
     sized: type[StepSchema] = create_model(
-        f"StepSchema{thought_chars}x{content_chars}",
+        f"StepSchema{thought_chars}x{content_chars}" + ("m" if memory_updates else ""),
         __base__=StepSchema,
         thought=(str, Field(max_length=thought_chars, description=fields["thought"].description)),
         content=(str, Field(default="", max_length=content_chars, description=fields["content"].description)),
+        **extra,
     )
     return sized
 

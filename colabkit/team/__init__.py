@@ -27,8 +27,16 @@ from colabkit.team.memory import (
     memory_schema,
     ratification_schema,
 )
+from colabkit.team.memory_update import (
+    UPDATE_SLOTS,
+    MemoryUpdate,
+    MemoryUpdateError,
+    apply_update,
+    gate_changes,
+    parse_update,
+)
 from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
-from colabkit.team.variants import VARIANT_NAMES, VARIANTS, VariantConfig, variant
+from colabkit.team.variants import STUDY_VARIANT_NAMES, VARIANT_NAMES, VARIANTS, VariantConfig, variant
 
 __all__ = [
     "ACTION_TYPES",
@@ -37,6 +45,8 @@ __all__ = [
     "DEFAULT_PREASSIGNED_GATES",
     "GATEABLE_ACTIONS",
     "PERSONA_IDS",
+    "STUDY_VARIANT_NAMES",
+    "UPDATE_SLOTS",
     "VARIANTS",
     "VARIANT_NAMES",
     "BuildStage",
@@ -47,14 +57,19 @@ __all__ = [
     "MemoryProposal",
     "MemoryRecord",
     "MemorySlots",
+    "MemoryUpdate",
+    "MemoryUpdateError",
     "Persona",
     "Ratification",
     "VariantConfig",
+    "apply_update",
     "build_request",
     "build_rules",
+    "gate_changes",
     "is_data_changing",
     "memory_from_consolidation",
     "memory_schema",
+    "parse_update",
     "persona",
     "private_briefing",
     "ratification_schema",

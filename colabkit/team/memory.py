@@ -197,15 +197,19 @@ class MemoryRecord(BaseModel):
         """sha256 of the canonical JSON: the memory's identity in the session record."""
         return sha256_hex(self)
 
-    def render(self, max_chars: int | None = None, *, draft: bool = False, gates: bool = True) -> str:
+    def render(self, max_chars: int | None = None, *, draft: bool = False, gates: bool = True,
+               state: str | None = None) -> str:
         """The read-only block shown in every task-phase observation (or, `draft`, for ratifying).
 
         With `max_chars`, the four slots are trimmed evenly (longest first) so the block fits
         while every slot keeps its opening; the gate line, which is enforced, stays whole.
         `gates=False` leaves the gate line out: the task phase shows the gates in force in
         their own section, worded the same whoever chose them (`session.gating.gate_rules_text`).
+        `state` replaces the header's "read-only, frozen <digest>" (a living memory says its
+        version and last change there).
         """
-        state = "draft, not frozen yet" if draft else f"read-only, frozen {self.digest()[:8]}"
+        if state is None:
+            state = "draft, not frozen yet" if draft else f"read-only, frozen {self.digest()[:8]}"
         header = f"Shared Group Memory ({state}):"
         labels = [f"- {slot.replace('_', ' ').capitalize()}: " for slot in SLOTS]
         values = [getattr(self, slot) or "(none)" for slot in SLOTS]
@@ -219,10 +223,16 @@ class MemoryRecord(BaseModel):
 BuildStage = Literal["propose", "consolidate", "ratify", "amend"]
 TEAM_LINE = "Team:"
 GATES_LINE = "The team also chooses gates:"
+LIVING_RULE = ("Then the memory is in force for the task; during it any member may propose an update of one slot "
+               "(or of the gate table), which takes effect only when every other member approves it.")
 
 
-def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLOT_MAX_CHARS) -> str:
+def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLOT_MAX_CHARS, *,
+                living: bool = False) -> str:
     """What the build is, the same text for every member at every stage of it.
+
+    `living` (the Dynamic variants) changes only the last sentence: the memory stays in force
+    but members may propose updates during the task, applied when every other member approves.
 
     Every call of the build shows this before what its stage adds, and the stage's own
     request (`build_request`) comes last, so a member's later call repeats its earlier
@@ -245,8 +255,8 @@ def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLO
         )
     lines.append(
         "Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "
-        "accepts the draft or names one amendment; the AI agent applies the amendments once. Then the memory "
-        "is frozen for the whole task."
+        "accepts the draft or names one amendment; the AI agent applies the amendments once. "
+        + (LIVING_RULE if living else "Then the memory is frozen for the whole task.")
     )
     return "\n".join(lines)
 
@@ -265,20 +275,20 @@ def build_request(stage: BuildStage, with_gates: bool, slot_chars: int = SLOT_MA
 
 def _canonical_action(cls: type, raw: Any) -> Any:
     """A known wording of an action ("edit", "run code") as its action type; anything else as it is."""
-    return (_map_action(raw) or raw) if isinstance(raw, str) else raw
+    return (map_action(raw) or raw) if isinstance(raw, str) else raw
 
 
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
-def _map_action(raw: str) -> str | None:
+def map_action(raw: str) -> str | None:
     key = _norm(raw)
     key = _ACTION_SYNONYMS.get(key, key)
     return key if key in GATEABLE_ACTIONS else None
 
 
-def _signatory_aliases(team: Sequence[Persona]) -> dict[str, str]:
+def signatory_aliases(team: Sequence[Persona]) -> dict[str, str]:
     """Alias -> persona id, from ids, full names and distinctive name words; ambiguous aliases removed."""
     owners: dict[str, set[str]] = {}
     for p in team:
@@ -288,7 +298,7 @@ def _signatory_aliases(team: Sequence[Persona]) -> dict[str, str]:
     return {alias: next(iter(ids)) for alias, ids in owners.items() if len(ids) == 1}
 
 
-def _map_signatory(raw: str, aliases: Mapping[str, str]) -> str | None:
+def map_signatory(raw: str, aliases: Mapping[str, str]) -> str | None:
     key = _norm(raw).removeprefix("the_")
     if key in aliases:
         return aliases[key]
@@ -317,10 +327,10 @@ def memory_from_consolidation(
         if items:
             report.append(f"{len(items)} gate(s) ignored: this variant has no self-selected gates")
     else:
-        aliases = _signatory_aliases(team)
+        aliases = signatory_aliases(team)
         seen: set[tuple[str, str]] = set()
         for i, item in enumerate(items, 1):
-            action, signatory = _map_action(item.action), _map_signatory(item.signatory, aliases)
+            action, signatory = map_action(item.action), map_signatory(item.signatory, aliases)
             scope: GateScope = item.scope if action == "execute_code" else "all"
             if action is None:
                 report.append(f"gate {i} dropped: action {item.action!r} cannot be gated")

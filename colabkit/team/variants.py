@@ -8,6 +8,12 @@ memory, so that Scaffolded vs Preassigned contrasts who chose the gates together
 memory, while Preassigned vs Default isolates gating; a Preassigned variant with memory is one
 `VariantConfig` away.
 
+Beyond the study, the Dynamic variants (`dynamic-d`, `dynamic-r`, `dynamic-dr`) are Scaffolded
+with `memory_updates`: a living memory the team may amend during the task by a team act
+(`colabkit.team.memory_update`, `colabkit.session.memory_updates`). They are registered beside
+the study's 13 (`STUDY_VARIANT_NAMES`), so `--variant dynamic-dr` works, while the reference
+grid stays the study's.
+
 A user-defined variant is just another `VariantConfig`: other personas (`personas`, which
 also override the shipped ones by id), other gate tables, more humans. The config carries
 everything the session needs, so its `identity()` (sha256 of its canonical JSON) names the
@@ -19,9 +25,9 @@ from __future__ import annotations
 
 import re
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from colabkit.errors import ColabkitError
 from colabkit.hashing import sha256_hex
@@ -47,6 +53,7 @@ class VariantConfig(BaseModel):
     gate_source: Literal["none", "self", "preassigned"] = "none"
     preassigned: GateTable | None = None
     personas: tuple[Persona, ...] = Field(default=(), description="custom personas; override shipped ones by id")
+    memory_updates: bool = Field(False, description="members may amend the memory during the task (Dynamic)")
 
     @model_validator(mode="after")
     def _consistent(self) -> VariantConfig:
@@ -76,9 +83,21 @@ class VariantConfig(BaseModel):
         if absent:
             raise ColabkitError(f"{where}: preassigned gates name {', '.join(absent)}, not on the team "
                                 "(GateTable.for_team drops such gates)")
+        if self.memory_updates and not (self.memory and self.humans):
+            raise ColabkitError(f"{where}: memory_updates needs memory=True and at least one human "
+                                "(an update is a team act: every other member approves it)")
         if self.gate_source != "none" and not self.humans:
             raise ColabkitError(f"{where}: gating needs at least one human (nobody signs their own request)")
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_frozen_default(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A frozen memory (`memory_updates` False) is left out of the dump, so the study's 13
+        variants keep the identities (and session ids) they had before Dynamic existed."""
+        data: dict[str, Any] = handler(self)
+        if not self.memory_updates:
+            data.pop("memory_updates", None)
+        return data
 
     @property
     def team(self) -> tuple[str, ...]:
@@ -111,6 +130,7 @@ def _registry() -> dict[str, VariantConfig]:
         "scaffolded": {"memory": True, "gate_source": "self"},
         "memory": {"memory": True, "gate_source": "none"},
         "preassigned": {"memory": False, "gate_source": "preassigned"},
+        "dynamic": {"memory": True, "gate_source": "self", "memory_updates": True},
     }
     configs = [VariantConfig(name="single")]
     for family, settings in families.items():
@@ -123,6 +143,8 @@ def _registry() -> dict[str, VariantConfig]:
 
 VARIANTS: MappingProxyType[str, VariantConfig] = MappingProxyType(_registry())
 VARIANT_NAMES: tuple[str, ...] = tuple(VARIANTS)
+STUDY_VARIANT_NAMES: tuple[str, ...] = tuple(name for name in VARIANT_NAMES if not name.startswith("dynamic-"))
+"""The study's 13 variants (the reference grid's), without the Dynamic extension."""
 
 
 def variant(name: str) -> VariantConfig:
