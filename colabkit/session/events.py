@@ -41,7 +41,8 @@ SYSTEM = "system"
 # answer could not be parsed into any action; "system" has its own actions.
 INVALID_OUTPUT = "invalid_output"
 BUILD_ACTIONS = ("propose_memory", "consolidate_memory", "ratify_memory", "amend_memory")
-SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", "request_expired", "session_end")
+SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", "request_expired", "session_end",
+                  "fork_change")  # fork_change: what a counterfactual fork changed at its fork point
 PARTICIPANT_ACTIONS = (*ACTION_TYPES, *BUILD_ACTIONS, INVALID_OUTPUT)
 
 
