@@ -23,7 +23,9 @@ from helpers.stored_session import (
     scaffolded_scripts,
 )
 
+from colabkit.analysis.counterfactual import counterfactual_table, fork_table, original_values, with_scores
 from colabkit.cli import main
+from colabkit.evaluation import load_scores, score_results
 from colabkit.llm import ModelConfig
 from colabkit.runner.fork import ForkError, fork
 from colabkit.session import Event, SessionSpec
@@ -112,6 +114,15 @@ def test_events_before_n_are_the_parents_in_every_continuation_and_a_message_cha
          out=tmp_path, controls=False)
     seen = {call["caller"] for call in model.calls if "MARKER-2" in json.dumps(call["messages"])}
     assert {"ai", "D"} <= seen
+    # Scoring works on continuations unchanged; the table pairs each change with the controls.
+    report = score_results(tmp_path, metrics=["work"])
+    assert report.sessions == 5 and report.scored == 5
+    rows = with_scores(fork_table(tmp_path), load_scores(tmp_path))
+    assert rows["w_total"].notna().all() and set(rows["seed"]) == {1, 2, 3}
+    table = counterfactual_table(rows, original_values(parent), metrics=["w_total", "messages"])
+    first = table[table["change"].str.startswith("replace_message 'MARKER:")]
+    assert first["k"].tolist() == first["k_control"].tolist() == first["n_pairs"].tolist() == [2, 2]
+    assert first.set_index("metric").loc["messages", "original"] == 2  # the original had two messages
 
 
 def test_insert_and_drop_change_what_the_team_sees(parent, tmp_path):

@@ -48,6 +48,7 @@ from colabkit.session.fork import (
     NoChange,
     VerifyMode,
     check_fork,
+    fork_points,
     seat_map,
 )
 from colabkit.store import (
@@ -258,12 +259,34 @@ async def _run_locked(point: ForkPoint, parent: Parent, task: Task, *, out: Path
     atomic_write_text(folder / SESSION_FILE, record.model_dump_json(indent=1))
 
 
+def _events(folder: Path) -> list[Event]:
+    return [Event.model_validate_json(line) for line in (folder / EVENTS_FILE).read_bytes().splitlines()
+            if line.strip()]
+
+
 def describe_points(session: Path | str) -> list[dict[str, Any]]:
     """The fork points of a stored session, one row each (for the CLI and notebooks)."""
-    from colabkit.session.fork import fork_points
-
-    parent_events = [Event.model_validate_json(line) for line in
-                     (Path(session) / EVENTS_FILE).read_bytes().splitlines() if line.strip()]
+    events = _events(Path(session))
     return [{"at": n, "round": e.round, "participant": e.participant, "action": e.action, "status": e.status,
              "result": " ".join(e.result.split())[:70]}
-            for n in fork_points(parent_events) for e in [parent_events[n]]]
+            for n in fork_points(events) for e in [events[n]]]
+
+
+def first_message_session(results: Path | str, session_id: str | None = None,
+                          at: int | None = None) -> tuple[Path, int]:
+    """(session folder, fork point) for a notebook: the named session (else the first under
+    `results` with a sent message), at `at` (else at its first sent message)."""
+    results = Path(results)
+    folders = [results / session_id] if session_id else sorted(
+        f for f in results.iterdir() if not f.name.startswith(".") and is_finished(f)) if results.is_dir() else []
+    for folder in folders:
+        if not is_finished(folder):
+            raise ColabkitError(f"{folder}: not a finished session")
+        events = _events(folder)
+        messages = [n for n in fork_points(events) if events[n].action == "send_message"]
+        if at is not None:
+            return folder, at
+        if messages:
+            return folder, messages[0]
+    raise ColabkitError(f"{results}: no finished session with a chat message to fork at"
+                        + (f" ({session_id})" if session_id else ""))

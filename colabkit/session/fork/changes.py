@@ -108,10 +108,22 @@ STEP_CHANGES = ("replace_message", "drop_message", "flip_decision")
 
 def describe(change: Change) -> str:
     """A short label for tables and the `fork_change` event ("none", "persona D", ...)."""
-    detail = {"model": getattr(change, "role", ""), "persona": getattr(change, "role", ""),
-              "insert_message": f"from {getattr(change, 'sender', '')}",
-              "memory": ",".join(sorted(getattr(change, "slots", {})))}.get(change.kind, "")
-    return f"{change.kind} {detail}".strip()
+    parts = [change.kind]
+    for name in ("role", "sender"):
+        if hasattr(change, name):
+            parts.append(getattr(change, name))
+    if isinstance(change, SetModel):
+        parts.append(change.model.model)
+    if isinstance(change, AmendMemory):
+        parts.append(",".join(sorted(change.slots)))
+    text = getattr(change, "text", None) or getattr(change, "reason", None) or getattr(change, "prompt", None)
+    if text:
+        snippet = " ".join(text.split())
+        parts.append(repr(snippet if len(snippet) <= 24 else snippet[:23] + "…"))
+    to = getattr(change, "to", None)
+    if to is not None:
+        parts.append("to " + (to if isinstance(to, str) else ",".join(to)))
+    return " ".join(parts)
 
 
 class ForkPoint(BaseModel):
