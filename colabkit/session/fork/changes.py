@@ -108,7 +108,7 @@ STEP_CHANGES = ("replace_message", "drop_message", "flip_decision")
 
 def describe(change: Change) -> str:
     """A short label for tables and the `fork_change` event ("none", "persona D", ...)."""
-    parts = [change.kind]
+    parts: list[str] = [change.kind]
     for name in ("role", "sender"):
         if hasattr(change, name):
             parts.append(getattr(change, name))
