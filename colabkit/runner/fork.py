@@ -242,7 +242,9 @@ async def _run_locked(point: ForkPoint, parent: Parent, task: Task, *, out: Path
             result = await run_session(parent.record.spec, task, gateway=gateway, sink=sink, fork=replay,
                                        workdir_root=session_work_dir(out, point.session_id))
             failure = cache.miss or replay.divergence or (
-                None if replay.reached else f"the replay ended ({result.ended_by}) before event {point.at}")
+                None if replay.reached else f"the replay ended ({result.ended_by}) before event {point.at}") or (
+                f"{point.change.kind}: the participant of event {point.at} never took its step"
+                if replay.step_pending else None)
             if failure is not None:
                 raise ForkError(failure if failure.startswith("fork ") else
                                 f"fork {point.session_id} of {point.parent_id}: {failure}")

@@ -105,6 +105,11 @@ class ForkReplay:
         self._on_fork_point()
         self._apply(session)
 
+    @property
+    def step_pending(self) -> bool:
+        """A step change whose participant never got its turn after N (a replay bug if so)."""
+        return self._override is not None
+
     def step_for(self, participant: str) -> StepSchema | None:
         """The step a step change puts in place of `participant`'s model answer (once)."""
         if self._override is None or self._override[0] != participant:
