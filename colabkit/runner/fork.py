@@ -163,17 +163,19 @@ def fork(session: Path | str, *, at: int, change: Change | None = None, seeds: S
          out: Path | str | None = None, verify: VerifyMode = "strict", controls: bool = True,
          seats: Mapping[str, str] | None = None, data_root: Path | str | None = None,
          suite: TaskSuite | None = None, task: Task | None = None,
-         cache_dir: Path | str | None = None) -> ForkSet:
+         cache_dir: Path | str | None = None, concurrency: int = 2) -> ForkSet:
     """Fork the stored session in folder `session` at event `at` (see the module docstring).
 
     `change` (default: none, the control) is applied at N; one continuation runs per seed in
     `seeds`, plus (`controls`) one control per seed. The task is looked up in `suite`, or the
     tasks under `data_root` (default: the demo tasks), unless given as `task`; `cache_dir` is
-    the parent's answer cache (default: `llm-cache` beside the parent's folder). Works from
-    scripts and from Jupyter.
+    the parent's answer cache (default: `llm-cache` beside the parent's folder). At most
+    `concurrency` continuations run at once (the embedded model answers two calls at once on
+    two cores). Works from scripts and from Jupyter.
     """
     coro = afork(session, at=at, change=change, seeds=seeds, out=out, verify=verify, controls=controls,
-                 seats=seats, data_root=data_root, suite=suite, task=task, cache_dir=cache_dir)
+                 seats=seats, data_root=data_root, suite=suite, task=task, cache_dir=cache_dir,
+                 concurrency=concurrency)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -186,7 +188,7 @@ async def afork(session: Path | str, *, at: int, change: Change | None = None, s
                 out: Path | str | None = None, verify: VerifyMode = "strict", controls: bool = True,
                 seats: Mapping[str, str] | None = None, data_root: Path | str | None = None,
                 suite: TaskSuite | None = None, task: Task | None = None,
-                cache_dir: Path | str | None = None) -> ForkSet:
+                cache_dir: Path | str | None = None, concurrency: int = 2) -> ForkSet:
     """Async form of `fork`."""
     parent = Parent.load(session, cache_dir)
     change = change or NoChange()
@@ -203,9 +205,15 @@ async def afork(session: Path | str, *, at: int, change: Change | None = None, s
     wanted = [(False, parent.point(at, change, s, verify, seats)) for s in seeds]
     if controls and change.kind != "none":
         wanted += [(True, parent.point(at, NoChange(), s, verify, seats)) for s in seeds]
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(point: ForkPoint) -> Path:
+        async with gate:
+            return await record_fork(point, parent, task, out=target)
+
+    folders = await asyncio.gather(*(one(point) for _, point in wanted))
     result = ForkSet()
-    for is_control, point in wanted:
-        folder = await record_fork(point, parent, task, out=target)
+    for (is_control, _), folder in zip(wanted, folders, strict=True):
         (result.controls if is_control else result.changed).append(folder)
     if change.kind == "none":
         result.controls = list(result.changed)
