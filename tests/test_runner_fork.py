@@ -246,3 +246,16 @@ def test_colabkit_fork_lists_points_and_runs_a_change(parent, tmp_path, capsys):
     assert out.count("change ") == 2 and out.count("control ") == 2
     assert main(["fork", str(parent), "--at", "3", "--out", str(tmp_path)]) == 2
     assert "not a fork point" in capsys.readouterr().err
+
+
+def test_an_interrupted_continuation_is_redone_from_scratch(parent, tmp_path):
+    use_scripted({}, default=WAIT)
+    folder = fork(parent, at=D_CELL, seeds=[5], out=tmp_path).changed[0]
+    expected = [replay_view(e) for e in events_of(folder)]
+    (folder / "session.json").unlink()  # killed before its record was written
+    (folder / "events.jsonl").rename(folder / "events.jsonl.part")
+    model = use_scripted({}, default=WAIT)
+    assert fork(parent, at=D_CELL, seeds=[5], out=tmp_path).changed == [folder]
+    assert sorted(p.name for p in folder.iterdir()) == ["events.jsonl", "session.json", "snapshot.json"]
+    assert [replay_view(e) for e in events_of(folder)] == expected
+    assert model.calls == []  # its own answers after N were cached under its id: replayed, not asked again
