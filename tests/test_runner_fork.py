@@ -259,3 +259,26 @@ def test_an_interrupted_continuation_is_redone_from_scratch(parent, tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["events.jsonl", "session.json", "snapshot.json"]
     assert [replay_view(e) for e in events_of(folder)] == expected
     assert model.calls == []  # its own answers after N were cached under its id: replayed, not asked again
+
+
+def test_the_prefix_is_asked_in_the_output_mode_the_parent_used(tmp_path):
+    from colabkit.llm import Gateway
+
+    var = variant("default-dr")
+    use_scripted({"ai": [say("send_message", "first", "all"), say("send_message", "second", "all")]}, default=WAIT)
+    spec = SessionSpec(task_id="demo_archaeology/0/0", variant=var, seed=ai_first_seed(var.team),
+                       models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team})
+    out = tmp_path / "runs"
+    out.mkdir()
+    # As in a batch that learnt earlier that this provider needs JSON mode.
+    gateway = Gateway(cache_dir=out / "llm-cache", modes={f"scripted/{p}": "json_object" for p in var.team})
+    from colabkit.runner import record_session as record
+
+    parent = record(spec, load_tasks().get(spec.task_id), out=out, gateway=gateway)
+    gateway.close()
+    events = events_of(parent)
+    assert {c.output_mode for e in events for c in e.llm_calls} == {"json_object"}
+    at = [e.seq for e in events if e.action == "send_message"][1]
+    use_scripted({}, default=WAIT)
+    folder = fork(parent, at=at, seeds=[0], out=tmp_path / "forks").changed[0]
+    assert record_of(folder).fork.replay.prefix_calls == sum(len(e.llm_calls) for e in events[:at]) > 1

@@ -36,7 +36,7 @@ from typing import Any
 
 from colabkit.errors import ColabkitError
 from colabkit.hashing import sha256_hex
-from colabkit.llm import Gateway
+from colabkit.llm import Gateway, OutputMode
 from colabkit.llm.cache import CachedAnswer, ResponseCache
 from colabkit.runner.workarea import SessionLock, clear_session_work, session_work_dir
 from colabkit.session import Event, run_session
@@ -240,7 +240,13 @@ async def _run_locked(point: ForkPoint, parent: Parent, task: Task, *, out: Path
         shutil.rmtree(folder)
     clear_session_work(out, point.session_id)
     folder.mkdir(parents=True)
-    gateway = Gateway()
+    # The output mode each model answered in (a batch may have learnt a fallback before this
+    # session started): the prefix's requests, hence their cache keys, are then the parent's.
+    modes: dict[str, OutputMode] = {}
+    for call in (c for e in parent.events for c in e.llm_calls if c.error is None):
+        if call.output_mode is not None and call.output_mode != "text":
+            modes.setdefault(call.model, call.output_mode)
+    gateway = Gateway(modes=modes)
     cache = ForkCache(ResponseCache(parent.cache_dir), ResponseCache(out / CACHE_DIR), point.session_id)
     gateway.cache = cache
     replay = ForkReplay(point, parent.events, parent.snapshot.cells, on_fork_point=cache.continue_from_here)
