@@ -30,11 +30,13 @@ from colabkit.llm import ModelConfig
 from colabkit.runner.fork import ForkError, fork
 from colabkit.session import Event, SessionSpec
 from colabkit.session.fork import (
+    AmendMemory,
     DropMessage,
     FlipDecision,
     InsertMessage,
     NoChange,
     ReplaceMessage,
+    SetModel,
     SetPersona,
     replay_view,
 )
@@ -282,3 +284,17 @@ def test_the_prefix_is_asked_in_the_output_mode_the_parent_used(tmp_path):
     use_scripted({}, default=WAIT)
     folder = fork(parent, at=at, seeds=[0], out=tmp_path / "forks").changed[0]
     assert record_of(folder).fork.replay.prefix_calls == sum(len(e.llm_calls) for e in events[:at]) > 1
+
+
+def test_a_model_change_and_a_memory_amendment_take_effect_at_n(parent, tmp_path):
+    model = use_scripted({}, default=WAIT)
+    folder = fork(parent, at=D_CELL, change=SetModel(role="D", model=ModelConfig(model="scripted/other")),
+                  seeds=[0], out=tmp_path, controls=False).changed[0]
+    assert {c["name"] for c in model.calls if c["caller"] == "D"} == {"other"}
+    assert record_of(folder).models["D"].model == "scripted/other"
+    model = use_scripted({}, default=WAIT)
+    folder = fork(parent, at=D_CELL, change=AmendMemory(slots={"plan": "AMENDED-PLAN: R checks every count"}),
+                  seeds=[0], out=tmp_path, controls=False).changed[0]
+    record = record_of(folder)
+    assert record.memory.plan.startswith("AMENDED-PLAN") and record.memory_digest != record_of(parent).memory_digest
+    assert model.calls and all("AMENDED-PLAN" in json.dumps(c["messages"]) for c in model.calls)
