@@ -248,6 +248,8 @@ def test_colabkit_fork_lists_points_and_runs_a_change(parent, tmp_path, capsys):
     assert out.count("change ") == 2 and out.count("control ") == 2
     assert main(["fork", str(parent), "--at", "3", "--out", str(tmp_path)]) == 2
     assert "not a fork point" in capsys.readouterr().err
+    assert main(["fork", str(parent), "--at", "9", "--change", '{"kind": "insert_message", "sender": "R"}']) == 2
+    assert capsys.readouterr().err.strip().endswith("Field required (insert_message.text)")
 
 
 def test_an_interrupted_continuation_is_redone_from_scratch(parent, tmp_path):

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from colabkit.cli.run_cmd import parse_int
-from colabkit.errors import ColabkitError, one_line
+from colabkit.errors import ColabkitError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -38,7 +38,7 @@ def _fork(args: argparse.Namespace) -> int:
     from pydantic import TypeAdapter, ValidationError
 
     from colabkit.runner.fork import describe_points, fork
-    from colabkit.session.fork import Change
+    from colabkit.session.fork import CHANGE_KINDS, Change
     from colabkit.store import SessionRecord
 
     if not (args.session / "events.jsonl").is_file():
@@ -51,7 +51,11 @@ def _fork(args: argparse.Namespace) -> int:
     try:
         change = TypeAdapter(Change).validate_json(args.change)
     except ValidationError as exc:
-        raise ColabkitError(f"--change {args.change!r}: {one_line(exc)}") from None
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])  # e.g. insert_message.text
+        kinds = f"; kinds: {', '.join(CHANGE_KINDS)}" if problem["type"] != "union_tag_invalid" and not where else ""
+        raise ColabkitError(f"--change {args.change!r}: {problem['msg']}{f' ({where})' if where else ''}"
+                            f"{kinds}") from None
     seeds = [parse_int(s.strip(), "--seeds", minimum=0) for s in args.seeds.split(",") if s.strip()]
     forks = fork(args.session, at=parse_int(args.at, "--at", minimum=1), change=change, seeds=seeds,
                  out=args.out, verify="lenient" if args.lenient else "strict", controls=not args.no_controls,

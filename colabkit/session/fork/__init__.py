@@ -7,6 +7,7 @@ fork into the store (the parent's cache, verification, folders) is the runner's 
 """
 
 from colabkit.session.fork.changes import (
+    CHANGE_KINDS,
     STEP_CHANGES,
     AmendMemory,
     CellMismatch,
@@ -30,6 +31,7 @@ from colabkit.session.fork.changes import (
 from colabkit.session.fork.replay import ForkDivergence, ForkReplay, normalise, replay_view
 
 __all__ = [
+    "CHANGE_KINDS",
     "STEP_CHANGES",
     "AmendMemory",
     "CellMismatch",

@@ -102,6 +102,8 @@ class AmendMemory(_Change):
 
 Change = Annotated[NoChange | ReplaceMessage | DropMessage | InsertMessage | FlipDecision | SetModel | SetPersona
                    | AmendMemory, Field(discriminator="kind")]
+CHANGE_KINDS: tuple[str, ...] = tuple(cls.model_fields["kind"].default for cls in (
+    NoChange, ReplaceMessage, DropMessage, InsertMessage, FlipDecision, SetModel, SetPersona, AmendMemory))
 STEP_CHANGES = ("replace_message", "drop_message", "flip_decision")
 """Changes that replace the step at N (the others change the state at N)."""
 
