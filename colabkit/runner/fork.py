@@ -290,19 +290,29 @@ def describe_points(session: Path | str) -> list[dict[str, Any]]:
 
 def first_message_session(results: Path | str, session_id: str | None = None,
                           at: int | None = None) -> tuple[Path, int]:
-    """(session folder, fork point) for a notebook: the named session (else the first under
-    `results` with a sent message), at `at` (else at its first sent message)."""
+    """(session folder, fork point) for a notebook: the named session (else the first with a
+    sent message) under `results` or, for a results root, under its experiment folders; at
+    `at` (else at the session's first sent message)."""
     results = Path(results)
-    folders = [results / session_id] if session_id else sorted(
-        f for f in results.iterdir() if not f.name.startswith(".") and is_finished(f)) if results.is_dir() else []
-    for folder in folders:
-        if not is_finished(folder):
-            raise ColabkitError(f"{folder}: not a finished session")
+    for folder in _stored_sessions(results, session_id):
         events = _events(folder)
         messages = [n for n in fork_points(events) if events[n].action == "send_message"]
-        if at is not None:
-            return folder, at
-        if messages:
-            return folder, messages[0]
-    raise ColabkitError(f"{results}: no finished session with a chat message to fork at"
-                        + (f" ({session_id})" if session_id else ""))
+        if at is not None or messages:
+            return folder, at if at is not None else messages[0]
+    raise ColabkitError(f"{results}: no finished session" + (f" {session_id}" if session_id else "")
+                        + " with a chat message to fork at")
+
+
+def _stored_sessions(results: Path, session_id: str | None) -> list[Path]:
+    """Finished sessions (not continuations) in `results`, else in its subfolders."""
+    def finished(folder: Path) -> list[Path]:
+        if not folder.is_dir() or folder.name == FORKS_DIR:
+            return []
+        return sorted(f for f in folder.iterdir() if not f.name.startswith(".") and is_finished(f)
+                      and (session_id is None or f.name == session_id))
+
+    direct = finished(results)
+    if direct:
+        return direct
+    experiments = sorted(f for f in results.iterdir() if not f.name.startswith(".")) if results.is_dir() else []
+    return [folder for experiment in experiments for folder in finished(experiment)]
