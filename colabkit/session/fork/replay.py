@@ -19,6 +19,9 @@ engine cannot promise (the kernel computing the same outputs) is checked here:
 At N (the first turn starting with N events logged) the hook switches the gateway to fresh
 answers (`on_fork_point`), makes the continuation's seed the spec's seed (later rounds'
 order and every later model call's sample), and applies the change (`changes` module).
+The rest of the round N falls in keeps the parent's order: it was drawn when the round
+began. Nothing else carries state from the parent: the round order and each call's sample
+are functions of (seed, round) and (seed), and wall-clock times are never compared.
 """
 
 from __future__ import annotations
