@@ -15,6 +15,11 @@ at once with ended_by "provider_error" and the provider's one-line error, instea
 spending the action budget on failed steps; any other exception is a bug, and still ends
 it with ended_by "error" and a `session_end` event carrying the exception, so a batch never
 loses a session silently.
+
+Forks (`colabkit.session.fork`): with `fork=ForkReplay(...)` the same engine replays a
+stored session's first N events and continues from there with one change. The hook is
+called at three points only (a turn's start, the model answer of a turn, a cell's result)
+and may replace `spec`/`variant`/`memory` at N; without it nothing here changes.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -43,15 +48,18 @@ from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, E
 from colabkit.session.gating import Gatekeeper, gate_rules_text, gate_table
 from colabkit.session.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
 from colabkit.session.observation import Observation, build_observation
-from colabkit.session.react import step_messages, step_schema
+from colabkit.session.react import Answer, step_messages, step_schema
 from colabkit.session.scheduler import Scheduler, round_order
-from colabkit.session.seats import Question, Seat, answer, check_seats
+from colabkit.session.seats import Question, Seat, SeatAnswer, answer, check_seats
 from colabkit.session.settings import SessionSpec
 from colabkit.session.totals import Totals, session_totals
 from colabkit.session.views import Thought, cell_output, clip
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
+
+if TYPE_CHECKING:
+    from colabkit.session.fork import ForkReplay
 
 RESULT_CHARS = 500
 
@@ -84,8 +92,9 @@ class _Session:
     """The mutable state of one running session."""
 
     def __init__(self, spec: SessionSpec, task: Task, ws: Workspace, gateway: Gateway, log: EventLog,
-                 seats: Mapping[str, Seat]) -> None:
+                 seats: Mapping[str, Seat], fork: ForkReplay | None = None) -> None:
         self.spec, self.task, self.ws, self.gateway, self.log, self.seats = spec, task, ws, gateway, log, seats
+        self.fork = fork  # a fork's hook may replace spec (seed, models), variant and memory at its point
         self.variant = spec.variant
         self.team = self.variant.team
         self.briefings: dict[str, str] = {}
@@ -191,6 +200,8 @@ class _Session:
 
     async def turn(self, pid: str) -> EndedBy | None:
         """One participant's step, if it has anything new in view; the end it caused, if any."""
+        if self.fork is not None:
+            self.fork.before_turn(self)
         observation = self.observe(pid)
         key = observation.view_key()
         if not self.sched.eligible(pid, key, has_requests=self.has_requests(pid)):
@@ -198,9 +209,12 @@ class _Session:
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
         messages = self.messages(pid, observation)
         schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None)
-        # A person's seat answers the same question, shown the same observation (`seats`).
-        reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid), messages, schema,
-                                                                self.spec.seed, self.team, observation))
+        override = self.fork.step_for(pid) if self.fork is not None else None
+        if override is not None:  # a fork's changed step at its fork point
+            reply: SeatAnswer[StepSchema] = SeatAnswer(Answer(override, ()))
+        else:  # a person's seat answers the same question, shown the same observation (`seats`)
+            reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid), messages,
+                                                                    schema, self.spec.seed, self.team, observation))
         step, person = reply.answer.value, ({"person": reply.person} if reply.person is not None else {})
         # A wait not on offer (the single agent's) is a failed step: it spends budget and is not idleness.
         self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
@@ -274,6 +288,8 @@ class _Session:
                       message_index=message.index, **fields)
         elif action.type == "execute_code":
             cell = await self.ws.execute(action.code, author=actor)
+            if self.fork is not None:
+                cell = self.fork.checked_cell(self.ws, cell)
             self.emit(actor, action.type, "ok" if cell.status == "ok" else "error", args=args,
                       result=clip(f"cell {cell.index} {cell.status}: {cell_output(cell)}", RESULT_CHARS),
                       cell_index=cell.index, **fields)
@@ -308,7 +324,7 @@ class _Session:
 
 async def run_session(
     spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None,
-    seats: Mapping[str, Seat] | None = None,
+    seats: Mapping[str, Seat] | None = None, fork: ForkReplay | None = None,
 ) -> SessionResult:
     """Run `spec` on `task`, emitting every event to `sink`; return how it ended.
 
@@ -322,7 +338,7 @@ async def run_session(
         raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
     seats = dict(seats or {})
     check_seats({pid: spec.model_for(pid) for pid in spec.variant.team}, spec.variant.team, seats)
-    log = EventLog(spec.session_id, sink)
+    log = EventLog(spec.session_id, sink) if fork is None else EventLog(fork.session_id, fork.verifying(sink))
     try:
         # The kernel starts while the first model calls are asked (a cell waits for it).
         ws = await Workspace.open([d.path for d in task.datasets], root=workdir_root, limits=spec.settings.limits,
@@ -332,7 +348,7 @@ async def run_session(
                  args={"ended_by": "error"}, result=f"workspace failed to open: {type(exc).__name__}: {exc}")
         raise
     try:
-        session = _Session(spec, task, ws, gateway, log, seats)
+        session = _Session(spec, task, ws, gateway, log, seats, fork)
         detail: dict[str, Any] = {}
         calls: tuple[CallRecord, ...] = ()
         try:
@@ -346,11 +362,11 @@ async def run_session(
             detail = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
         session.close(ended_by, detail, calls)
         return SessionResult(
-            session_id=spec.session_id,
-            spec=spec,
+            session_id=log.session_id,
+            spec=session.spec,  # a fork's as it was after its change
             task_digest=task.task_digest,
             briefings=session.briefings,
-            persona_versions={pid: spec.variant.persona(pid).version for pid in spec.variant.team},
+            persona_versions={pid: session.variant.persona(pid).version for pid in session.variant.team},
             final_hypothesis=ws.editor.text,
             ended_by=ended_by,
             budget_side=session.budget_side,

@@ -47,7 +47,7 @@ BUILD_ACTIONS = ("propose_memory", "consolidate_memory", "ratify_memory", "amend
 # A living memory (Dynamic variants): a member's proposal, and the team act's outcome.
 MEMORY_UPDATE_ACTIONS = ("memory_updated", "memory_update_dropped")
 SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", *MEMORY_UPDATE_ACTIONS, "request_expired",
-                  "session_end")
+                  "session_end", "fork_change")  # fork_change: what a counterfactual fork changed at its fork point
 PARTICIPANT_ACTIONS = (*ACTION_TYPES, MEMORY_UPDATE, *BUILD_ACTIONS, INVALID_OUTPUT)
 
 

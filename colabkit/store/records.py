@@ -18,13 +18,16 @@ import colabkit
 from colabkit.llm import ModelConfig
 from colabkit.session import SessionResult, SessionSpec
 from colabkit.session.events import EndedBy
+from colabkit.session.fork import ForkRecord
 from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
 RECORD_SCHEMA_VERSION: Final = 2
 """Version 2 added schema_version, task_digest, briefings and persona_versions; its `totals`
-carry each side's budget and use, and its `spec` the observation profile."""
+carry each side's budget and use, and its `spec` the observation profile. `fork` was added
+later as an optional field (None for every session that is not a fork continuation), so
+version-2 records without it still read and older readers ignore it."""
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -73,6 +76,9 @@ class SessionRecord(BaseModel):
     package_version: str
     started: datetime
     finished: datetime
+    fork: ForkRecord | None = None
+    """A counterfactual fork's parent, fork point, change, seed and replay report; then
+    `spec` is the spec in force after the change (seed: the continuation's)."""
 
     @classmethod
     def from_result(cls, result: SessionResult, *, started: datetime, finished: datetime) -> SessionRecord:

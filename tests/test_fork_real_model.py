@@ -1,0 +1,55 @@
+"""Forking a stored session of the embedded model (`local/smollm2-135m`) at a chat message.
+
+The parent is a short Default-R demo session (one step per side, one round; seed 2 has R
+message the AI first). It is forked at R's message with the message rerouted to the AI under
+three seeds, plus three controls: every continuation after N is the real model answering
+anew, and the control with the parent's seed reproduces the parent's log exactly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from colabkit.analysis.counterfactual import counterfactual_table, fork_table, original_values, with_scores
+from colabkit.evaluation import load_scores, score_results
+from colabkit.runner import build_session, record_session
+from colabkit.runner.fork import fork
+from colabkit.session import Event, SessionSettings
+from colabkit.session.fork import ReplaceMessage, fork_points, replay_view
+from colabkit.store import SessionRecord
+
+pytestmark = pytest.mark.slow
+SEED = 2
+TEXT = "Count the axes per century before you write anything."
+
+
+def events_of(folder) -> list[Event]:
+    return [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+
+
+def test_forking_a_demo_session_at_a_message_with_three_seeds(tmp_path):
+    spec, task = build_session("demo_archaeology/0/0", "default-r", SEED,
+                               settings=SessionSettings(action_budget=1, max_rounds=1))
+    parent = record_session(spec, task, out=tmp_path / "runs")
+    events = events_of(parent)
+    at = next(n for n in fork_points(events) if events[n].action == "send_message" and events[n].status == "ok")
+    forks = fork(parent, at=at, change=ReplaceMessage(text=TEXT, to=("ai",)), seeds=[0, 1, SEED])
+    assert len(forks.changed) == len(forks.controls) == 3
+    for folder in forks.changed:
+        mine = events_of(folder)
+        assert [replay_view(e) for e in mine[:at]] == [replay_view(e) for e in events[:at]]
+        assert mine[at].action == "fork_change"
+        message = mine[at + 1]
+        assert (message.participant, message.args["text"], message.args["to"]) == (events[at].participant, TEXT, ["ai"])
+        after = [c for e in mine[at + 1:] for c in e.llm_calls]
+        assert after and all(not c.cache_hit and c.model == "local/smollm2-135m" for c in after)
+    control = next(f for f in forks.controls
+                   if SessionRecord.model_validate_json((f / "session.json").read_bytes()).seed == SEED)
+    assert [replay_view(e) for e in events_of(control)] == [replay_view(e) for e in events]
+    forks_dir = forks.changed[0].parent
+    assert score_results(forks_dir, metrics=["work"]).scored == 6
+    rows = with_scores(fork_table(forks_dir), load_scores(forks_dir))
+    table = counterfactual_table(rows, original_values(parent), metrics=["w_total", "actions", "messages"])
+    assert set(table["metric"]) == {"w_total", "actions", "messages"} and len(table) == 3
+    assert (table["k"] == 3).all() and (table["k_control"] == 3).all() and (table["n_pairs"] == 3).all()
+    assert table.set_index("metric").loc["messages", "original"] == 1
