@@ -42,8 +42,8 @@ def observation(valid: tuple[str, ...], requests: tuple[str, ...] = (), team=("a
     views = tuple(RequestView(request_id=r, proposer="ai", signatory="D", action="edit_result: H", condition="",
                               status="pending", reason="") for r in requests)
     return Observation(participant="D", team=team, names=tuple(team), round=1, actions_left=3, budget_holder="you",
-                       query="q", briefing="b", memory=None, editor="", messages=(), older_messages=0, cells=(),
-                       older_cells=0, activity=(), older_activity=0, requests_for_me=views, my_requests=(),
+                       query="q", briefing="b", memory=None, gate_rules=None, editor="", messages=(), older_messages=0,
+                       cells=(), older_cells=0, activity=(), older_activity=0, requests_for_me=views, my_requests=(),
                        older_requests=0, scratchpad=(), older_thoughts=0, timeline=False, feedback="",
                        valid_actions=valid, standing_actions=valid)
 
