@@ -131,9 +131,17 @@ def test_figures_of_a_small_grid(variants):
     fig = ablation_figure(scores)
     assert [ax.get_title() for ax in fig.axes] == ["H_init,norm", "S_hyp", "Performance", "HMS"]
     assert figure_bytes(ablation_figure(scores, WORK_METRICS), "svg").startswith(b"<?xml")
+    texts = [t.get_text() for t in fig.texts]
+    assert any(t.startswith("Error bars: task-clustered SE") for t in texts)  # said in the caption
+    assert any("JUDGE NOT RELIABLE" in t for t in texts)  # the constructed judge is plumbing-grade
+    assert any(a.get_text() == "no interval" for ax in fig.axes for a in ax.texts)  # one task: no interval
     table = contrasts(scores, metrics=["performance"])
     assert len(table) == ("scaffolded-dr" in variants)
-    assert figure_bytes(contrast_figure(table), "png")[:4] == b"\x89PNG"
+    forest = contrast_figure(table)
+    assert figure_bytes(forest, "png")[:4] == b"\x89PNG"
+    if len(table):
+        assert [a.get_text() for ax in forest.axes for a in ax.texts] == ["no interval"]
+        assert any("task-clustered" in t.get_text() for t in forest.texts)
 
 
 def test_a_score_table_keeps_only_the_grids_sessions(tmp_path):

@@ -117,3 +117,29 @@ def test_judge_fields_show_only_successful_cells_given():
     fields = workflow_fields("In which century did axes peak?", graph.nodes[1], ok)
     assert len(fields["cells"]) == 2 and fields["cells"][0].startswith("[cell 0 by D]")
     assert WORKFLOW_PROMPT.id == "workflow_node"
+
+
+def test_the_graph_files_content_is_part_of_the_c_wf_scorer_id(tmp_path, monkeypatch):
+    from colabkit.evaluation import scorer_id, scorers_for
+    from colabkit.evaluation import workflow as workflow_module
+    from colabkit.llm import ModelConfig
+
+    judge = ModelConfig(model="judgedouble/x")
+    c_wf, performance = scorers_for(["c_wf", "performance"])
+    shipped = scorer_id(c_wf, judge, 1)
+    copies = []
+    for graph in workflow_module._graph_files():
+        copy = tmp_path / graph.name
+        copy.write_text(graph.read_text(encoding="utf-8"), encoding="utf-8")
+        copies.append(copy)
+    monkeypatch.setattr(workflow_module, "_graph_files", lambda: copies)
+    workflow_module.graphs_hash.cache_clear()
+    try:
+        assert scorer_id(c_wf, judge, 1) == shipped  # same bytes, same id
+        data = json.loads(copies[0].read_text())
+        copies[0].write_text(json.dumps({**data, "version": data["version"] + 1}), encoding="utf-8")
+        workflow_module.graphs_hash.cache_clear()
+        assert scorer_id(c_wf, judge, 1) != shipped  # a changed graph scores anew
+        assert performance.data_identity is None  # scorers that read no data keep their ids
+    finally:
+        workflow_module.graphs_hash.cache_clear()
