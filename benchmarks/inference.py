@@ -40,7 +40,7 @@ from colabkit.analysis.contrasts import mixed_model_contrast, paired_differences
 TASKS, SEEDS = 38, 3
 TASK_SD, INTERACTION_SD, NOISE_SD, MISSING = 0.15, 0.05, 0.08, 0.05
 A, B, METRIC = "scaffolded-dr", "default-dr", "performance"
-RESULTS = Path(__file__).resolve().parent / "results" / "inference.json"
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def null_grid(rng: np.random.Generator) -> pd.DataFrame:
@@ -121,8 +121,8 @@ def main() -> int:
     print("mixed-model fits:", ", ".join(f"{k} {v}" for k, v in sorted(flags.items())))
     wall = time.perf_counter() - started
     print(f"wall {wall:.0f} s (mixed models {mixed_time:.0f} s)")
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"grids": args.grids, "mixed_grids": args.mixed_grids, "seed": args.seed,
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"inference-seed{args.seed}.json").write_text(json.dumps({"grids": args.grids, "mixed_grids": args.mixed_grids, "seed": args.seed,
                                    "tests": rows, "mixed_flags": flags, "wall_s": wall}, indent=1) + "\n")
     return 0
 
