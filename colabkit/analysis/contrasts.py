@@ -78,9 +78,7 @@ def mixed_model_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> d
     """The model-based estimate of A - B on both variants' sessions (`colabkit.analysis.mixed`)."""
     data = scores.loc[scores["variant"].isin([a, b]), ["task_id", "variant", metric]].dropna(subset=[metric])
     data = data.assign(treated=(data["variant"] == a).astype(float), y=data[metric].astype(float))
-    result = slope_model_contrast(data)
-    result["mixed_p_unadjusted"] = result.pop("mixed_p")
-    return result
+    return slope_model_contrast(data)
 
 
 NOT_REQUESTED: dict[str, object] = {"mixed_coef": math.nan, "mixed_se": math.nan, "mixed_p_unadjusted": math.nan,

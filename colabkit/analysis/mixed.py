@@ -112,12 +112,12 @@ def fit_robustly(model: Any, optimisers: Sequence[str] = OPTIMISERS,
 def slope_model_contrast(data: pd.DataFrame) -> dict[str, object]:
     """b1 of the random-slope model on `data` (columns task_id, treated 0/1, y), its SE and p.
 
-    Returns `mixed_coef`, `mixed_se`, `mixed_p` (unadjusted, t on G - 1 df), `mixed_optimiser`
+    Returns `mixed_coef`, `mixed_se`, `mixed_p_unadjusted` (t on G - 1 df), `mixed_optimiser`
     and `mixed_flags` (module docstring); missing values with a flag when there is no fit.
     """
     import statsmodels.formula.api as smf
 
-    failed: dict[str, object] = {"mixed_coef": math.nan, "mixed_se": math.nan, "mixed_p": math.nan,
+    failed: dict[str, object] = {"mixed_coef": math.nan, "mixed_se": math.nan, "mixed_p_unadjusted": math.nan,
                                  "mixed_optimiser": ""}
     tasks = data["task_id"].nunique()
     if data["treated"].nunique() < 2 or tasks < 2 or data["y"].nunique() < 2:
@@ -130,5 +130,5 @@ def slope_model_contrast(data: pd.DataFrame) -> dict[str, object]:
     p = float(2 * scipy_stats.t.sf(abs(coef / se), tasks - 1))
     if not np.isfinite([coef, se, p]).all():
         return failed | {"mixed_flags": ";".join([*fit.flags, "mixedlm_nonfinite"])}
-    return {"mixed_coef": coef, "mixed_se": se, "mixed_p": p, "mixed_optimiser": fit.optimiser,
+    return {"mixed_coef": coef, "mixed_se": se, "mixed_p_unadjusted": p, "mixed_optimiser": fit.optimiser,
             "mixed_flags": ";".join(fit.flags)}
