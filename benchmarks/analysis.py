@@ -14,7 +14,7 @@ sessions, times each stage and checks the growth from 150 to 1,482 to 15,000 ses
    the total, the same scoring on a twin of the sessions writing each score file on its
    own (data fsync, rename, folder fsync: the behaviour before `AtomicBatch`), for the
    before/after ratio (sizes up to --compare-max only: it is slow and loads the disk);
-4. statistics: `study_table`, the Scaffolded - Default `contrasts` (paired + mixed model)
+4. statistics: `study_table`, the Scaffolded - Default `contrasts` (task-level test + random-slope model)
    and `power_table`; the judged metrics (Performance, HMS, H_init,norm, S_hyp, delivery)
    are filled with seeded synthetic values, since no judge runs here;
 5. figure: `ablation_figure`, rendered to PNG.

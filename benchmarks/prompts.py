@@ -20,7 +20,7 @@ The baseline is a full-snapshot prompt in Co-Gym's style, built here from the sa
 state at the same moments: the task description, then the observation dict as JSON (the
 notebook's last 5 cells as one `Code block:/Output:` string, the result editor), then the
 whole chat, the participant's own action history and its last 8 thoughts (Co-Gym's
-`process_observation`, `utils/context_processing.py`; see `/work/shared/notes/cogym.md`). Ratios are ours over
+`process_observation`, `utils/context_processing.py`; see the team's research notes, `cogym.md`). Ratios are ours over
 the baseline, measured side by side in one run.
 
     PYTHONPATH=. .venv/bin/python benchmarks/prompts.py [--variants default-dr,scaffolded-dr,single]

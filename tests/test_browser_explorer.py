@@ -71,7 +71,7 @@ def lab(tmp_path):
     workdir = tmp_path / "lab"
     workdir.mkdir()
     nb = parameterize_notebook(load_notebook_node(str(NOTEBOOK)),
-                               {"results": str(tmp_path / "results"), "session_id": folder.name})
+                               {"results": str(tmp_path / "results")})  # default session_id: its first
     nbformat.write(nb, workdir / "explore.ipynb")
     port, token = _free_port(), secrets.token_hex(16)
     log = (tmp_path / "lab.log").open("wb")

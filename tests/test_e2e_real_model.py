@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.env import shared_data
 
 from colabkit.runner import build_session, record_session
 from colabkit.session import Event, SessionSettings
@@ -23,7 +24,6 @@ from colabkit.team import ACTION_TYPES
 from colabkit.workspace import WorkspaceSnapshot
 
 REPO = Path(__file__).resolve().parents[1]
-DISCOVERYBENCH = REPO.parent / "shared" / "discoverybench"
 ARCHAEOLOGY_TASK = "archaeology/3/0"
 END_STATES = {"finish", "budget", "idle", "max_rounds"}
 
@@ -79,10 +79,9 @@ def test_a_session_with_the_embedded_model_writes_a_valid_trajectory(tmp_path, n
 
 
 def test_colabkit_run_on_a_real_archaeology_task(tmp_path):
-    if not DISCOVERYBENCH.is_dir():
-        pytest.skip(f"DiscoveryBench not found at {DISCOVERYBENCH}")
+    discoverybench = shared_data()
     cmd = [sys.executable, "-m", "colabkit", "run", "--task", ARCHAEOLOGY_TASK, "--variant", "single",
-           "--seed", "0", "--data-root", str(DISCOVERYBENCH), "--out", str(tmp_path), "--action-budget", "3",
+           "--seed", "0", "--data-root", str(discoverybench), "--out", str(tmp_path), "--action-budget", "3",
            "--max-rounds", "4"]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
@@ -93,5 +92,5 @@ def test_colabkit_run_on_a_real_archaeology_task(tmp_path):
     folder = Path(lines[0].removeprefix("session: "))
     _, record, snapshot = check_trajectory(folder)
     assert record.task_id == ARCHAEOLOGY_TASK and record.spec.settings.action_budget == 3
-    task = load_tasks(DISCOVERYBENCH).get(ARCHAEOLOGY_TASK)
+    task = load_tasks(discoverybench).get(ARCHAEOLOGY_TASK)
     assert sorted(Path(f).name for f in snapshot.data_files) == sorted(d.path.name for d in task.datasets)

@@ -199,3 +199,14 @@ def test_parse_failures_leave_hms_missing_and_flagged(scripts, flag):
     assert judged.score.hms is None
     assert any(flag in f for f in judged.flags), judged.flags
     assert all(j.flag is None or (j.label is None and j.score is None) for j in judged.judgements)
+
+
+def test_a_non_empty_hypothesis_decomposed_into_nothing_scores_0_with_a_flag():
+    scripts = {"hms_decompose": [decomposition(sub("1200-1100 BCE")), decomposition()]}
+    judged, _ = run(scripts, prediction="Axes peak in the 12th century BCE.")
+    assert judged.score.hms == 0.0 and judged.score.recall_context == 0.0  # upstream's arithmetic stands
+    assert [f for f in judged.flags if f.startswith("hms:empty_decomposition")] == [
+        "hms:empty_decomposition(prediction): a non-empty hypothesis has no sub-hypotheses"]
+    # an empty hypothesis decomposed into nothing is no surprise: no flag
+    empty, _ = run({"hms_decompose": [decomposition(sub("1200-1100 BCE")), decomposition()]}, prediction="  ")
+    assert empty.score.hms == 0.0 and not any(f.startswith("hms:empty_decomposition") for f in empty.flags)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from colabkit.evaluation.process import successful_cells
 from colabkit.evaluation.support import (
     CLAIMS_PROMPT,
     SUPPORT_PROMPT,
@@ -21,7 +22,7 @@ def evidence():
     t.run("ai", "s.idxmax()", "-3550")                       # cell 0
     t.run("ai", "s.max()", "", status="error")               # cell 1 (failed: not evidence)
     t.run("D", "s.loc[-3550]", "2.1")                        # cell 2
-    return [c for c in t.snapshot().cells if c.status == "ok"]
+    return successful_cells(t.snapshot())  # the scorer's own filter (the code under test)
 
 
 def v(supported, cell):
@@ -63,6 +64,7 @@ def test_judge_failures_leave_support_missing_never_zero_or_one():
 
 
 def test_fields_carry_only_successful_cells():
+    assert [c.index for c in evidence()] == [0, 2]  # the failed cell 1 is not evidence
     fields = support_fields(CLAIMS[0], " ".join(CLAIMS), evidence())
     assert [c.split("]")[0] for c in fields["cells"]] == ["[cell 0 by ai", "[cell 2 by D"]
     assert CLAIMS_PROMPT.id == "hypothesis_claims" and SUPPORT_PROMPT.id == "claim_support"

@@ -1,11 +1,12 @@
 """C_wf: the shipped reference graphs, their validation, and coverage computed by hand."""
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers.env import shared_data
 
 from colabkit.errors import ColabkitError
+from colabkit.evaluation.process import successful_cells
 from colabkit.evaluation.workflow import (
     WORKFLOW_PROMPT,
     NodeVerdict,
@@ -18,8 +19,6 @@ from colabkit.evaluation.workflow import (
 )
 from tests.helpers.trajectories import Trajectory
 
-ARCHAEOLOGY = Path("/work/shared/discoverybench/real/test/archaeology")
-
 
 def test_shipped_graphs_are_valid_and_cover_the_four_families():
     graphs = {g.family: g for g in load_workflows()}
@@ -29,10 +28,10 @@ def test_shipped_graphs_are_valid_and_cover_the_four_families():
         assert any(n.check == "rule:reads_data" for n in g.nodes)
 
 
-@pytest.mark.skipif(not ARCHAEOLOGY.is_dir(), reason="the shared DiscoveryBench copy is not on this machine")
 def test_every_real_archaeology_task_matches_a_family_as_the_notes_count():
+    archaeology = shared_data() / "real" / "test" / "archaeology"
     counts: dict[str | None, int] = {}
-    for path in sorted(ARCHAEOLOGY.glob("metadata_*.json")):
+    for path in sorted(archaeology.glob("metadata_*.json")):
         tags = json.loads(path.read_text())["workflow_tags"].split(",")
         graph = workflow_for(tags)
         counts[graph.family if graph else None] = counts.get(graph.family if graph else None, 0) + 1
@@ -75,7 +74,8 @@ def cells():
 
 def test_hand_computed_coverage():
     snap = cells()
-    ok = [c for c in snap.cells if c.status == "ok"]
+    ok = successful_cells(snap)  # the scorer's own filter: the failed cell 1 must not be evidence
+    assert [c.index for c in ok] == [0, 2]
     graph = workflow_for(["time series analysis", "data cleaning", "data visualization"])
     rules = rule_hits(graph, ok, ["/x/capital.csv", "/x/time_series_data.csv"])
     assert rules == {"load": 0, "plot": 2}  # the failed plot in cell 1 is not evidence
@@ -91,7 +91,7 @@ def test_hand_computed_coverage():
 
 
 def test_judge_failures_leave_coverage_missing_never_a_number():
-    ok = [c for c in cells().cells if c.status == "ok"]
+    ok = successful_cells(cells())
     graph = workflow_for(["time series analysis", "data cleaning", "data visualization"])
     rules = rule_hits(graph, ok, ["capital.csv"])
     yes = NodeVerdict(reason="r", implemented=True, cell=0)
@@ -112,8 +112,34 @@ def test_no_family_and_no_successful_cell():
 
 
 def test_judge_fields_show_only_successful_cells_given():
-    ok = [c for c in cells().cells if c.status == "ok"]
+    ok = successful_cells(cells())
     graph = workflow_for(["time series analysis", "data cleaning", "data visualization"])
     fields = workflow_fields("In which century did axes peak?", graph.nodes[1], ok)
     assert len(fields["cells"]) == 2 and fields["cells"][0].startswith("[cell 0 by D]")
     assert WORKFLOW_PROMPT.id == "workflow_node"
+
+
+def test_the_graph_files_content_is_part_of_the_c_wf_scorer_id(tmp_path, monkeypatch):
+    from colabkit.evaluation import scorer_id, scorers_for
+    from colabkit.evaluation import workflow as workflow_module
+    from colabkit.llm import ModelConfig
+
+    judge = ModelConfig(model="judgedouble/x")
+    c_wf, performance = scorers_for(["c_wf", "performance"])
+    shipped = scorer_id(c_wf, judge, 1)
+    copies = []
+    for graph in workflow_module._graph_files():
+        copy = tmp_path / graph.name
+        copy.write_text(graph.read_text(encoding="utf-8"), encoding="utf-8")
+        copies.append(copy)
+    monkeypatch.setattr(workflow_module, "_graph_files", lambda: copies)
+    workflow_module.graphs_hash.cache_clear()
+    try:
+        assert scorer_id(c_wf, judge, 1) == shipped  # same bytes, same id
+        data = json.loads(copies[0].read_text())
+        copies[0].write_text(json.dumps({**data, "version": data["version"] + 1}), encoding="utf-8")
+        workflow_module.graphs_hash.cache_clear()
+        assert scorer_id(c_wf, judge, 1) != shipped  # a changed graph scores anew
+        assert performance.data_identity is None  # scorers that read no data keep their ids
+    finally:
+        workflow_module.graphs_hash.cache_clear()

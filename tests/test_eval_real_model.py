@@ -19,7 +19,7 @@ import pytest
 
 from colabkit.cli import main
 from colabkit.evaluation import available_metrics, load_judgements, load_scores
-from colabkit.evaluation.reliability import SanityCheck, _case_passed
+from colabkit.evaluation.reliability import SanityCheck
 from colabkit.evaluation.tables import SCORE_COLUMNS
 from colabkit.llm import DEFAULT_MODEL
 
@@ -34,6 +34,20 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     assert main(["run", "--task", "demo_archaeology/0/0", "--variant", "default-dr", "--seed", "0",
                  "--action-budget", "3", "--out", str(out), "--quiet"]) == 0
     return out, *_score(out)
+
+
+def expected_verdict(kind: str, recall: float | None, hms: float | None) -> bool:
+    """The sanity check's rule, written out here (not the production function as its own
+    oracle): gold vs itself scores at least 0.9 on both, vs another task's gold at most 0.1,
+    an empty hypothesis exactly 0; a missing score fails."""
+    if recall is None or hms is None:
+        return False
+    if kind == "self":
+        return recall >= 0.9 and hms >= 0.9
+    if kind == "other":
+        return recall <= 0.1 and hms <= 0.1
+    assert kind == "empty"
+    return recall == 0 and hms == 0
 
 
 def _score(out: Path) -> tuple[str, str]:
@@ -57,9 +71,10 @@ def test_score_runs_on_a_real_session_and_reports_the_embedded_judge_as_it_is(sc
     assert (row["structure"], row["composition"]) == ("default", "dr")
     assert row["judge_model"] == DEFAULT_MODEL and row["judge_grade"] == "plumbing"
     assert bool(row["delivered"]) == bool(record["final_hypothesis"].strip())
-    for column in FRACTIONS:  # in range, or missing with a flag naming why
+    for column in FRACTIONS:  # in range, or missing with a flag saying why; out of range never
         value = row[column]
-        assert (not pd.isna(value) and 0.0 <= value <= 1.0) or row["flags"], (column, value)
+        assert pd.isna(value) or 0.0 <= value <= 1.0, (column, value)
+        assert not pd.isna(value) or row["flags"], (column, "missing without a flag")
     for column in ("w_total", "w_human", "n_gated"):  # counts need no judge: never missing
         assert not math.isnan(row[column]) and row[column] >= 0
 
@@ -67,7 +82,7 @@ def test_score_runs_on_a_real_session_and_reports_the_embedded_judge_as_it_is(sc
     check = SanityCheck.model_validate_json(check_file.read_bytes())
     assert {c.kind for c in check.cases} == {"self", "other", "empty"}
     for case in check.cases:  # each verdict is what its own numbers say, nothing softened
-        assert case.passed == _case_passed(case.kind, case.recall_context, case.hms)
+        assert case.passed == expected_verdict(case.kind, case.recall_context, case.hms), case
     assert check.passed == all(c.passed for c in check.cases)
     assert bool(row["judge_reliable"]) == check.passed
     assert f"judge sanity check: {'reliable' if check.passed else 'UNRELIABLE'}" in stdout

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers.env import require, shared_data
 from helpers.judges import PROVIDER, perfect_answer, use_judge_double
 from helpers.stored import store_session
 
@@ -268,12 +269,13 @@ def test_repeats_are_stored_and_their_agreement_reported(tmp_path):
     stored = stored_scores(next(p for p in tmp_path.iterdir() if (p / "session.json").is_file()))[0]
     assert stored.repeats == 3
     assert stored.agreement["spread:performance"] == 1.0
-    assert stored.agreement["kappa:hms"] is None  # one labelled item per session: undefined, not faked
+    assert stored.agreement["kappa:hms/context"] is None  # one labelled item per session: undefined, not faked
     # The job pools both sessions: two items rated (true, false, true).
     # P_i = (2^2 + 1^2 - 3) / 6 = 1/3 each -> P_bar = 1/3; p_true = 4/6, p_false = 2/6
     # P_e = 4/9 + 1/9 = 5/9; kappa = (1/3 - 5/9) / (1 - 5/9) = -1/2
-    assert report.agreement["kappa:hms"] == pytest.approx(-0.5)
-    assert report.agreement["spread:hms"] == 0.0  # decompositions: one sub-hypothesis every time
+    assert report.agreement["kappa:hms/context"] == pytest.approx(-0.5)
+    assert report.agreement["spread:hms/decompose"] == 0.0  # decompositions: one sub-hypothesis every time
+    assert "kappa:hms" not in report.agreement  # context and relation labels are never pooled
 
 
 def test_fleiss_kappa_by_hand():
@@ -289,6 +291,26 @@ def test_fleiss_kappa_by_hand():
     rows += [Judgement(metric="s", item="n", repeat=r, score=v, prompt_id="p", prompt_version=1, model="x")
              for r, v in enumerate([0.2, 0.5, 0.4])]
     assert judgement_agreement(rows) == pytest.approx({"kappa:m": 1 / 3, "spread:s": 0.3})
+
+
+def test_agreement_is_per_judged_question_never_pooled_across_label_kinds():
+    # HMS asks two labelled questions: context (true/false) and relation (A/B/C). Pooled, the
+    # disagreements of one look like agreement with the other's categories.
+    context = [["true", "false"], ["false", "true"], ["true", "true"]]
+    relation = [["A", "B"], ["B", "C"], ["C", "C"], ["A", "A"]]
+    rows = [Judgement(metric="hms", item=f"{kind}:p{i}:g0", repeat=r, label=label, prompt_id="p",
+                      prompt_version=1, model="x")
+            for kind, ratings in (("context", context), ("relation", relation))
+            for i, row in enumerate(ratings) for r, label in enumerate(row)]
+    rows += [Judgement(metric="hms", item=f"variables:p{i}:g0", repeat=r, score=v, prompt_id="p",
+                       prompt_version=1, model="x") for i, pair in enumerate([(0.5, 1.0), (1.0, 1.0)])
+             for r, v in enumerate(pair)]
+    agreement = judgement_agreement(rows)
+    assert set(agreement) == {"kappa:hms/context", "kappa:hms/relation", "spread:hms/variables"}
+    assert agreement["kappa:hms/context"] == pytest.approx(fleiss_kappa(context))
+    assert agreement["kappa:hms/relation"] == pytest.approx(fleiss_kappa(relation))
+    assert agreement["spread:hms/variables"] == pytest.approx(0.25)
+    assert fleiss_kappa(context + relation) != pytest.approx(agreement["kappa:hms/context"])
 
 
 def test_combining_repeats_never_invents_a_value():
@@ -442,18 +464,16 @@ def test_a_damaged_score_file_is_scored_again(results):
     assert load_scores(results)["performance"].notna().all()
 
 
-DISCOVERYBENCH = Path(__file__).resolve().parents[2] / "shared" / "discoverybench"
-
-
-@pytest.mark.skipif(not (DISCOVERYBENCH / "eval").is_dir(), reason=f"no DiscoveryBench data at {DISCOVERYBENCH}")
 def test_scoring_on_real_archaeology_tasks_with_their_answer_key(tmp_path):
-    suite = load_tasks(DISCOVERYBENCH, domains=["archaeology"])
+    discoverybench = shared_data()
+    require((discoverybench / "eval").is_dir(), f"DiscoveryBench answer key not present at {discoverybench / 'eval'}")
+    suite = load_tasks(discoverybench, domains=["archaeology"])
     gold = suite.gold_for("archaeology/3/0")
     assert gold is not None
     store_session(tmp_path, "archaeology/3/0", gold.hypothesis, suite=suite)
     store_session(tmp_path, "archaeology/3/0", "", seed=1, suite=suite)
     use_judge_double()
-    report = score_results(tmp_path, metrics=METRICS, judge=PERFECT, data_root=DISCOVERYBENCH)
+    report = score_results(tmp_path, metrics=METRICS, judge=PERFECT, data_root=discoverybench)
     assert report.sanity is not None and report.sanity.passed is True
     # metadata_2 and metadata_26 are duplicates upstream: 'other' must never pick an equal gold
     for case in report.sanity.cases:

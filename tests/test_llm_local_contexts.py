@@ -67,12 +67,34 @@ def call(provider: LocalLlamaProvider, slot: str, content: str = "hi") -> str:
 
 
 def threads(*targets) -> None:
-    started = [threading.Thread(target=target) for target in targets]
+    """Run `targets` at once; an exception (a failed assertion too) in any of them fails the test
+    (a thread's exception would otherwise only be printed as a warning)."""
+    errors: list[BaseException] = []
+
+    def guarded(target):
+        def run() -> None:
+            try:
+                target()
+            except BaseException as exc:
+                errors.append(exc)
+        return run
+
+    started = [threading.Thread(target=guarded(target)) for target in targets]
     for thread in started:
         thread.start()
     for thread in started:
         thread.join(10)
         assert not thread.is_alive()
+    if errors:
+        raise errors[0]
+
+
+def test_a_failure_inside_a_worker_thread_fails_the_test():
+    def fails() -> None:
+        raise AssertionError("two calls overlapped on one context")
+
+    with pytest.raises(AssertionError, match="overlapped"):
+        threads(lambda: None, fails)
 
 
 def test_two_callers_decode_at_the_same_time_up_to_the_parallel_limit(fake):
@@ -84,11 +106,18 @@ def test_two_callers_decode_at_the_same_time_up_to_the_parallel_limit(fake):
     assert results == ["ok", "ok"] and fake.peak_together == 2
 
 
-def test_one_callers_calls_never_overlap_and_the_limit_holds(fake):
+def test_one_callers_calls_never_overlap_though_slots_are_free(fake):
     provider = LocalLlamaProvider(n_threads=1)
-    provider.parallel = 1
-    threads(*[lambda slot=slot: call(provider, slot) for slot in ("1/ai", "1/ai", "1/D", "2/ai")])
-    assert fake.peak_together == 1  # FakeLlama asserts no overlap on one context
+    provider.parallel = 4  # the compute slots would let all four in: only the context's lock keeps them apart
+    threads(*[lambda: call(provider, "1/ai") for _ in range(4)])
+    assert fake.peak_together == 1  # and FakeLlama fails the calling thread on any overlap
+
+
+def test_the_parallel_limit_holds_across_callers(fake):
+    provider = LocalLlamaProvider(n_threads=1)
+    provider.parallel = 2
+    threads(*[lambda slot=slot: call(provider, slot) for slot in ("1/ai", "1/D", "1/R", "2/ai", "2/D")])
+    assert fake.peak_together == 2
 
 
 def test_eviction_skips_a_context_in_the_middle_of_a_call(fake):

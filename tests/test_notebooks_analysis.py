@@ -42,7 +42,8 @@ PARAMETERS = {
     "ablations": ["experiment", "results", "scores_file", "out"],
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
 }
-TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination")
+TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
+          "living_memory")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 
 
@@ -113,19 +114,44 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     formatted = pd.read_csv(out / "study_table_formatted.csv")
     assert formatted["variant"].tolist()[:2] == ["single", "default-d"] and len(formatted) == 13
     assert "Performance" in formatted.columns and formatted["Performance"].str.contains(" ± ").all()
+    assert formatted["Performance"].str.endswith("(n=18)").all()  # each cell's own n
+    assert {"judge_grade", "judge_reliable"} <= set(study.columns) & set(formatted.columns)
     contrasts = pd.read_csv(out / "contrasts.csv")
-    assert list(contrasts.columns) == list(CONTRAST_COLUMNS) and len(contrasts) == 3 * 7
+    assert list(contrasts.columns) == [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable"] and len(contrasts) == 3 * 7
     assert set(contrasts["a"]) == {"scaffolded-d", "scaffolded-r", "scaffolded-dr"}
-    assert len(pd.read_csv(out / "decomposition.csv")) == 3 * len(DECOMPOSITION) * 7
+    assert set(contrasts["family"]) == {"scaffolded-default"}
+    decomposition = pd.read_csv(out / "decomposition.csv")  # one table, one Holm family
+    assert len(decomposition) == 3 * (len(DECOMPOSITION) - 1) * 7 and set(decomposition["family"]) == {"decomposition"}
     power = pd.read_csv(out / "power.csv")
-    assert power["metric"].tolist() == ["performance", "h_init_norm", "s_hyp", "hms"]
-    assert (power["n_per_variant"] > 0).all()
+    assert power["metric"].tolist() == ["performance", "h_init_norm", "s_hyp", "hms"] * 3
+    assert (power["tasks_needed"] >= 2).all() and power["answer"].str.contains("tasks x").all()
+    html = [o.get("data", {}).get("text/html", "") for c in code_cells(nb) for o in c.outputs]
+    assert any("JUDGE NOT RELIABLE" in h for h in html)  # the constructed judge: plumbing-grade, failed
+    shown = next(h for h in html if "self-chosen vs assigned gates" in h)  # every decomposition row rendered
+    assert shown.count("<tr") == 1 + len(decomposition) and "..." not in shown
     for figure in FIGURES:
         assert (out / f"{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert b"<svg" in (out / f"{figure}.svg").read_bytes()[:2000]
     shown = [o for c in code_cells(nb) for o in c.outputs if o.get("output_type") == "display_data"]
     assert sum("image/png" in o.get("data", {}) for o in shown) == len(FIGURES)  # figures displayed too
     assert pd.read_csv(out / "termination.csv").empty  # one rule only: nothing to compare
+    assert pd.read_csv(out / "living_memory.csv").empty  # no Dynamic variants: no such family
+
+
+def test_ablations_contrasts_dynamic_with_scaffolded_when_the_experiment_has_both(tmp_path):
+    study = score_table(n_tasks=6, seeds=3)
+    dynamic = study[study["structure"] == "scaffolded"].assign(
+        structure="dynamic", variant=lambda t: t["variant"].str.replace("scaffolded", "dynamic"),
+        session_id=lambda t: t["session_id"] + "-dyn", performance=lambda t: (t["performance"] + 0.1).clip(0, 1))
+    path = tmp_path / "dynamic.parquet"
+    pd.concat([study, dynamic]).to_parquet(path)
+    out = tmp_path / "analysis"
+    execute("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(path), out=str(out))
+    living = pd.read_csv(out / "living_memory.csv")
+    assert len(living) == 3 * 7 and set(living["family"]) == {"living-memory"}
+    assert set(zip(living["a"], living["b"], strict=True)) == {(f"dynamic-{c}", f"scaffolded-{c}") for c in ("d", "r", "dr")}
+    assert (living.loc[living["metric"] == "performance", "diff"] > 0).all()
+    assert len(pd.read_csv(out / "contrasts.csv")) == 3 * 7  # the study's family is unchanged
 
 
 def test_ablations_compares_the_two_termination_rules_when_both_ran(tmp_path):
@@ -159,6 +185,18 @@ def test_explore_trajectory_renders_the_session_statically_and_as_widgets(tmp_pa
     assert folder.name in static and "AI-THOUGHT: count the hoards first" in static and "signed by" in static
 
 
+def test_explore_trajectory_with_its_default_parameters_shows_the_first_session(tmp_path, stored_root):
+    from colabkit.analysis.explorer import TrajectoryExplorer
+
+    root, folder = stored_root
+    nb = execute("explore_trajectory", tmp_path, results=str(root))  # experiment_dir and session_id empty
+    static = "".join(o.get("data", {}).get("text/html", "") for o in code_cells(nb)[-1].outputs)
+    assert folder.name in static and "AI-THOUGHT: count the hoards first" in static
+    explorer = TrajectoryExplorer(root)  # the widget, as a kernel holds it: its first session selected
+    assert explorer.session.value == folder.name and explorer.trajectory is not None
+    assert folder.name in explorer.full.value
+
+
 def test_explore_trajectory_with_no_sessions_says_so(tmp_path):
     nb = execute("explore_trajectory", tmp_path, results=str(tmp_path / "nothing"))
     printed = "".join(o.get("text", "") for o in code_cells(nb)[-1].outputs)
@@ -169,7 +207,7 @@ def test_nbval_lax_passes_on_the_analysis_notebooks(tmp_path, scores_file, store
     root, folder = stored_root
     nbval_lax("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(scores_file),
               out=str(tmp_path / "analysis"))
-    nbval_lax("explore_trajectory", tmp_path, results=str(root), session_id=folder.name)
+    nbval_lax("explore_trajectory", tmp_path, results=str(root))  # its default session: the first
     assert (tmp_path / "analysis" / "study_table.csv").is_file()
 
 

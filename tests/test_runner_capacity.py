@@ -54,8 +54,16 @@ def test_cores_bound_the_cap_and_a_small_machine_still_runs_one():
 
 
 def test_this_machine_reports_its_memory():
+    """Checked against the kernel's own figure (/proc/meminfo's MemTotal), where there is one:
+    a function that always answered None would fail here."""
     found = physical_memory_bytes()
-    assert found is None or found > 64 * 2**20
+    meminfo = Path("/proc/meminfo")
+    if not meminfo.is_file():  # not Linux: None is the documented answer where sysconf cannot tell
+        assert found is None or found > 64 * 2**20
+        return
+    total_kb = next(int(line.split()[1]) for line in meminfo.read_text().splitlines() if line.startswith("MemTotal:"))
+    assert found is not None
+    assert 0.9 * total_kb * 1024 <= found <= 1.1 * total_kb * 1024
 
 
 def test_the_config_overrides_the_cap_and_neither_changes_the_identity(tmp_path):

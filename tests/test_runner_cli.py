@@ -76,3 +76,30 @@ def test_a_bad_config_is_one_line_naming_the_field(tmp_path, capsys):
     assert main(["batch", str(config(tmp_path, seeds="zero"))]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "exp.yaml: seeds: Input should be a valid tuple" in err
+
+
+def test_the_batch_report_says_when_the_judge_failed_its_check_or_is_plumbing_grade(tmp_path, capsys):
+    from datetime import UTC, datetime
+
+    from colabkit.cli.batch_cmd import _judge_report
+    from colabkit.evaluation.reliability import SanityCheck, sanity_check_path
+    from colabkit.llm import DEFAULT_MODEL
+    from colabkit.store import atomic_write_text
+
+    exp = load_experiment(config(tmp_path))
+    _judge_report(exp)
+    assert "JUDGE NOT RELIABLE: the judge's sanity check did not run" in capsys.readouterr().out
+    path = sanity_check_path(exp.folder(), exp.judge_config())
+    path.parent.mkdir(parents=True)
+    failed = SanityCheck(judge={}, cases=[], passed=False, reason="failed: self on t1", checked_at=datetime.now(UTC))
+    atomic_write_text(path, failed.model_dump_json())
+    _judge_report(exp)
+    out = capsys.readouterr().out
+    assert "the judge failed its sanity check" in out and "(judge scripted/judge: failed: self on t1)" in out
+    atomic_write_text(path, failed.model_copy(update={"passed": True, "reason": "all cases passed"}).model_dump_json())
+    _judge_report(exp)
+    assert capsys.readouterr().out == ""  # a capable judge that passed: nothing to say
+    _judge_report(load_experiment(config(tmp_path, judge=DEFAULT_MODEL)))
+    assert "the judge is plumbing-grade" in capsys.readouterr().out
+    _judge_report(load_experiment(config(tmp_path, metrics=["work"])))  # rule-based metrics only
+    assert capsys.readouterr().out == ""

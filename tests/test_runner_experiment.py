@@ -15,7 +15,6 @@ from colabkit.runner import load_experiment
 from colabkit.team import STUDY_VARIANT_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
-DISCOVERYBENCH = Path("/work/shared/discoverybench")
 BASE = {"name": "t", "tasks": {"ids": ["demo_archaeology/0/0"]}, "variants": ["single", "default-dr"],
         "seeds": [0, 1], "models": {"default": "scripted/x"}, "settings": {"action_budget": 3}}
 
@@ -155,9 +154,8 @@ def test_the_demo_config_is_the_demo_grid_on_the_embedded_model():
     assert len(items) == 4 and all(task.id.startswith("demo_archaeology/") for _, task in items)
 
 
-@pytest.mark.skipif(not DISCOVERYBENCH.is_dir(), reason="needs the shared DiscoveryBench copy")
 def test_the_paper_config_is_13_variants_by_38_archaeology_tasks_by_3_seeds():
-    exp = load_experiment(REPO / "experiments" / "paper.yaml", data_root=DISCOVERYBENCH)
+    exp = load_experiment(REPO / "experiments" / "paper.yaml", data_root=shared_data())
     assert set(exp.variants) == set(STUDY_VARIANT_NAMES) and len(exp.variants) == 13
     assert exp.seeds == (0, 1, 2)
     assert exp.model_configs() == {"default": ModelConfig(model="deepseek/deepseek-chat")}

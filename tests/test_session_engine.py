@@ -73,9 +73,10 @@ def prompts(model, pid: str) -> list[str]:
 VISIBILITY_SCRIPTS = {
     "ai": [say("execute_code", 'print("AI" + "-OUT-1")', thought="AI-THOUGHT-X")],
     "D": [say("execute_code", 'print("D" + "-OUT-7")', thought="D-SECRET-THOUGHT"),
-          say("send_message", "D-MSG-TO-AI", "ai"), say("send_message", "D-MSG-TO-R", "R")],
-    "R": [say("send_message", "R-NOTE-ALL", "all", thought="R-THOUGHT")],
-}
+          say("send_message", "D-MSG-TO-AI", "ai"), say("send_message", "D-MSG-TO-R", "R"),
+          say("edit_result", "D-EDIT")],
+    "R": [say("send_message", "R-NOTE-ALL", "all", thought="R-THOUGHT"), say("edit_result", "R-EDIT")],
+}  # the edits are activity lines: the AI sees everyone's, a simulated human its own only
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,11 @@ def test_a_simulated_human_never_sees_anothers_private_message_thought_or_activi
     assert "D-SECRET-THOUGHT" in prompts(model, "D")[-1]  # a thought stays in its owner's scratchpad
     for obs in observations["R"]:
         assert all(m.to is None or "R" in m.to for m in obs.messages)
-        assert all(a.line.split()[1] == "R" for a in obs.activity)
+    r_activity = [a.line for obs in observations["R"] for a in obs.activity]
+    ai_activity = [a.line for obs in observations["ai"] for a in obs.activity]
+    assert any(line.split()[1:3] == ["R", "edit_result"] for line in r_activity)  # R's own: the check has lines
+    assert any(line.split()[1:3] == ["D", "edit_result"] for line in ai_activity)  # D's exists (the AI sees it)
+    assert all(line.split()[1] == "R" for line in r_activity)  # and R is never shown it
 
 
 def test_under_the_full_profile_a_thought_joins_its_owners_timeline_and_no_one_elses(tmp_path):

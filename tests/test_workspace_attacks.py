@@ -45,8 +45,7 @@ def need_box(sandbox):
 
 
 def need_unprivileged(sandbox):
-    if os.geteuid() == 0 and sandbox[0].uid is None:
-        pytest.skip(f"the kernel cannot leave root here: {sandbox[1]}")
+    require(os.geteuid() != 0 or sandbox[0].uid is not None, f"the kernel cannot leave root here: {sandbox[1]}")
 
 
 @pytest.fixture(scope="module")

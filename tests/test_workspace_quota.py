@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.env import require
 
 from colabkit.workspace import Limits, Workspace, quota
 from colabkit.workspace.quota import MIB
@@ -82,8 +83,7 @@ def write_3_gb(task: Path, tmp_path: Path, pause: float):
 
 
 def test_writing_3_gb_in_many_files_stops_at_the_quota(task, tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("the size-capped file system needs root; the polling check is tested below")
+    require(os.geteuid() == 0, "the size-capped file system needs root; the polling check is tested below")
     ws, hit, follow, peak, after = write_3_gb(task, tmp_path, pause=0)
     assert ws.isolation.disk_quota_enforced_by == "filesystem", ws.isolation.notes
     assert ws.isolation.disk_quota_mb == QUOTA_MB

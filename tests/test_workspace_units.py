@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.env import require
 
 from colabkit.errors import ColabkitError
 from colabkit.workspace import CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot
@@ -108,7 +109,7 @@ def test_figures_are_saved_by_path_and_never_through_a_planted_symlink(tmp_path)
 
 def test_kernel_env_is_an_allow_list():
     parent = {"OPENAI_API_KEY": "sk-fake", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
-              "LANG": "en_US.UTF-8", "HOME": "/root", "PYTHONPATH": "/work/main", "RANDOM_VAR": "1"}
+              "LANG": "en_US.UTF-8", "HOME": "/parent/home", "PYTHONPATH": "/parent/checkout", "RANDOM_VAR": "1"}
     env = kernel_env(home="/workspace", tmp="/tmp", path="/usr/bin", parent=parent)
     assert env["HOME"] == "/workspace" and env["LANG"] == "en_US.UTF-8"
     assert not {"OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "PYTHONPATH",
@@ -183,8 +184,8 @@ def test_open_rejects_missing_and_clashing_files(tmp_path):
         asyncio.run(Workspace.open([tmp_path / "a" / "x.csv", tmp_path / "b" / "x.csv"]))
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the kernel uid switch happens only as root")
 def test_kernel_uid_cannot_swap_the_data_copy(tmp_path):
+    require(os.geteuid() == 0, "the kernel uid switch happens only as root")
     import subprocess
 
     from colabkit.workspace.files import prepare as _prepare

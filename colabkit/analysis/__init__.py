@@ -4,10 +4,15 @@ pandas in, tables and matplotlib figures out, and no file writes: notebooks and 
 save what this layer returns (`artefacts` renders it to bytes for an atomic write).
 
 - `study_table` / `format_study_table`: per variant, mean ± SE over sessions and the
-  task-clustered SE of H_init,norm, S_hyp, Performance, HMS, W_total, W_human, delivery.
-- `contrasts`: paired differences and a task-random-intercept mixed model per composition,
-  Scaffolded - Default by default, the diagnostic `DECOMPOSITION` on request, corrected for
-  multiple comparisons; `power_table`: sessions needed to detect a 0.05 difference.
+  task-clustered SE of H_init,norm, S_hyp, Performance, HMS, W_total, W_human, delivery,
+  each cell with its own n, and the judge's grade and reliability.
+- `contrasts`: per composition, the paired difference with a task-clustered test (t on
+  tasks - 1 df, Holm-adjusted within its family, `FAMILIES`) and a mixed model with a random
+  treatment slope by task fitted with several optimisers; Scaffolded - Default by default, the
+  diagnostic `DECOMPOSITION` on request. `power_table`: tasks x seeds needed to detect a 0.05
+  difference, from the between-task and within-task variance of the difference.
+- `scores_warning` / `judge_warning`: the banner line when the judge is plumbing-grade or
+  failed its sanity check.
 - `gate_summary`, `decision_counts`, `rubber_stamp_rate`: the gated-event annotations.
 - `memory_dynamics`, `memory_versions`: how a living memory (Dynamic variants) moved.
 - `ablation_figure`, `contrast_figure`, `gate_figure`: seaborn figures.
@@ -15,17 +20,8 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
 """
 
-from colabkit.analysis.contrasts import (
-    DECOMPOSITION,
-    DYNAMIC_CONTRASTS,
-    contrasts,
-    correct,
-    mixed_model_contrast,
-    paired_contrast,
-    paired_differences,
-    pooled_sd,
-    power_table,
-)
+from colabkit.analysis.contrasts import contrasts, mixed_model_contrast, paired_differences, task_contrast
+from colabkit.analysis.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
 from colabkit.analysis.figures import (
     QUALITY_METRICS,
     WORK_METRICS,
@@ -36,7 +32,9 @@ from colabkit.analysis.figures import (
     gate_figure,
 )
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
+from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
+from colabkit.analysis.power import power_table, seeds_needed, tasks_needed, variance_components
 from colabkit.analysis.scores import (
     RATE_METRICS,
     STUDY_METRICS,
@@ -51,6 +49,7 @@ from colabkit.analysis.termination import by_termination, termination_contrast, 
 __all__ = [
     "DECOMPOSITION",
     "DYNAMIC_CONTRASTS",
+    "FAMILIES",
     "MEMORY_DYNAMICS_COLUMNS",
     "QUALITY_METRICS",
     "RATE_METRICS",
@@ -58,31 +57,37 @@ __all__ = [
     "WORK_METRICS",
     "ablation_figure",
     "artefacts",
+    "banner_html",
     "by_termination",
     "check_gates",
     "check_scores",
     "clustered_standard_error",
     "contrast_figure",
     "contrasts",
-    "correct",
     "decision_counts",
     "figure_bytes",
     "format_study_table",
     "gate_figure",
     "gate_summary",
+    "holm",
+    "judge_status",
+    "judge_warning",
     "load_score_table",
     "memory_dynamics",
     "memory_versions",
     "mixed_model_contrast",
-    "paired_contrast",
     "paired_differences",
-    "pooled_sd",
     "power_table",
     "read_score_table",
     "rubber_stamp_rate",
+    "scores_warning",
+    "seeds_needed",
     "standard_error",
     "study_table",
+    "task_contrast",
+    "tasks_needed",
     "termination_contrast",
     "termination_rules",
+    "variance_components",
     "variant_order",
 ]

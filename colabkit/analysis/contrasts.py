@@ -1,44 +1,50 @@
-"""Contrasts between variants: paired differences, a mixed model, a correction, and power.
+"""Contrasts between variants, with inference at the unit the study samples: the task.
 
-Two variants of one composition ran the same tasks with the same seeds, so the natural
-contrast is paired: d_i = y(A, task, seed) - y(B, task, seed) over the (task, seed) pairs
-where both have a value, with SE = sd(d)/sqrt(n) and a t test on n-1 df. The confirmatory
-estimate is a linear mixed model on both variants' sessions, `metric ~ treated` with a random
-intercept per task (statsmodels MixedLM), which uses unpaired sessions too and models the
-task effect instead of differencing it away. A model that fails or does not converge gives a
-NaN estimate and a flag, never a number. The family of tests (every metric x composition x
-contrast) is corrected with `statsmodels.stats.multitest.multipletests` (Holm by default).
+Two variants of one composition ran the same tasks with the same seeds, so a contrast is
+paired: d = y(A, task, seed) - y(B, task, seed) over the (task, seed) pairs both scored. The
+study samples tasks, and the effect of a structure varies between tasks (a task x variant
+interaction), so the seeds of one task are not independent replicates of the effect. Every
+p-value and interval reported here accounts for that:
+
+- **Confirmatory test** (`p_unadjusted`, `ci_low`/`ci_high`, Holm-adjusted `p_holm`): the mean
+  paired difference with its task-clustered (CR1) SE and a t reference on G - 1 df (G tasks).
+  With the same seeds on every task this is exactly the one-sample t test on the G task means
+  of d, the textbook test when tasks are the sampled unit; with unequal seeds it weights
+  tasks by their pairs. A naive SE over all pairs (seeds as replicates) is not reported: in a
+  null simulation it rejected at 10% at alpha 0.05 (`benchmarks/inference.py`).
+- **Model-based estimate** (`mixed_coef`, `mixed_se`, `mixed_p_unadjusted`): a mixed model
+  with a random intercept and a random treatment slope by task (`colabkit.analysis.mixed`),
+  which also uses sessions without a partner, fitted with several optimisers. Not adjusted;
+  it corroborates, the clustered test decides. It is fitted for the study's contrast (the
+  `scaffolded-default` family) by default; `mixed_families` names others (each fit runs two
+  to four optimisers, so the 84 diagnostic tests are left to the clustered test unless
+  asked; their `mixed_flags` say `mixedlm_not_requested`).
+
+Fewer than two tasks (or no spread) give no interval and no p-value: the row is kept, its
+`note` says why, and it counts as p = 1 in its Holm family (`colabkit.analysis.families`).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.power import TTestIndPower, TTestPower
 
-from colabkit.analysis.scores import COMPOSITIONS, RATE_METRICS, STUDY_METRICS, check_scores
+from colabkit.analysis.families import DECOMPOSITION, FAMILIES, adjust_by_family, family_of
+from colabkit.analysis.judging import with_judge_columns
+from colabkit.analysis.mixed import slope_model_contrast
+from colabkit.analysis.scores import COMPOSITIONS, STUDY_METRICS, check_scores
 from colabkit.analysis.stats import clustered_standard_error
 
-# (A, B, what A - B isolates), per composition: the diagnostic decomposition of Scaffolded.
-DECOMPOSITION = (
-    ("scaffolded", "default", "memory + self-chosen gates (total)"),
-    ("memory", "default", "memory alone"),
-    ("preassigned", "default", "externally assigned gates alone"),
-    ("scaffolded", "memory", "self-chosen gates, given memory"),
-    ("scaffolded", "preassigned", "self-chosen vs assigned gates"),
-)
-# Beyond the study (experiments/dynamic.yaml): Dynamic differs from Scaffolded only in its living
-# memory. Its own family of tests; skipped, like any pair, where a variant is absent.
-DYNAMIC_CONTRASTS = (("dynamic", "scaffolded", "living vs frozen memory"),)
-CONTRAST_COLUMNS = ("composition", "metric", "a", "b", "component", "n_pairs", "diff", "se", "se_task",
-                    "ci_low", "ci_high", "p_paired", "mixed_coef", "mixed_se", "mixed_p", "mixed_flags",
-                    "p_adjusted", "significant")
+__all__ = ["CONTRAST_COLUMNS", "DECOMPOSITION", "contrasts", "mixed_model_contrast", "paired_differences",
+           "task_contrast"]
+
+CONTRAST_COLUMNS = ("family", "composition", "metric", "a", "b", "component", "n_pairs", "n_tasks", "diff",
+                    "se_task", "df", "ci_low", "ci_high", "p_unadjusted", "p_holm", "significant_holm",
+                    "mixed_coef", "mixed_se", "mixed_p_unadjusted", "mixed_optimiser", "mixed_flags", "note")
 
 
 def paired_differences(scores: pd.DataFrame, a: str, b: str, metric: str) -> pd.DataFrame:
@@ -50,139 +56,66 @@ def paired_differences(scores: pd.DataFrame, a: str, b: str, metric: str) -> pd.
     return pairs.assign(d=pairs[f"{metric}_a"] - pairs[f"{metric}_b"])[["task_id", "seed", "d"]]
 
 
-def paired_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> dict[str, float]:
-    """Mean paired difference A - B, its SE (and task-clustered SE), a 95% CI and the t-test p."""
+def task_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> dict[str, object]:
+    """The confirmatory test of A - B: mean paired difference, task-clustered SE, t on G - 1 df."""
     d = paired_differences(scores, a, b, metric)
-    n = len(d)
+    n, tasks = len(d), d["task_id"].nunique()
     mean = float(d["d"].mean()) if n else math.nan
-    se = float(d["d"].std(ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
-    if n >= 2 and se > 0:
-        t_crit = float(scipy_stats.t.ppf(0.975, n - 1))
-        p = float(2 * scipy_stats.t.sf(abs(mean / se), n - 1))
-        low, high = mean - t_crit * se, mean + t_crit * se
-    else:  # no spread (or no pairs): no test to report
-        p = low = high = math.nan
-    return {"n_pairs": n, "diff": mean, "se": se, "se_task": clustered_standard_error(d["d"], d["task_id"]),
-            "ci_low": low, "ci_high": high, "p_paired": p}
-
-
-BOUNDARY_SHARE = 1e-3  # a task variance under this share of the residual variance is zero
+    se = clustered_standard_error(d["d"], d["task_id"])
+    out: dict[str, object] = {"n_pairs": n, "n_tasks": tasks, "diff": mean, "se_task": se,
+                              "df": tasks - 1 if tasks >= 2 else math.nan,
+                              "ci_low": math.nan, "ci_high": math.nan, "p_unadjusted": math.nan, "note": ""}
+    if tasks < 2:
+        return out | {"note": f"no interval: {tasks} task(s) with pairs"}
+    if not se > 0:
+        return out | {"note": "no interval: no spread between tasks"}
+    t_crit = float(scipy_stats.t.ppf(0.975, tasks - 1))
+    return out | {"ci_low": mean - t_crit * se, "ci_high": mean + t_crit * se,
+                  "p_unadjusted": float(2 * scipy_stats.t.sf(abs(mean / se), tasks - 1))}
 
 
 def mixed_model_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> dict[str, object]:
-    """The coefficient of "variant is A" in `metric ~ treated + (1 | task)`, with SE and p.
-
-    `mixed_flags` says how far to trust it: "" a clean fit; `mixedlm_warned` converged after
-    statsmodels warned (e.g. it retried another optimiser); `mixedlm_boundary` the task
-    variance is zero, so the pooled estimate of `metric ~ treated` is reported; missing values
-    with `mixedlm_not_converged`, `mixedlm_nonfinite`, `mixedlm_failed: ...` or
-    `mixedlm_too_little_data`.
-    """
-    import statsmodels.formula.api as smf
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning
-
+    """The model-based estimate of A - B on both variants' sessions (`colabkit.analysis.mixed`)."""
     data = scores.loc[scores["variant"].isin([a, b]), ["task_id", "variant", metric]].dropna(subset=[metric])
-    data = data.assign(treated=(data["variant"] == a).astype(float), y=data[metric])
-    failed = {"mixed_coef": math.nan, "mixed_se": math.nan, "mixed_p": math.nan}
-    if data["treated"].nunique() < 2 or data["task_id"].nunique() < 2 or data["y"].nunique() < 2:
-        return failed | {"mixed_flags": "mixedlm_too_little_data"}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            fit = smf.mixedlm("y ~ treated", data, groups=data["task_id"]).fit(reml=True)
-        except (np.linalg.LinAlgError, ValueError) as exc:
-            return failed | {"mixed_flags": f"mixedlm_failed: {type(exc).__name__}"}
-    warned = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
-    task_var, scale = float(np.asarray(fit.cov_re).ravel()[0]), float(fit.scale)
-    if np.isfinite(task_var) and task_var <= BOUNDARY_SHARE * scale:
-        # The task variance is estimated at zero, the boundary of its space, where statsmodels'
-        # optimisers often stop "not converged". The model is then y ~ treated without a task
-        # term, so the pooled estimate is reported and flagged (lme4's "singular fit").
-        pooled = smf.ols("y ~ treated", data).fit()
-        coef, se, p = float(pooled.params["treated"]), float(pooled.bse["treated"]), float(pooled.pvalues["treated"])
-        flags = ["mixedlm_boundary"]
-    elif not getattr(fit, "converged", False):
-        return failed | {"mixed_flags": "mixedlm_not_converged"}
-    else:
-        coef, se, p = float(fit.params["treated"]), float(fit.bse["treated"]), float(fit.pvalues["treated"])
-        flags = ["mixedlm_warned"] if warned else []
-    if not np.isfinite([coef, se, p]).all():
-        return failed | {"mixed_flags": ";".join([*flags, "mixedlm_nonfinite"])}
-    return {"mixed_coef": coef, "mixed_se": se, "mixed_p": p, "mixed_flags": ";".join(flags)}
+    data = data.assign(treated=(data["variant"] == a).astype(float), y=data[metric].astype(float))
+    return slope_model_contrast(data)
 
 
-def correct(p_values: Sequence[float], method: str = "holm", alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Adjusted p-values and rejections; NaN p-values stay NaN and are not in the family."""
-    p = np.asarray(p_values, dtype="float64")
-    adjusted, reject = np.full(p.shape, np.nan), np.zeros(p.shape, dtype=bool)
-    present = ~np.isnan(p)
-    if present.any():
-        reject[present], adjusted[present], _, _ = multipletests(p[present], alpha=alpha, method=method)
-    return adjusted, reject
+NOT_REQUESTED: dict[str, object] = {"mixed_coef": math.nan, "mixed_se": math.nan, "mixed_p_unadjusted": math.nan,
+                                    "mixed_optimiser": "", "mixed_flags": "mixedlm_not_requested"}
 
 
 def contrasts(scores: pd.DataFrame, pairs: Iterable[tuple[str, str, str]] = DECOMPOSITION[:1],
-              metrics: Iterable[str] = STUDY_METRICS, method: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
-    """Per composition, metric and (A, B, label) structure pair: paired and mixed-model A - B.
+              metrics: Iterable[str] = STUDY_METRICS, alpha: float = 0.05,
+              mixed_families: Iterable[str] = ("scaffolded-default",)) -> pd.DataFrame:
+    """Per composition, metric and (A, B, label) structure pair: the contrast A - B.
 
     The default is the study's contrast, Scaffolded - Default; `DECOMPOSITION` gives the
-    diagnostic decomposition. Pairs whose variants are absent are skipped. The mixed model's
-    p-values are corrected over all rows together.
+    diagnostic decomposition too. Each row's family (`colabkit.analysis.families`) is tested
+    whole, whatever subset of its pairs was asked, so a test's Holm-adjusted p is the same in
+    every table that shows it. Pairs whose variants are absent are left out. The mixed model
+    is fitted for the families in `mixed_families` (module docstring).
     """
-    metrics, pairs = list(metrics), list(pairs)
+    metrics, wanted, fitted = list(metrics), list(pairs), set(mixed_families)
     table = check_scores(scores, metrics)
     present = set(table["variant"])
+    families = list(dict.fromkeys(family_of(a, b) for a, b, _ in wanted))
     rows = []
-    for composition in COMPOSITIONS[1:]:
-        for structure_a, structure_b, label in pairs:
-            a, b = f"{structure_a}-{composition}", f"{structure_b}-{composition}"
-            if a not in present or b not in present:
-                continue
-            for metric in metrics:
-                rows.append({"composition": composition, "metric": metric, "a": a, "b": b, "component": label,
-                             **paired_contrast(table, a, b, metric), **mixed_model_contrast(table, a, b, metric)})
-    result = pd.DataFrame(rows, columns=list(CONTRAST_COLUMNS[:-2]))
-    result["p_adjusted"], result["significant"] = correct(result["mixed_p"].to_numpy(), method, alpha)
-    return result
-
-
-def pooled_sd(scores: pd.DataFrame, metric: str) -> float:
-    """Within-variant SD pooled over variants: sqrt(sum (n_v - 1) s_v^2 / sum (n_v - 1))."""
-    groups = scores.dropna(subset=[metric]).groupby("variant")[metric]
-    dof = groups.count() - 1
-    dof = dof[dof > 0]
-    if dof.empty:
-        return math.nan
-    variances = groups.var(ddof=1)[dof.index]
-    return float(math.sqrt(float((dof * variances).sum()) / float(dof.sum())))
-
-
-def _needed(solver: TTestIndPower | TTestPower, sd: float, delta: float, alpha: float, power: float) -> float:
-    if not np.isfinite(sd) or sd <= 0:
-        return math.nan
-    return float(math.ceil(solver.solve_power(effect_size=delta / sd, alpha=alpha, power=power,
-                                              alternative="two-sided")))
-
-
-def power_table(scores: pd.DataFrame, metrics: Iterable[str] = RATE_METRICS, delta: float = 0.05,
-                alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
-    """Sessions per variant needed to detect a difference `delta`, from the observed variance.
-
-    `n_per_variant`: two independent groups with the pooled within-variant SD (two-sided t
-    test). `n_pairs`: the paired design the grid actually has, from the SD of the Scaffolded -
-    Default paired differences (pooled over compositions). Also the sessions per variant now.
-    """
-    metrics = list(metrics)
-    table = check_scores(scores, metrics)
-    rows = []
-    for metric in metrics:
-        sd = pooled_sd(table, metric)
-        diffs = [paired_differences(table, f"scaffolded-{c}", f"default-{c}", metric).assign(variant=c)
-                 for c in COMPOSITIONS[1:]]
-        paired = pd.concat(diffs, ignore_index=True).rename(columns={"d": metric})
-        sd_diff = pooled_sd(paired, metric)
-        rows.append({"metric": metric, "delta": delta, "sd": sd, "effect_size": delta / sd if sd else math.nan,
-                     "n_per_variant": _needed(TTestIndPower(), sd, delta, alpha, power),
-                     "sd_paired_diff": sd_diff, "n_pairs": _needed(TTestPower(), sd_diff, delta, alpha, power),
-                     "sessions_per_variant_now": float(table.dropna(subset=[metric]).groupby("variant").size().median())})
-    return pd.DataFrame(rows)
+    for family in families:
+        for structure_a, structure_b, label in FAMILIES[family]:
+            for composition in COMPOSITIONS[1:]:
+                a, b = f"{structure_a}-{composition}", f"{structure_b}-{composition}"
+                if a not in present or b not in present:
+                    continue
+                for metric in metrics:
+                    rows.append({"family": family, "composition": composition, "metric": metric, "a": a, "b": b,
+                                 "component": label, **task_contrast(table, a, b, metric),
+                                 **(mixed_model_contrast(table, a, b, metric) if family in fitted
+                                    else NOT_REQUESTED)})
+    result = pd.DataFrame(rows, columns=[c for c in CONTRAST_COLUMNS if c not in ("p_holm", "significant_holm")])
+    result["p_holm"], result["significant_holm"] = adjust_by_family(result, "p_unadjusted", alpha)
+    shown = {(a, b) for a, b, _ in wanted}
+    keep = np.array([(a.split("-")[0], b.split("-")[0]) in shown for a, b in zip(result["a"], result["b"])],
+                    dtype=bool)
+    result = result.loc[keep].reset_index(drop=True)[list(CONTRAST_COLUMNS)]
+    return with_judge_columns(result, table)

@@ -77,9 +77,17 @@ class TrajectoryExplorer:
         self.step.value = max(self.step.min, min(self.step.max, self.step.value + delta))
 
     def _on_experiment(self, _: Any = None) -> None:
+        """List the experiment's finished sessions and select the first: a Dropdown whose
+        options change selects nothing, which would leave the explorer (and the notebook's
+        default `session_id=""`, "its first") showing no session."""
         rows = session_list(self.experiment.value)
         self.session.options = [(f"{r.session_id} · {r.variant} · {r.task_id} · seed {r.seed}", r.session_id)
                                 for r in rows.itertuples()]
+        if len(rows):
+            self.session.value = rows["session_id"].iloc[0]
+        else:
+            self.trajectory = None
+            self.view.value = f"<i>no finished sessions in {self.experiment.value}</i>"
 
     def _on_session(self, _: Any = None) -> None:
         if self.session.value is None:

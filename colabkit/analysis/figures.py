@@ -4,6 +4,11 @@ Figures are built on `matplotlib.figure.Figure` objects, not pyplot's global sta
 batch making hundreds of them never leaks open figures and a notebook shows exactly the one
 it returns. The layer writes no files: `figure_bytes` and `artefacts` render figures and
 tables to bytes, and the caller (a notebook, the batch) writes them atomically.
+
+Error bars are the task-clustered SE (the study samples tasks; `colabkit.analysis.stats`),
+and a mean or contrast over fewer than two tasks is a point marked "no interval". Every figure
+has a caption line under it saying what its bars are and, when the judge behind its numbers
+is plumbing-grade or failed its sanity check, that too (`colabkit.analysis.judging`).
 """
 
 from __future__ import annotations
@@ -11,60 +16,92 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from colabkit.analysis.gates import check_gates, gate_summary
+from colabkit.analysis.judging import judge_status, judge_warning, scores_warning
 from colabkit.analysis.scores import COMPOSITIONS, METRIC_LABELS, STRUCTURES, check_scores
+from colabkit.analysis.stats import study_table
 
 QUALITY_METRICS = ("h_init_norm", "s_hyp", "performance", "hms")
 WORK_METRICS = ("w_total", "w_human", "delivered")
 FIGURE_FORMATS = ("png", "svg")
 
 
-def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS) -> Figure:
-    """Mean ± SE per coordination structure, one line per team composition, a panel per metric."""
-    metrics = list(metrics)
-    table = check_scores(scores, metrics)
-    structures = [s for s in STRUCTURES if s in set(table["structure"])]
-    compositions = [c for c in COMPOSITIONS if c in set(table["composition"])]
-    fig = Figure(figsize=(3.6 * len(metrics), 3.4), layout="constrained")
-    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
-    for ax, metric in zip(axes, metrics):
-        sns.pointplot(data=table, x="structure", y=metric, hue="composition", order=structures,
-                      hue_order=compositions, errorbar="se", dodge=0.35 if len(compositions) > 1 else False,
-                      linestyle="none", capsize=0.1, markers="o", ax=ax, legend=ax is axes[-1])
-        ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.set_xlabel("")
-        ax.set_ylabel("mean ± SE")
-        ax.tick_params(axis="x", labelrotation=30)
-    if axes[-1].get_legend() is not None:
-        sns.move_legend(axes[-1], "upper left", bbox_to_anchor=(1.02, 1), title="team")
+def caption(fig: Figure, *lines: str | None) -> Figure:
+    """Write the non-empty `lines` under the figure (saved figures keep them: bbox is tight)."""
+    text = "\n".join(line for line in lines if line)
+    if text:
+        fig.text(0.0, 0.0, text, ha="left", va="top", fontsize=8, wrap=True,
+                 color="firebrick" if "JUDGE NOT RELIABLE" in text else "black")
     return fig
 
 
+def _no_interval(ax: Axes, x: float, y: float) -> None:
+    ax.annotate("no interval", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color="grey")
+
+
+def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS) -> Figure:
+    """Mean ± task-clustered SE per coordination structure, a line per team composition, a
+    panel per metric."""
+    metrics = list(metrics)
+    table = check_scores(scores, metrics)
+    means = study_table(table, metrics)
+    structures = [s for s in STRUCTURES if s in set(table["structure"])]
+    compositions = [c for c in COMPOSITIONS if c in set(table["composition"])]
+    palette = dict(zip(compositions, sns.color_palette(n_colors=len(compositions))))
+    offsets = np.linspace(-0.18, 0.18, len(compositions)) if len(compositions) > 1 else [0.0]
+    fig = Figure(figsize=(3.6 * len(metrics), 3.4), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics):
+        rows = means[means["metric"] == metric]
+        for offset, composition in zip(offsets, compositions):
+            cells = rows[(rows["composition"] == composition) & rows["mean"].notna()]
+            x = [structures.index(s) + offset for s in cells["structure"]]
+            ax.errorbar(x, cells["mean"], yerr=cells["se_task"].fillna(0), fmt="o", capsize=3,
+                        color=palette[composition], label=composition)
+            for xi, cell in zip(x, cells.itertuples()):
+                if cell.n_tasks < 2:
+                    _no_interval(ax, xi, cell.mean)
+        ax.set_xticks(range(len(structures)), structures, rotation=30)
+        ax.set_title(METRIC_LABELS.get(metric, metric))
+        ax.set_ylabel("mean ± task-clustered SE")
+    axes[-1].legend(title="team", loc="upper left", bbox_to_anchor=(1.02, 1))
+    return caption(fig, "Error bars: task-clustered SE (CR1) over the sessions with a value; "
+                        "'no interval': fewer than two tasks.", scores_warning(table))
+
+
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
-    """Forest plot of A - B per composition (paired mean and its 95% CI), a panel per metric."""
+    """Forest plot of A - B per composition (mean paired difference and its 95% CI from the
+    task-clustered SE on G - 1 df), a panel per metric."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
+    warning = judge_warning(*judge_status(contrast_table))
     if not metrics:  # the grid has no pair of variants to contrast
         fig = Figure(figsize=(4, 1.5))
         fig.text(0.5, 0.5, "no contrast: the grid lacks one of each pair", ha="center", va="center")
-        return fig
+        return caption(fig, warning)
     fig = Figure(figsize=(2.2 * len(metrics) + 2, 0.5 * contrast_table.groupby("metric").size().max() + 1.5),
                  layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
     for ax, metric in zip(axes, metrics):  # every metric has the same rows, in the same order
         rows = contrast_table[contrast_table["metric"] == metric].reset_index(drop=True)
         ax.errorbar(rows["diff"], range(len(rows)), fmt="o", color="black", capsize=3,
-                    xerr=[rows["diff"] - rows["ci_low"], rows["ci_high"] - rows["diff"]])
+                    xerr=[(rows["diff"] - rows["ci_low"]).fillna(0), (rows["ci_high"] - rows["diff"]).fillna(0)])
+        for y, row in rows.iterrows():
+            if np.isnan(row["ci_low"]) and not np.isnan(row["diff"]):
+                _no_interval(ax, row["diff"], float(y))
         ax.axvline(0, color="grey", linewidth=0.8, linestyle="--")
         if ax is axes[0]:
             ax.set_yticks(range(len(rows)), [f"{r.a} − {r.b}" for r in rows.itertuples()])
             ax.invert_yaxis()
         ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.set_xlabel("paired difference (95% CI)")
-    return fig
+        ax.set_xlabel("paired difference (95% CI, task-clustered)")
+    return caption(fig, "Intervals: task-clustered SE (CR1), t on tasks - 1 df; 'no interval': fewer than "
+                        "two tasks or no spread.", warning)
 
 
 def gate_figure(gates: pd.DataFrame) -> Figure:
@@ -72,9 +109,10 @@ def gate_figure(gates: pd.DataFrame) -> Figure:
     table = check_gates(gates).assign(decision=lambda t: t["decision"].fillna("undecided"),
                                       gate=lambda t: t["action"] + " / " + t["signatory"])
     fig = Figure(figsize=(10, 3.6), layout="constrained")
+    warning = judge_warning(*judge_status(table)) if "judge_grade" in table.columns else None
     if table.empty:  # a run without gated requests still gets its (empty) figure
         fig.text(0.5, 0.5, "no gated requests", ha="center", va="center")
-        return fig
+        return caption(fig, warning)
     left, right = fig.subplots(1, 2, width_ratios=(3, 2))
     decisions = ["approved", "rejected", *sorted(set(table["decision"]) - {"approved", "rejected"})]
     sns.countplot(data=table, y="gate", hue="decision", hue_order=decisions,
@@ -86,7 +124,7 @@ def gate_figure(gates: pd.DataFrame) -> Figure:
     right.set_ylim(0, 1)
     right.set_title("Rubber-stamp rate (approvals not grounded)")
     right.set_ylabel("share of judged approvals")
-    return fig
+    return caption(fig, "Labels by the gate judge; a rubber stamp is an approval it found not grounded.", warning)
 
 
 def figure_bytes(fig: Figure, fmt: str) -> bytes:

@@ -20,9 +20,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from colabkit.analysis.judging import with_judge_columns
 from colabkit.analysis.scores import METRIC_LABELS, STUDY_METRICS, check_scores, variant_order
 
-STUDY_COLUMNS = ("variant", "structure", "composition", "metric", "n", "n_tasks", "mean", "se", "se_task")
+STUDY_COLUMNS = ("variant", "structure", "composition", "metric", "n", "n_tasks", "mean", "se", "se_task",
+                 "judge_grade", "judge_reliable")
 
 
 def standard_error(values: Sequence[float] | pd.Series) -> float:
@@ -43,7 +45,8 @@ def clustered_standard_error(values: Sequence[float] | pd.Series, clusters: Sequ
 
 
 def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) -> pd.DataFrame:
-    """One row per variant and metric: n, tasks, mean, SE over sessions, task-clustered SE.
+    """One row per variant and metric: n, tasks, mean, SE over sessions, task-clustered SE,
+    and the grade and reliability of the judge behind the variant's scores.
 
     Long format (columns `STUDY_COLUMNS`), variants in the study's order; `format_study_table`
     gives the paper's wide layout.
@@ -63,21 +66,24 @@ def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) ->
                 "se": standard_error(present[metric]),
                 "se_task": clustered_standard_error(present[metric], present["task_id"]),
             })
-    return pd.DataFrame(rows, columns=list(STUDY_COLUMNS))
+    return with_judge_columns(pd.DataFrame(rows, columns=list(STUDY_COLUMNS[:-2])), table)
 
 
 def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """The paper's layout: a row per variant, a column per metric, "mean ± SE [task SE]".
+    """The paper's layout: a row per variant, a column per metric, "mean ± SE [task SE] (n)".
 
-    A statistic that cannot be computed is left out of its cell, and a metric no session
-    has (H_init,norm of the single agent) shows "–".
+    Each cell shows its own n (sessions with a value of that metric: a judged metric can have
+    fewer than the variant's sessions), a statistic that cannot be computed is left out of its
+    cell, and a metric no session has (H_init,norm of the single agent) shows "–". The last
+    columns are the judge's grade and reliability behind the variant's scores.
     """
     def cell(row: pd.Series) -> str:
         if np.isnan(row["mean"]):
             return "–"
         text = f"{row['mean']:.{digits}f}"  # one session has no SE: the mean alone, never "± nan"
         text += f" ± {row['se']:.{digits}f}" if not np.isnan(row["se"]) else ""
-        return text + (f" [{row['se_task']:.{digits}f}]" if not np.isnan(row["se_task"]) else "")
+        text += f" [{row['se_task']:.{digits}f}]" if not np.isnan(row["se_task"]) else ""
+        return f"{text} (n={row['n']})"
 
     shown = table.assign(cell=table.apply(cell, axis=1),
                          label=table["metric"].map(lambda m: METRIC_LABELS.get(m, m)))
@@ -86,4 +92,8 @@ def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
     wide.insert(0, "sessions", sessions)
     order = variant_order(table["variant"])
     labels = [METRIC_LABELS.get(m, m) for m in dict.fromkeys(table["metric"])]
-    return wide.loc[order, ["sessions", *labels]].rename_axis(columns=None)
+    wide = wide.loc[order, ["sessions", *labels]].rename_axis(columns=None)
+    if {"judge_grade", "judge_reliable"} <= set(table.columns):
+        judge = table.groupby("variant")[["judge_grade", "judge_reliable"]].first()
+        wide = wide.join(judge)
+    return wide

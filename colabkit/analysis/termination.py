@@ -14,7 +14,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from colabkit.analysis.contrasts import correct, paired_contrast
+from colabkit.analysis.contrasts import task_contrast
+from colabkit.analysis.families import holm
 from colabkit.analysis.scores import STUDY_METRICS, check_scores, variant_order
 
 COLUMN = "termination"
@@ -40,12 +41,14 @@ def by_termination(scores: pd.DataFrame, rule: str = PRIMARY) -> pd.DataFrame:
 def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) -> pd.DataFrame:
     """Per variant and metric: mean under each rule and the paired difference all_sides - either_side.
 
-    Pairs are the same (task, seed) under both rules; p-values are Holm-corrected over the
-    whole table (one family: "does any result depend on the rule?"). Empty without both rules.
+    Pairs are the same (task, seed) under both rules, tested at the task level like every
+    contrast (`task_contrast`: task-clustered SE, t on tasks - 1 df); p-values are Holm-adjusted
+    over the whole table, its own family ("does any result depend on the rule?"). Empty
+    without both rules.
     """
     metrics = list(metrics)
-    columns = ["variant", "metric", f"mean_{PRIMARY}", f"mean_{ALTERNATIVE}", "n_pairs", "diff", "se",
-               "p_paired", "p_adjusted"]
+    columns = ["variant", "metric", f"mean_{PRIMARY}", f"mean_{ALTERNATIVE}", "n_pairs", "n_tasks", "diff",
+               "se_task", "ci_low", "ci_high", "p_unadjusted", "p_holm"]
     if not {PRIMARY, ALTERNATIVE} <= set(termination_rules(scores)):
         return pd.DataFrame(columns=columns)
     table = check_scores(scores, metrics)
@@ -56,7 +59,7 @@ def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_ME
             means = runs.groupby("variant")[metric].mean()
             rows.append({"variant": variant, "metric": metric, f"mean_{PRIMARY}": means.get(PRIMARY),
                          f"mean_{ALTERNATIVE}": means.get(ALTERNATIVE),
-                         **paired_contrast(runs, ALTERNATIVE, PRIMARY, metric)})
+                         **task_contrast(runs, ALTERNATIVE, PRIMARY, metric)})
     out = pd.DataFrame(rows)
-    out["p_adjusted"], _ = correct(out["p_paired"].tolist())
+    out["p_holm"], _ = holm(out["p_unadjusted"].to_numpy(dtype="float64"))
     return out[columns]

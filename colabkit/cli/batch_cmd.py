@@ -14,6 +14,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from colabkit.runner import Experiment
 
 PLUMBING_NOTE = ("NOTE: this experiment uses the embedded model local/smollm2-135m. It is plumbing-grade: it "
                  "exercises every part of the suite, but its numbers mean nothing about the study.")
@@ -74,9 +78,26 @@ def _batch(args: argparse.Namespace) -> int:
         # model call in a worker thread (the embedded model cannot stop mid-answer): abandon it.
         os._exit(130)
     _report(exp.folder(), make_plan(exp, items).finished, len(items), failed)
+    _judge_report(exp)
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE)
     return 1 if failed else 0
+
+
+def _judge_report(exp: Experiment) -> None:
+    """One line when the experiment's judge is plumbing-grade or failed (or never ran) its
+    sanity check: the tables and figures above carry it too, the reader should not miss it."""
+    from colabkit.analysis import judge_warning
+    from colabkit.evaluation import scorers_for
+    from colabkit.evaluation.reliability import judge_standing
+
+    if not any(scorer.uses_judge for scorer in scorers_for(list(exp.metrics))):
+        return
+    judge = exp.judge_config()
+    grade, reliable, reason = judge_standing(exp.folder(), judge)
+    warning = judge_warning(grade, reliable)
+    if warning:
+        print(f"{warning} (judge {judge.model}: {reason})")
 
 
 def _report(folder: Path, finished: int, total: int, failed: list[str]) -> None:

@@ -15,6 +15,10 @@ usual one sub-hypothesis per side the two choices coincide.
 
 Exact context matches (same text, ignoring case and spacing) are decided without the judge,
 as upstream does; every other pair the greedy walk reaches is judged.
+
+A non-empty hypothesis the judge decomposes into no sub-hypotheses scores HMS 0 by the
+arithmetic, like an empty one; the score stands (upstream's rule) but carries the flag
+`EMPTY_DECOMPOSITION`, because it may be the judge's failure rather than the team's.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.tasks import Task
 
 T = TypeVar("T", bound=BaseModel)
+EMPTY_DECOMPOSITION = "hms:empty_decomposition"
+"""Flag prefix: a non-empty hypothesis decomposed into no sub-hypotheses."""
 Ask = Callable[[JudgePrompt, Mapping[str, Any], type[T]], Awaitable[Verdict[T]]]
 
 _SHARED = (
@@ -162,6 +168,9 @@ async def judge_hypotheses(ask: Ask, task: Task | None, gold: str, prediction: s
 
     gold_subs = await decompose("gold", gold)
     pred_subs = await decompose("prediction", prediction)
+    for side, text, subs in (("gold", gold, gold_subs), ("prediction", prediction, pred_subs)):
+        if subs == [] and text.strip():
+            flags.append(f"{EMPTY_DECOMPOSITION}({side}): a non-empty hypothesis has no sub-hypotheses")
     if gold_subs is None or pred_subs is None:
         unknown = HmsScore(recall_context=None, mean_accuracy=None, hms=None, problems=("decomposition failed",))
         return HypothesisJudged(gold=gold_subs, prediction=pred_subs, score=unknown, flags=flags,

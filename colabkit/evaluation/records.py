@@ -107,7 +107,8 @@ class ScoreFile(BaseModel):
     session_id: str
     result: ScoreResult
     agreement: dict[str, float | None] = {}
-    """Per repeated quantity: Fleiss' kappa for labels ('kappa:<metric>'), the mean spread
-    (max - min over repeats) for scores ('spread:<metric>')."""
+    """Per judged question: Fleiss' kappa for labels ('kappa:<metric>/<kind>'), the mean spread
+    (max - min over repeats) for scores ('spread:<metric>/<kind>'); per numeric value its
+    spread ('spread:<value>'). See `colabkit.evaluation.reliability`."""
     scored_at: datetime
     package_version: str

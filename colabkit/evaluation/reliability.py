@@ -3,9 +3,14 @@
 None of the anchor systems measures its judge. colabkit does two things with every job:
 
 - **Repeats.** `--repeats K` asks every question K times with different samples and keeps
-  every answer. Agreement is Fleiss' kappa over the items whose labels all repeats gave
-  (statsmodels' `fleiss_kappa`), and the spread (max - min across repeats, averaged over
-  items or sessions) for numbers.
+  every answer. Agreement is reported per judged question, i.e. per metric and item kind
+  (the item id's prefix: HMS asks 'context' (true/false), 'relation' (A/B/C), 'variables'
+  (an F1) and 'decompose' (a count)): Fleiss' kappa over the items whose labels all repeats
+  gave (statsmodels' `fleiss_kappa`), and the spread (max - min across repeats, averaged over
+  items) for numbers. Labels of different questions are never pooled: their categories
+  differ, and pooling HMS's context and relation labels reported +0.15 where the two kappas
+  were -0.33 and -0.02. Keys are 'kappa:<metric>/<kind>' and 'spread:<metric>/<kind>'
+  ('kappa:<metric>' for items without a kind prefix).
 - **Sanity check.** On a few tasks the judge scores gold against itself (must be ~1), gold
   against another task's gold (~0) and an empty hypothesis against gold (0), through the
   same judged pipeline as Performance. The result is stored in `<results>/judge-checks/`
@@ -26,7 +31,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from colabkit.evaluation.judge import Judge, judge_id, prompt_version
+from colabkit.evaluation.judge import Judge, grade_of, judge_id, prompt_version
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.hashing import sha256_hex
 from colabkit.llm import ModelConfig
@@ -61,16 +66,22 @@ def fleiss_kappa(ratings: list[list[str]]) -> float | None:
     return None if np.isnan(value) else value
 
 
+def question(metric: str, item: str) -> str:
+    """The judged question an item belongs to: '<metric>/<kind>' ('hms/context' for the item
+    'context:p0:g1'), or the metric alone for an item id without a kind prefix."""
+    return f"{metric}/{item.split(':', 1)[0]}" if ":" in item else metric
+
+
 def judgement_agreement(judgements: list[Judgement]) -> dict[str, float | None]:
-    """Per metric: kappa of the labels and mean spread of the scores, over items answered
-    in every repeat present ('kappa:<metric>', 'spread:<metric>')."""
-    return _agreement((j.metric, j.item, j.repeat, j.label, j.score) for j in judgements)
+    """Per judged question (`question`): kappa of the labels and mean spread of the scores,
+    over items answered in every repeat present ('kappa:<question>', 'spread:<question>')."""
+    return _agreement((question(j.metric, j.item), j.item, j.repeat, j.label, j.score) for j in judgements)
 
 
 def table_agreement(judgements: pd.DataFrame) -> dict[str, float | None]:
     """`judgement_agreement` over a judgements table (`load_judgements`): items are told apart
-    per session and scorer, so a whole job's repeats are pooled per metric."""
-    return _agreement((row.metric, f"{row.session_id}/{row.scorer}/{row.item}", int(row.repeat),
+    per session and scorer, so a whole job's repeats are pooled per judged question."""
+    return _agreement((question(row.metric, row.item), f"{row.session_id}/{row.scorer}/{row.item}", int(row.repeat),
                         None if pd.isna(row.label) else str(row.label),
                         None if pd.isna(row.score) else float(row.score))
                        for row in judgements.itertuples(index=False))
@@ -159,6 +170,14 @@ def load_sanity_check(results: Path, judge: ModelConfig) -> SanityCheck | None:
     """The stored check of `judge` in `results`, or None when it never ran."""
     path = sanity_check_path(results, judge)
     return SanityCheck.model_validate_json(path.read_bytes()) if path.is_file() else None
+
+
+def judge_standing(results: Path, judge: ModelConfig) -> tuple[str, bool | None, str]:
+    """(grade, reliable, reason) of `judge` in `results`: its grade, and whether its stored
+    sanity check passed (None when it never ran or could not run), with the check's reason."""
+    check = load_sanity_check(results, judge)
+    reason = check.reason if check is not None else "the sanity check has not run"
+    return grade_of(judge), (check.passed if check is not None else None), reason
 
 
 async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], results: Path, *,

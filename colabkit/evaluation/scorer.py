@@ -90,8 +90,9 @@ class Scorer(ABC):
     Subclasses set `name` (the metric name for `--metrics`), `version` (bump when the
     computation changes), `prompts` (the judge prompts they ask; empty for rule-based
     scorers, which then run once whatever `--repeats` says) and `columns` (the score-table
-    columns they fill). The scorer id hashes name, version, prompt versions, judge config and
-    repeats, so changing any of them scores again beside the old result, never over it.
+    columns they fill). The scorer id hashes name, version, prompt versions, judge config,
+    repeats and `data_identity` (the content of data files the scorer reads, e.g. C_wf's
+    reference graphs), so changing any of them scores again beside the old result, never over it.
     """
 
     name: ClassVar[str]
@@ -106,6 +107,11 @@ class Scorer(ABC):
     @property
     def prompt_version(self) -> str:
         return prompt_version(self.prompts)
+
+    @property
+    def data_identity(self) -> str | None:
+        """A hash of the data files the scorer's results depend on; None when it reads none."""
+        return None
 
     @abstractmethod
     async def score(self, ctx: SessionContext) -> ScoreResult:

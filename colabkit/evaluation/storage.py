@@ -43,11 +43,14 @@ def scorer_id(scorer: Scorer, judge: ModelConfig | None, repeats: int) -> str:
     switching judges does not re-score it.
     """
     judged = scorer.uses_judge
-    return sha256_hex({
+    identity = {
         "name": scorer.name, "version": scorer.version, "prompts": scorer.prompt_version,
         "judge": judge.output_identity() if judged and judge is not None else None,
         "repeats": repeats if judged else 1,
-    })[:_ID_CHARS]
+    }
+    if scorer.data_identity is not None:  # only scorers that read data files: others keep their ids
+        identity["data"] = scorer.data_identity
+    return sha256_hex(identity)[:_ID_CHARS]
 
 
 def score_path(session_folder: Path, scorer_id_: str) -> Path:

@@ -42,10 +42,10 @@ SCORE_COLUMNS = (*SESSION_KEYS, *METRIC_COLUMNS, *JUDGE_COLUMNS)
 BOOL_COLUMNS = ("delivered", "s_hyp_all", "judge_reliable")
 JUDGEMENT_COLUMNS = ("session_id", "task_id", "variant", "scorer", "scorer_id", "metric", "item", "repeat",
                      "label", "score", "flag", "raw", "prompt_id", "prompt_version", "judge_model",
-                     "judge_reliable")
+                     "judge_grade", "judge_reliable")
 GATE_COLUMNS = ("session_id", "variant", "request_id", "action", "proposer", "signatory", "decision",
                 "latency_events", "latency_rounds", "expertise_fit", "grounded", "correct_in_hindsight",
-                "changed_course", "flags", "judge_model", "judge_reliable")
+                "changed_course", "flags", "judge_model", "judge_grade", "judge_reliable")
 
 
 def structure_of(variant: dict[str, Any]) -> tuple[str, str]:
@@ -125,7 +125,7 @@ def _build(results: Path) -> dict[str, pd.DataFrame]:
             score_rows.append(row)
         for score in latest.values():
             judge_cols = {"judge_model": score.judge.model if score.judge else None,
-                          "judge_reliable": score.judge_reliable}
+                          "judge_grade": score.judge_grade, "judge_reliable": score.judge_reliable}
             judgement_rows.extend({
                 **{k: keys[k] for k in ("session_id", "task_id", "variant")}, "scorer": score.scorer,
                 "scorer_id": score.scorer_id, **j.model_dump(include=set(JUDGEMENT_COLUMNS)), **judge_cols}

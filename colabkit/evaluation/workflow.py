@@ -13,6 +13,9 @@ decided by a rule on the cells (loading the task's files, drawing a figure); the
 a judge that names the implementing cell. A judge answer naming a cell that did not succeed
 is garbage and counts as missing. A task whose tags match no family is N/A and flagged; a
 session without a single successful cell implemented nothing (0, no judge asked).
+
+The content hash of the graph files (`graphs_hash`) is part of the scorer's id, so editing a
+graph (its nodes, its tags, its `version`) scores C_wf anew instead of reusing stale scores.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from colabkit.evaluation.process import (
 )
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
+from colabkit.hashing import sha256_hex
 from colabkit.workspace import CellResult
 
 METRIC = "c_wf"
@@ -126,12 +130,22 @@ def parse_workflow(text: str, source: str) -> WorkflowGraph:
         raise ColabkitError(f"{source}: invalid workflow graph: {' '.join(detail.split())}") from None
 
 
+def _graph_files() -> list[Any]:
+    folder = resources.files("colabkit.evaluation.workflows")
+    return sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
+
+
+@cache
+def graphs_hash() -> str:
+    """sha256 over the shipped graph files' names and bytes: what C_wf's results depend on."""
+    return sha256_hex([[f.name, f.read_text(encoding="utf-8")] for f in _graph_files()])
+
+
 @cache
 def load_workflows() -> tuple[WorkflowGraph, ...]:
     """The shipped reference graphs, validated, with distinct families and tag sets."""
-    folder = resources.files("colabkit.evaluation.workflows")
     graphs = [parse_workflow(f.read_text(encoding="utf-8"), f"colabkit/evaluation/workflows/{f.name}")
-              for f in sorted(folder.iterdir(), key=lambda f: f.name) if f.name.endswith(".json")]
+              for f in _graph_files()]
     for i, graph in enumerate(graphs):
         for other in graphs[:i]:
             if graph.family == other.family or graph.tag_set == other.tag_set:
@@ -239,6 +253,10 @@ class WorkflowScorer(Scorer):
     version = "1"
     prompts = (WORKFLOW_PROMPT,)
     columns = ("c_wf",)
+
+    @property
+    def data_identity(self) -> str:
+        return graphs_hash()
 
     async def score(self, ctx: SessionContext) -> ScoreResult:
         if ctx.task is None:
