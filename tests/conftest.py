@@ -5,6 +5,8 @@ fetches the price table from the network.
 """
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +17,7 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 import pytest  # noqa: E402
+from helpers.env import require  # noqa: E402
 from helpers.netguard import install_socket_guard  # noqa: E402
 
 
@@ -29,3 +32,24 @@ def pytest_configure(config: pytest.Config) -> None:
     # pydantic ReadOnly warnings (see colabkit.llm.providers) is repeated here.
     config.addinivalue_line("filterwarnings",
                             "ignore:.*using the `ReadOnly` qualifier:UserWarning")
+
+
+def _find_chromium() -> str | None:
+    explicit = os.environ.get("COLABKIT_CHROMIUM")
+    return explicit if explicit and Path(explicit).is_file() else shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's chromium for the browser tests (playwright drives it by path; never `playwright
+    install`, which downloads a browser): installed with apt-get when missing and run as root."""
+    path = _find_chromium()
+    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, capture_output=True, timeout=600)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, check=False,
+                       capture_output=True, timeout=1200)
+        path = _find_chromium()
+    require(path is not None, "no chromium: apt-get install chromium (as root), or set COLABKIT_CHROMIUM")
+    assert path is not None
+    return path

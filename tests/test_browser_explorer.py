@@ -6,59 +6,26 @@ through its executable path (never `playwright install`, which downloads a brows
 the notebook, runs all cells, and checks that the widgets render and that stepping changes
 what is shown.
 
-Setup on a fresh machine: the `chromium` fixture installs Debian's `chromium` package with
-apt-get when it is missing and the tests run as root (as the Makefile does for bubblewrap);
-elsewhere install it yourself (`apt-get install chromium`, or set COLABKIT_CHROMIUM to any
-Chromium binary). Without a browser the test is skipped, except under CI (`CI` set), where
-it fails. playwright itself is a test extra (pyproject.toml).
+Setup on a fresh machine: the `chromium` fixture (tests/conftest.py) installs Debian's
+`chromium` package with apt-get when it is missing and the tests run as root (as the Makefile
+does for bubblewrap); elsewhere install it yourself (`apt-get install chromium`, or set
+COLABKIT_CHROMIUM to any Chromium binary). Without a browser the test is skipped, except under
+CI (`CI` set), where it fails. playwright itself is a test extra (pyproject.toml).
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
+from helpers.lab import start_lab
 from helpers.stored_session import record_scaffolded_session
 
 from colabkit.store import load_events
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explore_trajectory.ipynb"
 pytestmark = pytest.mark.slow
-
-
-def _find_chromium() -> str | None:
-    explicit = os.environ.get("COLABKIT_CHROMIUM")
-    return explicit if explicit and Path(explicit).is_file() else shutil.which("chromium")
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    path = _find_chromium()
-    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, capture_output=True, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, check=False,
-                       capture_output=True, timeout=1200)
-        path = _find_chromium()
-    if path is None:
-        message = "no chromium: apt-get install chromium (as root), or set COLABKIT_CHROMIUM"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
-    return path
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -73,32 +40,8 @@ def lab(tmp_path):
     nb = parameterize_notebook(load_notebook_node(str(NOTEBOOK)),
                                {"results": str(tmp_path / "results")})  # default session_id: its first
     nbformat.write(nb, workdir / "explore.ipynb")
-    port, token = _free_port(), secrets.token_hex(16)
-    log = (tmp_path / "lab.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workdir}", "--allow-root",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "JUPYTER_NO_CONFIG": "1"})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((tmp_path / "lab.log").read_text(errors="replace")[-3000:]) from None
-                time.sleep(0.5)
+    with start_lab(workdir, tmp_path / "lab.log") as (base, token):
         yield f"{base}/lab/tree/explore.ipynb?token={token}", folder
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
 
 
 def test_the_explorer_renders_in_jupyterlab_and_stepping_changes_the_view(chromium, lab):

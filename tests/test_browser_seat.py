@@ -8,7 +8,7 @@ path (never `playwright install`), runs all cells and then, as the person, write
 proposal, ratifies the draft, sends a message, runs a cell and approves the request addressed
 to D, by filling the widget forms and clicking Submit. The stored log must have those person
 events with their fields, and replaying the session offline must give identical events.
-Setup as in `test_browser_explorer.py` (the `chromium` and `lab` fixtures are shared).
+Setup as in `test_browser_explorer.py` (the `chromium` fixture is in conftest.py, the server in helpers/lab.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from helpers import seat_scenario as sc
 from helpers.lab import start_lab
 from helpers.scripted import use_scripted
 from helpers.scripted_plugin import subprocess_env
-from test_browser_explorer import chromium  # noqa: F401 - the fixture (installs Debian chromium if missing)
 
 from colabkit.seat import replay_session
 from colabkit.session import Event
@@ -61,7 +60,7 @@ def _turn(page, expect, number: int, what: str) -> None:
     expect(page.locator(".ck-status")).to_contain_text(what)
 
 
-def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_lab):  # noqa: F811
+def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_lab):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect, sync_playwright
 
@@ -183,7 +182,7 @@ def voila_page(tmp_path):
         log.close()
 
 
-def test_the_voila_participant_page_shows_the_seat_without_code_and_takes_answers(chromium, voila_page):  # noqa: F811
+def test_the_voila_participant_page_shows_the_seat_without_code_and_takes_answers(chromium, voila_page):
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:

@@ -1,4 +1,4 @@
-"""A JupyterLab server over a folder, for browser tests (the explorer's has its own copy).
+"""A JupyterLab server over a folder, for the browser tests (explorer and seat).
 
 Started with the test's environment (e.g. the scripted provider plugin, so the notebook's
 kernel answers `scripted/...` models), on a free local port with a random token; stopped
