@@ -1,9 +1,10 @@
 """Forking a stored session of the embedded model (`local/smollm2-135m`) at a chat message.
 
-The parent is a short Default-R demo session (one step per side, one round; seed 2 has R
-message the AI first). It is forked at R's message with the message rerouted to the AI under
-three seeds, plus three controls: every continuation after N is the real model answering
-anew, and the control with the parent's seed reproduces the parent's log exactly.
+The parent is a short Default-R demo session (two steps per side, two rounds; with seed 1 the
+model's first delivered message is the AI's, in round 1, and R still has a step after it). It
+is forked at the first delivered message, rerouted to the other member, under three seeds,
+plus three controls: every continuation after N is the real model answering anew, and the
+control with the parent's seed reproduces the parent's log exactly.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from colabkit.session.fork import ReplaceMessage, fork_points, replay_view
 from colabkit.store import SessionRecord
 
 pytestmark = pytest.mark.slow
-SEED = 2
+SEED = 1
 TEXT = "Count the axes per century before you write anything."
 
 
@@ -29,18 +30,19 @@ def events_of(folder) -> list[Event]:
 
 def test_forking_a_demo_session_at_a_message_with_three_seeds(tmp_path):
     spec, task = build_session("demo_archaeology/0/0", "default-r", SEED,
-                               settings=SessionSettings(action_budget=1, max_rounds=1))
+                               settings=SessionSettings(action_budget=2, max_rounds=2))
     parent = record_session(spec, task, out=tmp_path / "runs")
     events = events_of(parent)
     at = next(n for n in fork_points(events) if events[n].action == "send_message" and events[n].status == "ok")
-    forks = fork(parent, at=at, change=ReplaceMessage(text=TEXT, to=("ai",)), seeds=[0, 1, SEED])
+    other = "R" if events[at].participant == "ai" else "ai"
+    forks = fork(parent, at=at, change=ReplaceMessage(text=TEXT, to=(other,)), seeds=[0, 2, SEED])
     assert len(forks.changed) == len(forks.controls) == 3
     for folder in forks.changed:
         mine = events_of(folder)
         assert [replay_view(e) for e in mine[:at]] == [replay_view(e) for e in events[:at]]
         assert mine[at].action == "fork_change"
         message = mine[at + 1]
-        assert (message.participant, message.args["text"], message.args["to"]) == (events[at].participant, TEXT, ["ai"])
+        assert (message.participant, message.args["text"], message.args["to"]) == (events[at].participant, TEXT, [other])
         after = [c for e in mine[at + 1:] for c in e.llm_calls]
         assert after and all(not c.cache_hit and c.model == "local/smollm2-135m" for c in after)
     control = next(f for f in forks.controls
@@ -52,4 +54,5 @@ def test_forking_a_demo_session_at_a_message_with_three_seeds(tmp_path):
     table = counterfactual_table(rows, original_values(parent), metrics=["w_total", "actions", "messages"])
     assert set(table["metric"]) == {"w_total", "actions", "messages"} and len(table) == 3
     assert (table["k"] == 3).all() and (table["k_control"] == 3).all() and (table["n_pairs"] == 3).all()
-    assert table.set_index("metric").loc["messages", "original"] == 1
+    delivered = sum(e.action == "send_message" and e.status == "ok" for e in events)
+    assert delivered >= 1 and table.set_index("metric").loc["messages", "original"] == delivered

@@ -42,7 +42,7 @@ def test_batch_on_a_tiny_demo_config_renders_notebooks_table_and_figure(tmp_path
     demo = yaml.safe_load((REPO / "experiments" / "demo.yaml").read_text())
     tiny = {**demo, "variants": ["single", "preassigned-dr"], "seeds": [ai_first_seed()],
             "models": {"default": "scripted/everyone", "ai": "scripted/ai", "R": "scripted/R"},
-            "judge": "judgedouble/demo", "settings": {"action_budget": 2, "max_rounds": 3},
+            "judge": "judgedouble/demo", "settings": {"action_budget": 3, "max_rounds": 3},
             "results": str(tmp_path / "results")}
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny))
