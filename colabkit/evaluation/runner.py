@@ -33,6 +33,7 @@ from colabkit.evaluation.reliability import (
     table_agreement,
 )
 from colabkit.evaluation.scorer import Scorer, SessionContext, scorers_for
+from colabkit.evaluation.spendlog import JudgeSpendLog
 from colabkit.evaluation.storage import (
     finished_sessions,
     load_context,
@@ -42,7 +43,7 @@ from colabkit.evaluation.storage import (
     write_score,
 )
 from colabkit.evaluation.tables import export_tables, load_judgements
-from colabkit.llm import BudgetExceeded, Gateway, ModelConfig, ProviderError
+from colabkit.llm import BudgetExceeded, Gateway, ModelConfig, ProviderError, Spend
 from colabkit.llm.providers import LOCAL_PROVIDER
 from colabkit.store import AtomicBatch
 from colabkit.tasks import TaskSuite, load_tasks
@@ -69,6 +70,9 @@ class ScoringReport:
     """With repeats: the job's agreement per metric over every session (`table_agreement`)."""
     stopped: str | None = None
     """Why the job stopped early (a spent budget, a provider refusing the judge), else None."""
+    spend: Spend = field(default_factory=Spend)
+    """What this job's judge paid (sanity check included), its suite replays apart; also
+    appended as it goes to `<results>/judge-runs.jsonl` (`colabkit.evaluation.spendlog`)."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -98,21 +102,29 @@ async def ascore_results(results: Path | str, config: ScoringConfig | None = Non
     if gateway is None and judged:
         gateway = Gateway(cache_dir=results / JUDGE_CACHE_DIR)
     the_judge = Judge(gateway, config.judge) if judged and gateway else None
+    spend_log = JudgeSpendLog(results, gateway, ",".join(s.name for s in scorers)) if the_judge and gateway else None
     try:
         if the_judge is not None:
             report.judge = the_judge.describe()
             if the_judge.grade == "plumbing":
                 report.warnings.append(PLUMBING_WARNING)
-            report.sanity = await run_sanity_check(the_judge, suite, _task_ids(folders), results,
-                                                   n_tasks=config.sanity_tasks)
+            # The sessions' own tasks (the grid's), as many as there are: the check never
+            # tops a small grid up with tasks outside it.
+            grid = _task_ids(folders)
+            report.sanity = await run_sanity_check(the_judge, suite, grid, results,
+                                                   n_tasks=min(config.sanity_tasks, len(grid) or config.sanity_tasks))
         if the_judge is not None and the_judge.config.provider == LOCAL_PROVIDER:
             concurrency = 1  # in-process models answer one call at a time; queued calls would time out
-        await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress)
+        await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress,
+                         spend_log)
     except BudgetExceeded as exc:
         report.stopped = f"budget: {exc.reason}"
     except ProviderError as exc:
         report.stopped = f"provider: {one_line(exc, 300)}"
     finally:
+        if spend_log is not None:
+            spend_log.flush()
+            report.spend = spend_log.total()
         if own_gateway and gateway is not None:
             gateway.close()
     export_tables(results)
@@ -129,7 +141,7 @@ def score_results(results: Path | str, config: ScoringConfig | None = None, **kw
 
 async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], judge: Judge | None,
                      repeats: int, suite: TaskSuite, report: ScoringReport, concurrency: int,
-                     progress: Callable[[int, int], None] | None) -> None:
+                     progress: Callable[[int, int], None] | None, spend_log: JudgeSpendLog | None) -> None:
     total, done = len(folders) * len(scorers), 0
     gate = asyncio.Semaphore(max(1, concurrency))
     reliable = report.sanity.passed if report.sanity is not None else None
@@ -160,6 +172,8 @@ async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], 
                     report.scored += 1
                     report.incomplete += 0 if score.result.complete else 1
                 done += 1
+                if spend_log is not None:
+                    spend_log.flush()
                 if progress is not None:
                     progress(done, total)
 

@@ -99,7 +99,8 @@ class Gateway:
     """Sends requests through litellm; one per session or per experiment.
 
     `cache_dir` is where answers persist (an experiment's results folder); None keeps them
-    in memory for this gateway's lifetime. `budget` may be shared between gateways (see
+    in memory for this gateway's lifetime. `suite_replays` and `sent` count the requests
+    answered from that cache and sent to a provider. `budget` may be shared between gateways (see
     `Budget`). `retry` controls backoff; tests use zero delays. `modes` is the output mode
     that works for each model string, learnt from rejections (see the module docstring); a
     batch may pass one dict to all its session gateways so a lesson is learnt once per run.
@@ -112,8 +113,8 @@ class Gateway:
         self.retry = retry or RetryPolicy()
         self.records: list[CallRecord] = []
         self.modes: dict[str, OutputMode] = {} if modes is None else modes
-        self.cache_hits = 0
-        self.cache_misses = 0
+        self.suite_replays = 0  # answered from the response cache: nothing sent
+        self.sent = 0  # sent to the provider (a request, with its retries)
         self.kv_scope = next(_KV_SCOPES)
 
     async def complete(self, config: ModelConfig, messages: list[dict], *, caller: str,
@@ -215,14 +216,14 @@ class Gateway:
         digest = prompt_hash(messages)
         key = cache_key(config, messages, format_key, sample)
         cached = self.cache.get(key)
-        if cached is not None:
-            self.cache_hits += 1
+        if cached is not None:  # a suite replay: nothing sent, nothing paid now
+            self.suite_replays += 1
             return _Outcome(cached, self._account(CallRecord(
                 caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=cached.prompt_tokens,
-                completion_tokens=cached.completion_tokens, cost=cached.cost,
-                latency_s=time.perf_counter() - started, cache_hit=True, attempts=0,
+                completion_tokens=cached.completion_tokens, cost=0.0, replayed_cost=cached.cost,
+                latency_s=time.perf_counter() - started, suite_replay=True, attempts=0,
                 output_mode=mode)))
-        self.cache_misses += 1
+        self.sent += 1
         kwargs = _litellm_kwargs(config, messages, caller=caller, sample=sample,
                                  response_format=response_format, max_tokens=max_tokens, kv_scope=self.kv_scope)
         try:
@@ -254,8 +255,8 @@ class Gateway:
         self.cache.put(key, answer)
         return _Outcome(answer, self._account(CallRecord(
             caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=answer.prompt_tokens,
-            completion_tokens=answer.completion_tokens, cost=answer.cost,
-            latency_s=time.perf_counter() - started, attempts=attempt, output_mode=mode)))
+            completion_tokens=answer.completion_tokens, provider_cached_tokens=answer.provider_cached_tokens,
+            cost=answer.cost, latency_s=time.perf_counter() - started, attempts=attempt, output_mode=mode)))
 
     def _account(self, record: CallRecord) -> CallRecord:
         self.records.append(record)
@@ -295,6 +296,8 @@ def _litellm_kwargs(config: ModelConfig, messages: list[dict], *, caller: str, s
 
 
 def _answer_of(litellm: Any, response: Any) -> CachedAnswer:
+    """The answer with its usage and price: litellm prices the provider's usage, cached
+    prompt tokens at the provider's cache rate where its price table has one."""
     choice = response.choices[0]
     usage = getattr(response, "usage", None)
     try:
@@ -304,7 +307,22 @@ def _answer_of(litellm: Any, response: Any) -> CachedAnswer:
     return CachedAnswer(text=choice.message.content or "",
                         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                        provider_cached_tokens=provider_cached_tokens(usage),
                         cost=cost, finish_reason=choice.finish_reason)
+
+
+def provider_cached_tokens(usage: Any) -> int:
+    """Prompt tokens the provider served from its prefix cache, as it reports them.
+
+    OpenAI's format (which litellm maps other providers' fields into) is
+    `prompt_tokens_details.cached_tokens`; DeepSeek's own field `prompt_cache_hit_tokens`
+    is read when the mapped one is absent. 0 when the provider says nothing.
+    """
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if not isinstance(cached, int) or cached <= 0:
+        cached = getattr(usage, "prompt_cache_hit_tokens", None)
+    return cached if isinstance(cached, int) and cached > 0 else 0
 
 
 def _plan(config: ModelConfig, schema: type[BaseModel], bounded: dict[str, Any],

@@ -25,9 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from colabkit.llm import CallRecord
 from colabkit.team import ACTION_TYPES, GateScope
 
-EVENT_SCHEMA_VERSION: Final = 2
+EVENT_SCHEMA_VERSION: Final = 3
 """Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule.
-A stored line without `schema_version` was written by version 1."""
+Version 3 split the calls' cost: `cost` is what was paid, a suite replay (`suite_replay`,
+was `cache_hit`) keeps its original cost in `replayed_cost`, and `provider_cached_tokens`
+counts the provider's prefix-cache hits; older calls are read into these fields
+(`colabkit.llm.records.upgrade_call`). A stored line without `schema_version` was written
+by version 1."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
 """How a session ended; the one definition every layer imports."""
 INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "llm_budget", "provider_error"})
@@ -65,7 +69,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[2] = EVENT_SCHEMA_VERSION
+    schema_version: Literal[2, 3] = EVENT_SCHEMA_VERSION
     session_id: str
     seq: int
     phase: Phase

@@ -22,9 +22,11 @@ from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
-RECORD_SCHEMA_VERSION: Final = 2
+RECORD_SCHEMA_VERSION: Final = 3
 """Version 2 added schema_version, task_digest, briefings and persona_versions; its `totals`
-carry each side's budget and use, and its `spec` the observation profile."""
+carry each side's budget and use, and its `spec` the observation profile. Version 3's
+totals say what was paid apart from the suite's replays and count the provider's cached
+prompt tokens (`Totals`; version 2 totals are read into those fields)."""
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -41,7 +43,7 @@ class SessionRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[2] = RECORD_SCHEMA_VERSION
+    schema_version: Literal[2, 3] = RECORD_SCHEMA_VERSION
     session_id: str
     """First 16 hex digits of `spec.identity()`: also the session's folder name."""
     spec_identity: str
