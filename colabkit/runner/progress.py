@@ -110,7 +110,7 @@ def progress_bar(total: int, *, desc: str, unit: str, enabled: bool = True) -> t
     """
     from tqdm.auto import tqdm
 
-    notebook = enabled and "notebook" in getattr(tqdm, "__module__", "") + str(tqdm.__mro__)
+    notebook = enabled and any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
     if not notebook:
         return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, dynamic_ncols=True), None
     from IPython.display import display
