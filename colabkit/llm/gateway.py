@@ -25,6 +25,7 @@ A refusal no retry can fix (bad key, unknown model, malformed request) raises
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import time
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ from colabkit.llm.records import (
     ProviderError,
     StructuredOutputError,
 )
-from colabkit.llm.schema import bounded_schema, parse_as, schema_instructions, token_bound
+from colabkit.llm.schema import parse_as, schema_instructions, shared_bounded_schema, token_bound
 
 T = TypeVar("T", bound=BaseModel)
 # Past the configured timeout litellm should have given up itself; this only catches a
@@ -116,6 +117,7 @@ class Gateway:
         self.suite_replays = 0  # answered from the response cache: nothing sent
         self.sent = 0  # sent to the provider (a request, with its retries)
         self.kv_scope = next(_KV_SCOPES)
+        self._start_modes: dict[tuple[str, str], OutputMode] = {}
 
     async def complete(self, config: ModelConfig, messages: list[dict], *, caller: str,
                        sample: int = 0) -> tuple[str, CallRecord]:
@@ -151,8 +153,8 @@ class Gateway:
         failure the raw text of the last answer is on the error (`StructuredOutputError.raw`).
         """
         try:
-            bounded = bounded_schema(schema)
-            mode = self.modes.get(config.model) or starting_mode(config)
+            bounded = shared_bounded_schema(schema)
+            mode = self.modes.get(config.model) or self._starting_mode(config)
         except Exception as exc:  # a broken litellm install or schema must not crash a batch
             raise StructuredOutputError(f"{config.model} ({caller}): cannot prepare request: "
                                         f"{_describe(exc)}", attempts=0, records=[]) from exc
@@ -198,6 +200,13 @@ class Gateway:
             f"{config.model} ({caller}): no valid {schema.__name__} after {len(records)} "
             f"request(s), {attempts} attempt(s): {records[-1].error}",
             attempts=attempts, records=records, raw=raw)
+
+    def _starting_mode(self, config: ModelConfig) -> OutputMode:
+        """`providers.starting_mode`, asked once per model and gateway (it asks litellm's tables)."""
+        key = (config.model, config.provider)
+        if key not in self._start_modes:
+            self._start_modes[key] = starting_mode(config)
+        return self._start_modes[key]
 
     def close(self) -> None:
         """Release the persistent cache (the gateway is not usable afterwards)."""
@@ -300,8 +309,10 @@ def _answer_of(litellm: Any, response: Any) -> CachedAnswer:
     prompt tokens at the provider's cache rate where its price table has one."""
     choice = response.choices[0]
     usage = getattr(response, "usage", None)
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")  # litellm priced it already
     try:
-        cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+        if not isinstance(cost, (int, float)):
+            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # unmapped model (local files, custom providers): nothing to pay
         cost = 0.0
     return CachedAnswer(text=choice.message.content or "",
@@ -332,9 +343,9 @@ def _plan(config: ModelConfig, schema: type[BaseModel], bounded: dict[str, Any],
     max_tokens = config.max_tokens or token_bound(bounded)
     if mode == "json_schema":
         native: Any = schema
-        if is_custom(config.provider):
+        if is_custom(config.provider):  # a copy: the schema is shared and providers may edit theirs
             native = {"type": "json_schema", "json_schema": {
-                "name": schema.__name__, "schema": bounded, "strict": True}}
+                "name": schema.__name__, "schema": copy.deepcopy(bounded), "strict": True}}
         return _Plan(mode, native, key, None, max_tokens)
     json_mode = {"type": "json_object"} if mode == "json_object" else None
     return _Plan(mode, json_mode, key, schema_instructions(bounded), max_tokens)
