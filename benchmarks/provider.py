@@ -1,10 +1,12 @@
 """The suite's own CPU per model call on the real provider path, and what it means for a grid.
 
 Runs whole sessions through `colabkit.runner.arun_sessions` (what a run_variant notebook
-runs) with every role on `deepseek/bench-<pid>`: litellm's DeepSeek provider, the OpenAI SDK
-over real HTTP, JSON mode, retries, to `provider_server.py` on 127.0.0.1 (lognormal latency,
+runs) with every role on `deepseek/deepseek-chat` (litellm's DeepSeek provider and prices;
+each role's requests carry an `X-Bench-Pid` header for the server), the OpenAI SDK over real HTTP, JSON mode, retries, to `provider_server.py` on 127.0.0.1 (lognormal latency,
 2% 429/500, prefix-cache usage; started here, stopped when this ends). Per concurrency level
-(N = 2 x the concurrency sessions, so the ideal is the same at every level) it reports:
+(N = waves x the concurrency sessions, so the ideal is the same at every level; with one
+wave the slowest session's sum of lognormal latencies, not the suite, adds about 10-15% to
+wall / ideal) it reports:
 
 - wall / ideal, ideal = the latency the server slept in all (its "model time") / concurrency;
 - the suite's CPU: this process's (every thread) plus its kernels' (sampled), per answered
@@ -49,7 +51,8 @@ HERE = Path(__file__).resolve().parent
 def spec(variant_name: str, seed: int, budget: int) -> SessionSpec:
     var = variant(variant_name)
     return SessionSpec(task_id=bm.TASK_ID, variant=var, seed=seed,
-                       models={pid: ModelConfig(model=f"deepseek/bench-{pid}") for pid in var.team},
+                       models={pid: ModelConfig(model="deepseek/deepseek-chat", extra={"extra_headers": {"X-Bench-Pid": pid}})
+                               for pid in var.team},
                        settings=SessionSettings(action_budget=budget))
 
 
@@ -120,7 +123,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         rows, seed = [], 0
         for concurrency in args.levels:
             with tempfile.TemporaryDirectory(prefix="colabkit-provider-") as tmp:
-                n = 2 * concurrency
+                n = args.waves * concurrency
                 rows.append(await one_level(concurrency, n, args, base, Path(tmp), seed))
                 seed += n
         return rows
@@ -135,7 +138,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=2.0, help="median seconds per answer (lognormal)")
     parser.add_argument("--fault-rate", type=float, default=0.02)
     parser.add_argument("--variant", default="default-dr")
-    parser.add_argument("--budget", type=int, default=20, help="task-phase actions per side")
+    parser.add_argument("--budget", type=int, default=30, help="task-phase actions per side (30: ~60 calls)")
+    parser.add_argument("--waves", type=int, default=2, help="sessions per level = waves x concurrency")
     parser.add_argument("--label", default="", help="a name for this run in results/provider.json")
     parser.add_argument("--profile", metavar="FILE", help="write this process's cProfile stats to FILE")
     args = parser.parse_args(argv)

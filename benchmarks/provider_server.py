@@ -18,8 +18,8 @@ It behaves as the rehearsal of issue 21 saw DeepSeek behave:
   began with, as DeepSeek's disk cache counts them (a token is a whitespace word here).
 
 The answers are the bench model's (`benchmodel.BenchModel.answer`): the participant comes
-from the model name (`deepseek/bench-<pid>`), the schema from the JSON-mode instructions in
-the system message. `GET /stats` returns what was served: requests, faults, the sum of the
+from the request's `X-Bench-Pid` header (else the model name `bench-<pid>`), the schema
+from the JSON-mode instructions in the system message. `GET /stats` returns what was served: requests, faults, the sum of the
 latencies slept (the benchmark's "model time") and when the first request arrived.
 
     PYTHONPATH=. .venv/bin/python benchmarks/provider_server.py --latency 2.0
@@ -70,7 +70,7 @@ class Served:
                 self.blocks.add(key)
         return hits
 
-    async def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    async def reply(self, body: dict[str, Any], pid: str | None = None) -> tuple[int, dict[str, Any]]:
         stats = self.stats
         stats["requests"] += 1
         stats["first_request"] = stats["first_request"] or time.time()
@@ -92,7 +92,7 @@ class Served:
         system = str(messages[0].get("content", "")) if messages else ""
         found = _SCHEMA.search(system)
         schema = json.loads(found.group(1)) if found else {}
-        pid = str(body.get("model", "")).removeprefix("bench-")
+        pid = pid or str(body.get("model", "")).removeprefix("bench-")
         text = json.dumps(self.model.answer(pid, messages, schema))
         words = " ".join(str(m.get("content", "")) for m in messages).split()
         hits = self.cached(words)
@@ -126,7 +126,7 @@ async def handle(served: Served, reader: asyncio.StreamReader, writer: asyncio.S
             if method == "GET" and path.rstrip("/") == "/stats":
                 status, payload = 200, served.stats
             elif method == "POST" and path.rstrip("/").endswith("/chat/completions"):
-                status, payload = await served.reply(json.loads(raw))
+                status, payload = await served.reply(json.loads(raw), headers.get("x-bench-pid"))
             else:
                 status, payload = 404, _error(f"no route {method} {path}", "invalid_request_error")
             data = json.dumps(payload).encode()

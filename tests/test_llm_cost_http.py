@@ -161,3 +161,16 @@ def test_session_and_judge_spend_add_up_to_the_batch_total(provider, tmp_path):
     assert rerun.spend.suite_replays == first.requests + first.suite_replays
     assert rerun.spend.replayed_cost == pytest.approx(first.paid_cost + first.replayed_cost)
     assert run_spend(exp.folder(), again, set(exp.session_ids()))[1].paid_cost == 0
+
+
+def test_the_dry_run_prices_a_call_at_the_providers_cache_rate_where_litellm_has_one():
+    from colabkit.runner.plan import call_price
+
+    info = litellm.get_model_info(MODEL)
+    expected = 200 * info["input_cost_per_token"] + 800 * info["cache_read_input_token_cost"] \
+        + 100 * info["output_cost_per_token"]
+    assert call_price(ModelConfig(model=MODEL), 1000, 100, 0.8) == pytest.approx(expected)
+    assert call_price(ModelConfig(model=MODEL), 1000, 100, 0.0) == pytest.approx(
+        1000 * info["input_cost_per_token"] + 100 * info["output_cost_per_token"])
+    assert call_price(ModelConfig(model="local/smollm2-135m"), 1000, 100, 0.8) == 0.0
+    assert call_price(ModelConfig(model="nosuchprovider/x"), 1000, 100, 0.8) is None
