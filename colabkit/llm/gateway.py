@@ -285,13 +285,17 @@ def _litellm_kwargs(config: ModelConfig, messages: list[dict], *, caller: str, s
     reproducible draw. Retries are ours alone (`num_retries=0`, `max_retries=0` for the
     OpenAI SDK), so every attempt is counted. `drop_params` drops what a provider does not
     support (e.g. `seed`) instead of failing. `metadata.kv_slot` (the gateway's scope and the
-    caller) picks the embedded model's KV context, so concurrent sessions of one process
-    never share one; litellm does not forward metadata to remote providers.
+    caller's role, the caller up to a ':') picks the embedded model's KV context, so
+    concurrent sessions of one process never share one, and a judge's questions
+    (`judge:<prompt id>`) share one: they are asked prompt by prompt, so consecutive ones
+    share their prefix there, where a context per prompt id (11) would be evicted and
+    reopened at every switch (`local.MAX_CONTEXTS` is 8); litellm does not forward metadata
+    to remote providers.
     """
     kwargs: dict[str, Any] = {
         "model": config.model, "messages": messages, "temperature": config.temperature,
         "timeout": config.timeout, "num_retries": 0,
-        "metadata": {"caller": caller, "kv_slot": f"{kv_scope}/{caller}"},
+        "metadata": {"caller": caller, "kv_slot": f"{kv_scope}/{caller.partition(':')[0]}"},
         "max_retries": 0, "drop_params": True, **config.extra}
     if config.seed is not None:
         kwargs["seed"] = config.seed + sample
