@@ -47,12 +47,6 @@ from colabkit.workspace.processes import kill_uid
 log = logging.getLogger("colabkit.workspace")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 START_TIMEOUT_S = 60.0
-KERNEL_NICENESS = 5
-"""Kernels run at a lower CPU priority than the suite process. One suite process serves every
-live session's model calls, and 64 kernels starting at once took the cores from it: the first
-model request waited tens of seconds on 2 busy cores. At niceness 5 the suite process weighs
-about three kernels, so its event loop keeps up while the kernels still get nearly all the
-CPU together. The same for every variant; how sessions run, not what they are."""
 IDLE_GRACE_S = 1.0  # after the reply, how long to wait for the trailing 'idle' on IOPub
 _POLL_MS = 100
 _LIVE: set[SandboxedKernel] = set()  # started and not yet shut down
@@ -109,8 +103,7 @@ class SandboxedKernel:
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
                 cmd, env=self.sandbox.env(self.layout), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, cwd=self.layout.workdir, start_new_session=True,
-                preexec_fn=_lower_priority)
+                stderr=subprocess.STDOUT, cwd=self.layout.workdir, start_new_session=True)
         _LIVE.add(self)
         try:
             await self._connect()
@@ -295,8 +288,3 @@ def kill_leftovers() -> None:
     """Kernels whose workspace was never closed die with the interpreter."""
     for kernel in list(_LIVE):
         kernel.kill()
-
-
-def _lower_priority() -> None:
-    """In the kernel's process before exec: `KERNEL_NICENESS` (see there)."""
-    os.nice(KERNEL_NICENESS)
