@@ -13,9 +13,12 @@ what was scored is kept, the rest is scored by the next run.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +30,7 @@ from colabkit.evaluation.config import ScoringConfig
 from colabkit.evaluation.judge import PLUMBING_WARNING, Judge
 from colabkit.evaluation.records import ScoreFile, ScoreResult
 from colabkit.evaluation.reliability import (
+    CHECKS_DIR,
     SanityCheck,
     repeat_agreement,
     run_sanity_check,
@@ -111,8 +115,9 @@ async def ascore_results(results: Path | str, config: ScoringConfig | None = Non
             # The sessions' own tasks (the grid's), as many as there are: the check never
             # tops a small grid up with tasks outside it.
             grid = _task_ids(folders)
-            report.sanity = await run_sanity_check(the_judge, suite, grid, results,
-                                                   n_tasks=min(config.sanity_tasks, len(grid) or config.sanity_tasks))
+            async with _one_check_at_a_time(results):
+                report.sanity = await run_sanity_check(the_judge, suite, grid, results,
+                                                       n_tasks=min(config.sanity_tasks, len(grid) or config.sanity_tasks))
         if the_judge is not None and the_judge.config.provider == LOCAL_PROVIDER:
             concurrency = 1  # in-process models answer one call at a time; queued calls would time out
         await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress,
@@ -221,6 +226,29 @@ async def _safe_score(scorer: Scorer, ctx: SessionContext) -> ScoreResult:
         _log.exception("scorer %s failed on session %s", scorer.name, ctx.session_id)
         return ScoreResult(values=dict.fromkeys(scorer.columns), complete=False,
                            flags=[f"scorer_error: {type(exc).__name__}: {one_line(exc)}"])
+
+
+@asynccontextmanager
+async def _one_check_at_a_time(results: Path) -> AsyncIterator[None]:
+    """Hold `<results>/judge-checks/.lock` (an OS file lock) while a sanity check runs.
+
+    `colabkit batch` runs the score and annotate_gates notebooks at once on one results
+    folder; each began by running the same sanity check (the demo's 52 judge requests, twice,
+    at the same time). With the lock the second waits and reuses the check the first stored.
+    """
+    folder = results / CHECKS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(0.5)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _task_ids(folders: list[Path]) -> list[str]:

@@ -207,6 +207,7 @@ def _watch(specs: list[SessionSpec], folder: Path, done: threading.Event, enable
 
     cached = count()
     wanted = {spec.session_id for spec in specs}
+    shown = ""
     bar, handle = progress_bar(len(specs), desc="sessions", unit="session", enabled=enabled)
     try:
         bar.update(cached)
@@ -217,12 +218,14 @@ def _watch(specs: list[SessionSpec], folder: Path, done: threading.Event, enable
                 journal = journal[(journal.time >= started) & journal.session_id.isin(wanted)]
             failed = int((journal.status == "failed").sum()) if len(journal) else 0
             sessions, judge = run_spend(folder, started, wanted)
-            bar.set_postfix_str(f"done {len(journal) - failed} failed {failed} cached {cached} | sessions "
-                                f"${sessions.paid_cost:.4f} + judge ${judge.paid_cost:.4f} = "
-                                f"${sessions.paid_cost + judge.paid_cost:.4f} paid", refresh=False)
+            postfix = (f"done {len(journal) - failed} failed {failed} cached {cached} | sessions "
+                       f"${sessions.paid_cost:.4f} + judge ${judge.paid_cost:.4f} = "
+                       f"${sessions.paid_cost + judge.paid_cost:.4f} paid")
+            changed, shown = postfix != shown, postfix
+            bar.set_postfix_str(postfix, refresh=False)
             if (n := count()) != bar.n:
                 bar.update(n - bar.n)
-            else:
+            elif changed:  # the judge's spend moves after the last session: show it
                 bar.refresh()
             if stop:
                 return
