@@ -25,3 +25,32 @@ def test_the_sanity_check_uses_only_the_sessions_tasks(tmp_path):
     assert report.sanity is not None and report.sanity.passed is True
     assert {c.task_id for c in report.sanity.cases} == {TASK}
     assert {c.kind for c in report.sanity.cases} == {"self", "other", "empty"}
+
+
+def two_jobs(folder, *, together: bool) -> int:
+    """Judge requests sent by a performance job and a gates job on `folder` (as `colabkit
+    batch` runs score and annotate_gates), at once or one after the other."""
+    import asyncio
+
+    from colabkit.evaluation import ascore_results
+
+    double = use_judge_double()
+    perfect = judge_config("judgedouble/perfect")
+
+    async def run() -> None:
+        jobs = [ascore_results(folder, metrics=[m], judge=perfect) for m in ("performance", "gates")]
+        if together:
+            await asyncio.gather(*jobs)
+        else:
+            for job in jobs:
+                await job
+
+    asyncio.run(run())
+    return len(double.calls)
+
+
+def test_two_scoring_jobs_at_once_run_the_sanity_check_once(tmp_path):
+    for folder in (tmp_path / "apart", tmp_path / "together"):
+        store_session(folder, TASK, SUITE.gold_for(TASK).hypothesis, seed=0)
+    apart = two_jobs(tmp_path / "apart", together=False)
+    assert apart > 0 and two_jobs(tmp_path / "together", together=True) == apart
