@@ -47,7 +47,7 @@ def synthesise(out: Path, n_sessions: int, n_events: int, seed: int = 0) -> None
             action = rng.choice(ACTIONS)
             calls = () if action == "wait" and rng.random() < 0.5 else (CallRecord(
                 caller="ai", model="local/smollm2-135m", prompt_tokens=rng.randint(800, 1600),
-                completion_tokens=rng.randint(20, 200), latency_s=rng.uniform(1, 12), cache_hit=rng.random() < 0.2,
+                completion_tokens=rng.randint(20, 200), latency_s=rng.uniform(1, 12), suite_replay=rng.random() < 0.2,
                 attempts=1),)
             events.append(Event(
                 session_id=sid, seq=seq, phase="task", round=seq // 3 + 1, participant=rng.choice(spec.participants),

@@ -44,7 +44,7 @@ def test_forking_a_demo_session_at_a_message_with_three_seeds(tmp_path):
         message = mine[at + 1]
         assert (message.participant, message.args["text"], message.args["to"]) == (events[at].participant, TEXT, [other])
         after = [c for e in mine[at + 1:] for c in e.llm_calls]
-        assert after and all(not c.cache_hit and c.model == "local/smollm2-135m" for c in after)
+        assert after and all(not c.suite_replay and c.model == "local/smollm2-135m" for c in after)
     control = next(f for f in forks.controls
                    if SessionRecord.model_validate_json((f / "session.json").read_bytes()).seed == SEED)
     assert [replay_view(e) for e in events_of(control)] == [replay_view(e) for e in events]

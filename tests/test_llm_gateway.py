@@ -118,8 +118,8 @@ def test_transient_faults_are_retried_then_typed(fault):
         run(gateway.structured(scripted(), MESSAGES, Step, caller="ai"))
     assert info.value.attempts == 3 and len(model.calls) == 3
     [record] = info.value.records
-    assert record.attempts == 3 and record.error and record.cache_hit is False
-    assert gateway.records == [record] and gateway.cache_misses == 1
+    assert record.attempts == 3 and record.error and record.suite_replay is False
+    assert gateway.records == [record] and gateway.sent == 1
 
 
 def test_transient_fault_then_success_counts_attempts():
@@ -178,16 +178,16 @@ def test_complete_returns_text_or_a_typed_error():
     assert info.value.attempts == 3 and "RateLimitError" in info.value.records[0].error
 
 
-def test_same_request_is_a_cache_hit_without_a_model_call():
+def test_same_request_is_a_suite_replay_without_a_model_call():
     model = use_scripted({"ai": [VALID, {**VALID, "thought": "other"}]})
     gateway = Gateway(retry=FAST)
     first, _ = run(gateway.structured(scripted(), MESSAGES, Step, caller="ai"))
     again, [record] = run(gateway.structured(scripted(), MESSAGES, Step, caller="ai"))
     assert again == first and len(model.calls) == 1
-    assert record.cache_hit and record.attempts == 0 and record.latency_s < 0.05
-    assert (gateway.cache_hits, gateway.cache_misses) == (1, 1)
+    assert record.suite_replay and record.attempts == 0 and record.latency_s < 0.05
+    assert (gateway.suite_replays, gateway.sent) == (1, 1)
     other, _ = run(gateway.structured(scripted(), MESSAGES, Step, caller="ai", sample=1))
-    assert other.thought == "other" and gateway.cache_misses == 2
+    assert other.thought == "other" and gateway.sent == 2
 
 
 def test_failed_calls_are_not_cached_but_invalid_answers_replay(tmp_path):
@@ -202,8 +202,8 @@ def test_failed_calls_are_not_cached_but_invalid_answers_replay(tmp_path):
     replay = Gateway(cache_dir=tmp_path)
     again, hits = run(replay.structured(scripted(), MESSAGES, Step, caller="ai"))
     assert again == step and model.calls == []
-    assert [r.cache_hit for r in hits] == [True, True] and hits[0].error is not None
-    assert replay.cache_hits == 2 and replay.cache_misses == 0
+    assert [r.suite_replay for r in hits] == [True, True] and hits[0].error is not None
+    assert replay.suite_replays == 2 and replay.sent == 0
     replay.close()
 
 
@@ -217,8 +217,8 @@ def test_damaged_cache_entry_is_a_miss_not_a_crash(tmp_path):
         for key in list(raw):
             raw[key] = "not an answer"
     step, [record] = run(gateway.structured(scripted(), MESSAGES, Step, caller="ai"))
-    assert step.thought == "look at the data" and not record.cache_hit
-    assert len(model.calls) == 2 and gateway.cache_misses == 2
+    assert step.thought == "look at the data" and not record.suite_replay
+    assert len(model.calls) == 2 and gateway.sent == 2
     gateway.close()
 
 

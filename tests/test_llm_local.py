@@ -74,12 +74,12 @@ def test_same_prompt_and_seed_give_identical_output_and_replay_from_cache(tmp_pa
     config = ModelConfig(seed=42)
     gateway = Gateway(cache_dir=tmp_path)
     first, [record] = run(gateway.structured(config, MESSAGES, Step, caller="ai"))
-    assert len(model_calls) == 1 and not record.cache_hit
+    assert len(model_calls) == 1 and not record.suite_replay
     again, [hit] = run(gateway.structured(config, MESSAGES, Step, caller="ai"))
     assert again == first and len(model_calls) == 1
-    assert hit.cache_hit and hit.attempts == 0 and hit.latency_s < 0.05
+    assert hit.suite_replay and hit.attempts == 0 and hit.latency_s < 0.05
     assert hit.completion_tokens == record.completion_tokens
-    assert (gateway.cache_hits, gateway.cache_misses) == (1, 1)
+    assert (gateway.suite_replays, gateway.sent) == (1, 1)
     gateway.close()
     # Without the cache, the model itself repeats an answer computed from scratch (fresh KV
     # contexts). A reused context may differ in low-order bits, hence in samples: exact replay of

@@ -174,7 +174,7 @@ def test_deepseek_session_completes_in_json_mode_through_429_and_500(tmp_path, c
     assert server.formats() == ["json_object"] * 5  # json_schema was never sent
     system = server.requests[0]["messages"][0]["content"]
     assert "It must match this JSON schema" in system and '"action"' in system
-    assert record.totals.failed_steps == 0 and record.totals.cost > 0
+    assert record.totals.failed_steps == 0 and record.totals.paid_cost > 0
 
 
 def test_a_401_ends_the_session_at_once_and_a_fixed_key_reruns_it(tmp_path, capsys, deepseek, monkeypatch):

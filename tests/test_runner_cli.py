@@ -33,8 +33,8 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, capsys):
     assert f"experiment {exp.experiment_id}: 4 sessions in {exp.folder()}" in out
     assert "already finished: 0" in out and "to run: 4" in out
     assert any(line.split()[:4] == ["single", "2", "to", "run"] for line in out.splitlines())
-    assert "model calls: about" in out and "upper bound from the settings" in out
-    assert "cost: unknown" in out  # no litellm price for a scripted model
+    assert "sessions: about" in out and "judge   : about" in out and "of the settings' upper bound" in out
+    assert "cost unknown" in out and "cost in all: unknown" in out  # no litellm price for a scripted model
     assert "run_variant x 2 (2 at once), then score + annotate_gates, then ablations" in out
     assert "plumbing-grade" not in out  # no embedded model anywhere in this config
     assert model.calls == [] and not (tmp_path / "results").exists()
@@ -48,15 +48,15 @@ def test_sessions_only_runs_in_process_and_the_plan_then_uses_what_they_cost(tmp
     assert main(["batch", str(path), "--dry-run", "--variants", "memory-dr"]) == 0
     out = capsys.readouterr().out
     assert "2 sessions in" in out and "already finished: 2" in out and "to run: 0" in out
-    assert "mean of the 2 finished session(s)" in out and "model calls: about 0;" in out
+    assert "mean of the 2 finished session(s)" in out and "sessions: about 0 model calls" in out
 
 
 def test_the_embedded_model_is_called_plumbing_grade(tmp_path, capsys):
-    path = config(tmp_path, models={"default": "local/smollm2-135m"})
+    path = config(tmp_path, models={"default": "local/smollm2-135m"}, judge="local/smollm2-135m")
     assert main(["batch", str(path), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "plumbing-grade" in out and "numbers mean nothing about the study" in out
-    assert "cost: about $0.00" in out
+    assert "cost in all: about $0.00 (upper bound $0.00)" in out
 
 
 @pytest.mark.parametrize(("args", "message"), [

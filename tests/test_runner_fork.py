@@ -80,8 +80,8 @@ def test_a_control_with_the_parents_seed_reproduces_the_parent_exactly(parent, t
     assert [replay_view(e) for e in mine] == [replay_view(e) for e in events]
     assert {e.session_id for e in mine} == {forks.changed[0].name} != {parent.name}
     # Before N nothing reached the model (all cache hits); after N every call did.
-    assert all(c.cache_hit for e in mine[:D_CELL] for c in e.llm_calls)
-    assert not any(c.cache_hit for e in mine[D_CELL:] for c in e.llm_calls)
+    assert all(c.suite_replay for e in mine[:D_CELL] for c in e.llm_calls)
+    assert not any(c.suite_replay for e in mine[D_CELL:] for c in e.llm_calls)
     assert len(model.calls) == sum(len(e.llm_calls) for e in events[D_CELL:])
     record = record_of(forks.changed[0])
     assert record.fork is not None and record.fork.point.parent_id == parent.name

@@ -145,7 +145,8 @@ def test_a_redone_session_replays_model_answers_from_the_results_cache(tmp_path)
     record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
     assert replay.calls == []
     assert record.final_hypothesis == original.final_hypothesis == HYPOTHESIS
-    assert record.totals.cache_hits == record.totals.llm_calls == 3
+    assert record.totals.suite_replays == record.totals.llm_calls == 3
+    assert record.totals.paid_cost == 0 and record.totals.replayed_cost == original.totals.paid_cost
 
 
 def test_record_session_runs_inside_a_running_event_loop(tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _batch(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment, run_experiment
-    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch
+    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines
     from colabkit.runner.plan import make_plan
 
     exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
@@ -68,8 +69,9 @@ def _batch(args: argparse.Namespace) -> int:
             summary = run_experiment(exp, variants=variants, retry_errors=args.retry_errors, progress=not args.quiet)
             print(summary.line())
             return 1 if summary.count("failed") else 0
+        started = time.time()
         failed = run_batch(exp, notebooks=args.notebooks or REPO_NOTEBOOKS, variants=variants,
-                           retry_errors=args.retry_errors, progress=not args.quiet)
+                           retry_errors=args.retry_errors, progress=not args.quiet, started=started)
     except KeyboardInterrupt:
         print("\ninterrupted: finished sessions are kept; run the same command again to resume", file=sys.stderr)
         sys.stdout.flush()
@@ -78,6 +80,7 @@ def _batch(args: argparse.Namespace) -> int:
         # model call in a worker thread (the embedded model cannot stop mid-answer): abandon it.
         os._exit(130)
     _report(exp.folder(), make_plan(exp, items).finished, len(items), failed)
+    print(*spend_lines(*run_spend(exp.folder(), started, {spec.session_id for spec, _ in items})), sep="\n")
     _judge_report(exp)
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE)

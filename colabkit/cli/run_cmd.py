@@ -24,6 +24,7 @@ RECORD_FILE = "session.json"
 
 if TYPE_CHECKING:
     from colabkit.session import Event, SessionSpec
+    from colabkit.session.totals import Totals
     from colabkit.tasks import Task
 
 
@@ -137,9 +138,16 @@ def _run(args: argparse.Namespace) -> int:
     print(f"session: {folder}" + ("" if runs else " (already finished: not rerun)"))
     print(f"ended by: {record.ended_by} after {totals.actions} actions (AI {totals.ai_actions}, "
           f"humans {totals.human_actions}), {totals.llm_calls} LLM calls, {totals.tokens} tokens, "
-          f"${totals.cost:.4f}")
+          f"{_paid(totals)}")
     hypothesis = " ".join(record.final_hypothesis.split())
     print(f"final hypothesis: {hypothesis or '(empty)'}")
     if provider_error is not None:
         raise ColabkitError(provider_error)
     return 0
+
+
+def _paid(totals: Totals) -> str:
+    """What the session paid, and what the suite's cache replayed without paying."""
+    paid = "unknown paid" if totals.paid_cost is None else f"${totals.paid_cost:.4f} paid"
+    replays = f" ({totals.suite_replays} answers replayed from the cache, not paid again)" if totals.suite_replays else ""
+    return paid + replays

@@ -72,6 +72,8 @@ def _score(args: argparse.Namespace) -> int:
                   f"hms={_num(case.hms)} {'ok' if case.passed else 'FAILED'}")
     print(f"sessions: {report.sessions}, scored: {report.scored}, reused: {report.reused}, "
           f"incomplete: {report.incomplete}")
+    if report.judge is not None:
+        print(f"judge spend: {report.spend.line()}")
     if report.agreement:
         print("agreement over repeats: " + ", ".join(f"{k}={_num(v)}" for k, v in sorted(report.agreement.items())))
     if report.stopped:

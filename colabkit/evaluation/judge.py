@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -59,15 +59,34 @@ class JudgePrompt(BaseModel):
     instructions: str
     """The system message: what to judge, the definitions, the answer's meaning."""
 
-    def render(self, fields: Mapping[str, Any]) -> list[dict[str, str]]:
-        """The chat messages for this question about `fields` (sent as one JSON object)."""
-        payload = json.dumps(dict(fields), ensure_ascii=False, indent=1, sort_keys=True, default=str)
+    def render(self, fields: Mapping[str, Any], shared: Collection[str] = ()) -> list[dict[str, str]]:
+        """The chat messages for this question about `fields` (sent as one JSON object).
+
+        `shared` names the fields that are the same for every question of one batch (one
+        session's cells, its persona cards): they come first, so those questions share the
+        instructions and them as one prompt prefix, which the embedded model's KV context
+        and a provider's prefix cache serve instead of prefilling or billing it again. The
+        other fields follow; each part, and every nested object, in key order. Without
+        `shared` the payload is in key order throughout.
+        """
+        keys = sorted(fields, key=lambda key: (key not in shared, key))
+        payload = json.dumps({key: _key_ordered(fields[key]) for key in keys}, ensure_ascii=False, indent=1,
+                             default=str)
         return [{"role": "system", "content": self.instructions},
                 {"role": "user", "content": payload}]
 
     @property
     def ref(self) -> str:
         return f"{self.id}@{self.version}"
+
+
+def _key_ordered(value: Any) -> Any:
+    """`value` with every nested dict in key order (what `json.dumps(sort_keys=True)` does)."""
+    if isinstance(value, Mapping):
+        return {key: _key_ordered(value[key]) for key in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [_key_ordered(item) for item in value]
+    return value
 
 
 def prompt_version(prompts: tuple[JudgePrompt, ...]) -> str:
@@ -122,9 +141,13 @@ class Judge:
         return {"config": self.config.model_dump(mode="json"), "grade": self.grade}
 
     async def verdict(self, prompt: JudgePrompt, fields: Mapping[str, Any], schema: type[T], *,
-                      repeat: int = 0) -> Verdict[T]:
-        """Ask `prompt` about `fields`, expecting `schema`; failures come back flagged."""
-        messages = prompt.render(fields)
+                      repeat: int = 0, shared: Collection[str] = ()) -> Verdict[T]:
+        """Ask `prompt` about `fields`, expecting `schema`; failures come back flagged.
+
+        `shared`: the fields this question shares with the others of its batch (see
+        `JudgePrompt.render`).
+        """
+        messages = prompt.render(fields, shared)
         base = {"prompt_id": prompt.id, "prompt_version": prompt.version,
                 "model": self.config.model, "repeat": repeat}
         try:

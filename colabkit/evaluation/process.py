@@ -124,15 +124,28 @@ def missing_flag(metric: str, absent: Sequence[str]) -> str:
 
 async def ask_each(ctx: SessionContext, prompt: JudgePrompt, fields: Mapping[str, Mapping[str, Any]],
                    schema: type[T]) -> dict[str, Verdict[T]]:
-    """Ask `prompt` once per item (item id -> its fields); every item gets a verdict back."""
+    """Ask `prompt` once per item (item id -> its fields); every item gets a verdict back.
+
+    Fields equal across all the items (a session's cells, its persona cards) are rendered
+    first, so the questions share them as a prompt prefix (`JudgePrompt.render`).
+    """
     gate = asyncio.Semaphore(CONCURRENT_QUESTIONS)
+    shared = shared_fields(list(fields.values()))
 
     async def one(item_fields: Mapping[str, Any]) -> Verdict[T]:
         async with gate:
-            return await ctx.verdict(prompt, item_fields, schema)
+            return await ctx.verdict(prompt, item_fields, schema, shared=shared)
 
     answers = await asyncio.gather(*(one(f) for f in fields.values()))
     return dict(zip(fields, answers))
+
+
+def shared_fields(items: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The field names whose values are the same in every one of two or more items."""
+    if len(items) < 2:
+        return frozenset()
+    first = items[0]
+    return frozenset(key for key in first if all(key in item and item[key] == first[key] for item in items[1:]))
 
 
 def values_of(verdicts: Mapping[str, Verdict[T]]) -> dict[str, T | None]:

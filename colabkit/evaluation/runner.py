@@ -13,9 +13,12 @@ what was scored is kept, the rest is scored by the next run.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,12 +30,14 @@ from colabkit.evaluation.config import ScoringConfig
 from colabkit.evaluation.judge import PLUMBING_WARNING, Judge
 from colabkit.evaluation.records import ScoreFile, ScoreResult
 from colabkit.evaluation.reliability import (
+    CHECKS_DIR,
     SanityCheck,
     repeat_agreement,
     run_sanity_check,
     table_agreement,
 )
 from colabkit.evaluation.scorer import Scorer, SessionContext, scorers_for
+from colabkit.evaluation.spendlog import JudgeSpendLog
 from colabkit.evaluation.storage import (
     finished_sessions,
     load_context,
@@ -42,7 +47,7 @@ from colabkit.evaluation.storage import (
     write_score,
 )
 from colabkit.evaluation.tables import export_tables, load_judgements
-from colabkit.llm import BudgetExceeded, Gateway, ModelConfig, ProviderError
+from colabkit.llm import BudgetExceeded, Gateway, ModelConfig, ProviderError, Spend
 from colabkit.llm.providers import LOCAL_PROVIDER
 from colabkit.store import AtomicBatch
 from colabkit.tasks import TaskSuite, load_tasks
@@ -69,6 +74,9 @@ class ScoringReport:
     """With repeats: the job's agreement per metric over every session (`table_agreement`)."""
     stopped: str | None = None
     """Why the job stopped early (a spent budget, a provider refusing the judge), else None."""
+    spend: Spend = field(default_factory=Spend)
+    """What this job's judge paid (sanity check included), its suite replays apart; also
+    appended as it goes to `<results>/judge-runs.jsonl` (`colabkit.evaluation.spendlog`)."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -98,21 +106,30 @@ async def ascore_results(results: Path | str, config: ScoringConfig | None = Non
     if gateway is None and judged:
         gateway = Gateway(cache_dir=results / JUDGE_CACHE_DIR)
     the_judge = Judge(gateway, config.judge) if judged and gateway else None
+    spend_log = JudgeSpendLog(results, gateway, ",".join(s.name for s in scorers)) if the_judge and gateway else None
     try:
         if the_judge is not None:
             report.judge = the_judge.describe()
             if the_judge.grade == "plumbing":
                 report.warnings.append(PLUMBING_WARNING)
-            report.sanity = await run_sanity_check(the_judge, suite, _task_ids(folders), results,
-                                                   n_tasks=config.sanity_tasks)
+            # The sessions' own tasks (the grid's), as many as there are: the check never
+            # tops a small grid up with tasks outside it.
+            grid = _task_ids(folders)
+            async with _one_check_at_a_time(results):
+                report.sanity = await run_sanity_check(the_judge, suite, grid, results,
+                                                       n_tasks=min(config.sanity_tasks, len(grid) or config.sanity_tasks))
         if the_judge is not None and the_judge.config.provider == LOCAL_PROVIDER:
             concurrency = 1  # in-process models answer one call at a time; queued calls would time out
-        await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress)
+        await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress,
+                         spend_log)
     except BudgetExceeded as exc:
         report.stopped = f"budget: {exc.reason}"
     except ProviderError as exc:
         report.stopped = f"provider: {one_line(exc, 300)}"
     finally:
+        if spend_log is not None:
+            spend_log.flush()
+            report.spend = spend_log.total()
         if own_gateway and gateway is not None:
             gateway.close()
     export_tables(results)
@@ -129,7 +146,7 @@ def score_results(results: Path | str, config: ScoringConfig | None = None, **kw
 
 async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], judge: Judge | None,
                      repeats: int, suite: TaskSuite, report: ScoringReport, concurrency: int,
-                     progress: Callable[[int, int], None] | None) -> None:
+                     progress: Callable[[int, int], None] | None, spend_log: JudgeSpendLog | None) -> None:
     total, done = len(folders) * len(scorers), 0
     gate = asyncio.Semaphore(max(1, concurrency))
     reliable = report.sanity.passed if report.sanity is not None else None
@@ -160,6 +177,8 @@ async def _score_all(results: Path, folders: list[Path], scorers: list[Scorer], 
                     report.scored += 1
                     report.incomplete += 0 if score.result.complete else 1
                 done += 1
+                if spend_log is not None:
+                    spend_log.flush()
                 if progress is not None:
                     progress(done, total)
 
@@ -207,6 +226,29 @@ async def _safe_score(scorer: Scorer, ctx: SessionContext) -> ScoreResult:
         _log.exception("scorer %s failed on session %s", scorer.name, ctx.session_id)
         return ScoreResult(values=dict.fromkeys(scorer.columns), complete=False,
                            flags=[f"scorer_error: {type(exc).__name__}: {one_line(exc)}"])
+
+
+@asynccontextmanager
+async def _one_check_at_a_time(results: Path) -> AsyncIterator[None]:
+    """Hold `<results>/judge-checks/.lock` (an OS file lock) while a sanity check runs.
+
+    `colabkit batch` runs the score and annotate_gates notebooks at once on one results
+    folder; each began by running the same sanity check (the demo's 52 judge requests, twice,
+    at the same time). With the lock the second waits and reuses the check the first stored.
+    """
+    folder = results / CHECKS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(0.5)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _task_ids(folders: list[Path]) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -77,11 +77,12 @@ class SessionContext:
     def for_repeat(self, repeat: int) -> SessionContext:
         return replace(self, repeat=repeat, snapshot_source=lambda: self.snapshot)  # read once for all repeats
 
-    async def verdict(self, prompt: JudgePrompt, fields: Mapping[str, Any], schema: type[T]) -> Verdict[T]:
+    async def verdict(self, prompt: JudgePrompt, fields: Mapping[str, Any], schema: type[T], *,
+                      shared: Collection[str] = ()) -> Verdict[T]:
         """Ask the judge for this repeat; a scorer without a judge is a bug, not a missing score."""
         if self.judge is None:
             raise ColabkitError(f"session {self.session_id}: a judged scorer ran without a judge")
-        return await self.judge.verdict(prompt, fields, schema, repeat=self.repeat)
+        return await self.judge.verdict(prompt, fields, schema, repeat=self.repeat, shared=shared)
 
 
 class Scorer(ABC):

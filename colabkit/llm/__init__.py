@@ -13,6 +13,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from colabkit.llm.config import DEFAULT_MODEL, ModelConfig
+from colabkit.llm.cost import Spend
 from colabkit.llm.gateway import Gateway, RetryPolicy
 from colabkit.llm.prompts import PromptLog, logging_prompts, prompt_hash
 from colabkit.llm.providers import register_provider
@@ -38,6 +39,7 @@ __all__ = [
     "PromptLog",
     "ProviderError",
     "RetryPolicy",
+    "Spend",
     "StructuredOutputError",
     "logging_prompts",
     "prompt_hash",

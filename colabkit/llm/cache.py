@@ -3,7 +3,7 @@
 litellm 1.110 dropped its disk cache, and its in-memory cache's hit path needs extra
 packages, so this is a thin layer of our own in front of `litellm.acompletion`: the key is
 the sha256 of the model config (minus timeout), the exact messages, the response format
-and the sample index; the value is the raw answer text with its usage and cost. Raw text
+and the sample index; the value is the raw answer text with its usage (provider cache hits included) and cost. Raw text
 (not the validated object) is stored so a replay goes through the same parsing and the
 same repair calls as the original run.
 
@@ -33,6 +33,8 @@ class CachedAnswer(BaseModel, frozen=True):
     completion_tokens: int
     cost: float
     finish_reason: str | None = None
+    provider_cached_tokens: int = 0
+    """Prompt tokens the provider served from its prefix cache when the answer was paid."""
 
 
 def cache_key(config: ModelConfig, messages: list[dict[str, Any]],

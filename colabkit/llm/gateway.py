@@ -25,6 +25,7 @@ A refusal no retry can fix (bad key, unknown model, malformed request) raises
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import time
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ from colabkit.llm.records import (
     ProviderError,
     StructuredOutputError,
 )
-from colabkit.llm.schema import bounded_schema, parse_as, schema_instructions, token_bound
+from colabkit.llm.schema import parse_as, schema_instructions, shared_bounded_schema, token_bound
 
 T = TypeVar("T", bound=BaseModel)
 # Past the configured timeout litellm should have given up itself; this only catches a
@@ -99,7 +100,8 @@ class Gateway:
     """Sends requests through litellm; one per session or per experiment.
 
     `cache_dir` is where answers persist (an experiment's results folder); None keeps them
-    in memory for this gateway's lifetime. `budget` may be shared between gateways (see
+    in memory for this gateway's lifetime. `suite_replays` and `sent` count the requests
+    answered from that cache and sent to a provider. `budget` may be shared between gateways (see
     `Budget`). `retry` controls backoff; tests use zero delays. `modes` is the output mode
     that works for each model string, learnt from rejections (see the module docstring); a
     batch may pass one dict to all its session gateways so a lesson is learnt once per run.
@@ -112,9 +114,10 @@ class Gateway:
         self.retry = retry or RetryPolicy()
         self.records: list[CallRecord] = []
         self.modes: dict[str, OutputMode] = {} if modes is None else modes
-        self.cache_hits = 0
-        self.cache_misses = 0
+        self.suite_replays = 0  # answered from the response cache: nothing sent
+        self.sent = 0  # sent to the provider (a request, with its retries)
         self.kv_scope = next(_KV_SCOPES)
+        self._start_modes: dict[tuple[str, str], OutputMode] = {}
 
     async def complete(self, config: ModelConfig, messages: list[dict], *, caller: str,
                        sample: int = 0) -> tuple[str, CallRecord]:
@@ -150,8 +153,8 @@ class Gateway:
         failure the raw text of the last answer is on the error (`StructuredOutputError.raw`).
         """
         try:
-            bounded = bounded_schema(schema)
-            mode = self.modes.get(config.model) or starting_mode(config)
+            bounded = shared_bounded_schema(schema)
+            mode = self.modes.get(config.model) or self._starting_mode(config)
         except Exception as exc:  # a broken litellm install or schema must not crash a batch
             raise StructuredOutputError(f"{config.model} ({caller}): cannot prepare request: "
                                         f"{_describe(exc)}", attempts=0, records=[]) from exc
@@ -198,6 +201,13 @@ class Gateway:
             f"request(s), {attempts} attempt(s): {records[-1].error}",
             attempts=attempts, records=records, raw=raw)
 
+    def _starting_mode(self, config: ModelConfig) -> OutputMode:
+        """`providers.starting_mode`, asked once per model and gateway (it asks litellm's tables)."""
+        key = (config.model, config.provider)
+        if key not in self._start_modes:
+            self._start_modes[key] = starting_mode(config)
+        return self._start_modes[key]
+
     def close(self) -> None:
         """Release the persistent cache (the gateway is not usable afterwards)."""
         self.cache.close()
@@ -215,14 +225,14 @@ class Gateway:
         digest = prompt_hash(messages)
         key = cache_key(config, messages, format_key, sample)
         cached = self.cache.get(key)
-        if cached is not None:
-            self.cache_hits += 1
+        if cached is not None:  # a suite replay: nothing sent, nothing paid now
+            self.suite_replays += 1
             return _Outcome(cached, self._account(CallRecord(
                 caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=cached.prompt_tokens,
-                completion_tokens=cached.completion_tokens, cost=cached.cost,
-                latency_s=time.perf_counter() - started, cache_hit=True, attempts=0,
+                completion_tokens=cached.completion_tokens, cost=0.0, replayed_cost=cached.cost,
+                latency_s=time.perf_counter() - started, suite_replay=True, attempts=0,
                 output_mode=mode)))
-        self.cache_misses += 1
+        self.sent += 1
         kwargs = _litellm_kwargs(config, messages, caller=caller, sample=sample,
                                  response_format=response_format, max_tokens=max_tokens, kv_scope=self.kv_scope)
         try:
@@ -254,8 +264,8 @@ class Gateway:
         self.cache.put(key, answer)
         return _Outcome(answer, self._account(CallRecord(
             caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=answer.prompt_tokens,
-            completion_tokens=answer.completion_tokens, cost=answer.cost,
-            latency_s=time.perf_counter() - started, attempts=attempt, output_mode=mode)))
+            completion_tokens=answer.completion_tokens, provider_cached_tokens=answer.provider_cached_tokens,
+            cost=answer.cost, latency_s=time.perf_counter() - started, attempts=attempt, output_mode=mode)))
 
     def _account(self, record: CallRecord) -> CallRecord:
         self.records.append(record)
@@ -275,13 +285,17 @@ def _litellm_kwargs(config: ModelConfig, messages: list[dict], *, caller: str, s
     reproducible draw. Retries are ours alone (`num_retries=0`, `max_retries=0` for the
     OpenAI SDK), so every attempt is counted. `drop_params` drops what a provider does not
     support (e.g. `seed`) instead of failing. `metadata.kv_slot` (the gateway's scope and the
-    caller) picks the embedded model's KV context, so concurrent sessions of one process
-    never share one; litellm does not forward metadata to remote providers.
+    caller's role, the caller up to a ':') picks the embedded model's KV context, so
+    concurrent sessions of one process never share one, and a judge's questions
+    (`judge:<prompt id>`) share one: they are asked prompt by prompt, so consecutive ones
+    share their prefix there, where a context per prompt id (11) would be evicted and
+    reopened at every switch (`local.MAX_CONTEXTS` is 8); litellm does not forward metadata
+    to remote providers.
     """
     kwargs: dict[str, Any] = {
         "model": config.model, "messages": messages, "temperature": config.temperature,
         "timeout": config.timeout, "num_retries": 0,
-        "metadata": {"caller": caller, "kv_slot": f"{kv_scope}/{caller}"},
+        "metadata": {"caller": caller, "kv_slot": f"{kv_scope}/{caller.partition(':')[0]}"},
         "max_retries": 0, "drop_params": True, **config.extra}
     if config.seed is not None:
         kwargs["seed"] = config.seed + sample
@@ -295,16 +309,35 @@ def _litellm_kwargs(config: ModelConfig, messages: list[dict], *, caller: str, s
 
 
 def _answer_of(litellm: Any, response: Any) -> CachedAnswer:
+    """The answer with its usage and price: litellm prices the provider's usage, cached
+    prompt tokens at the provider's cache rate where its price table has one."""
     choice = response.choices[0]
     usage = getattr(response, "usage", None)
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")  # litellm priced it already
     try:
-        cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+        if not isinstance(cost, (int, float)):
+            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # unmapped model (local files, custom providers): nothing to pay
         cost = 0.0
     return CachedAnswer(text=choice.message.content or "",
                         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                        provider_cached_tokens=provider_cached_tokens(usage),
                         cost=cost, finish_reason=choice.finish_reason)
+
+
+def provider_cached_tokens(usage: Any) -> int:
+    """Prompt tokens the provider served from its prefix cache, as it reports them.
+
+    OpenAI's format (which litellm maps other providers' fields into) is
+    `prompt_tokens_details.cached_tokens`; DeepSeek's own field `prompt_cache_hit_tokens`
+    is read when the mapped one is absent. 0 when the provider says nothing.
+    """
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if not isinstance(cached, int) or cached <= 0:
+        cached = getattr(usage, "prompt_cache_hit_tokens", None)
+    return cached if isinstance(cached, int) and cached > 0 else 0
 
 
 def _plan(config: ModelConfig, schema: type[BaseModel], bounded: dict[str, Any],
@@ -314,9 +347,9 @@ def _plan(config: ModelConfig, schema: type[BaseModel], bounded: dict[str, Any],
     max_tokens = config.max_tokens or token_bound(bounded)
     if mode == "json_schema":
         native: Any = schema
-        if is_custom(config.provider):
+        if is_custom(config.provider):  # a copy: the schema is shared and providers may edit theirs
             native = {"type": "json_schema", "json_schema": {
-                "name": schema.__name__, "schema": bounded, "strict": True}}
+                "name": schema.__name__, "schema": copy.deepcopy(bounded), "strict": True}}
         return _Plan(mode, native, key, None, max_tokens)
     json_mode = {"type": "json_object"} if mode == "json_object" else None
     return _Plan(mode, json_mode, key, schema_instructions(bounded), max_tokens)

@@ -11,9 +11,9 @@ even when a step fails.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 # How a request asked for its output format (see `colabkit.llm.gateway`): the schema as the
 # provider's `response_format`, JSON mode plus the schema in the prompt, the schema in the
@@ -24,13 +24,23 @@ OutputMode = Literal["json_schema", "json_object", "instructions", "text"]
 class CallRecord(BaseModel):
     """One request to a model (with its transport retries), as accounted.
 
-    `attempts` counts transport attempts (0 for a cache hit: nothing was sent). A cache hit
-    carries the tokens and cost of the stored answer, so a replay accounts and hits budgets
-    exactly like the original run; `cache_hit` tells that nothing was paid this time.
-    `error` is set when the request failed or its answer did not validate. `prompt_hash` is
-    the sha256 of the messages as sent (`colabkit.llm.prompts`); the gateway always sets it.
-    `output_mode` says how the format was asked for (None only in records written before it
-    existed).
+    Two caches are kept apart, by name. A **suite replay** (`suite_replay`) is an answer
+    the suite's own response cache gave back (`colabkit.llm.cache`): nothing was sent and
+    nothing paid this run, so `cost` is 0, `attempts` 0, and `replayed_cost` keeps what the
+    answer cost when it was first paid. Its tokens are the stored answer's, and budgets are
+    charged `cost + replayed_cost`, so a replay ends a session exactly where the original
+    run ended it. A **provider cache hit** is the provider serving part of a sent prompt
+    from its prefix cache: `provider_cached_tokens` of the `prompt_tokens` (OpenAI's
+    `prompt_tokens_details.cached_tokens`, DeepSeek's `prompt_cache_hit_tokens`), which
+    `cost` already prices at the provider's cache rate where litellm knows it.
+
+    `cost` is what was paid for this request in this run (USD, litellm's price of the
+    provider's usage; 0 for unpriced local models). `error` is set when the request failed
+    or its answer did not validate. `prompt_hash` is the sha256 of the messages as sent
+    (`colabkit.llm.prompts`); the gateway always sets it. `output_mode` says how the format
+    was asked for (None only in records written before it existed). Records written before
+    event schema version 3 said `cache_hit` and put a replay's original cost in `cost`;
+    they are read into these fields.
     """
 
     caller: str
@@ -38,16 +48,43 @@ class CallRecord(BaseModel):
     prompt_hash: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    provider_cached_tokens: int = 0
     cost: float = 0.0
     latency_s: float = 0.0
-    cache_hit: bool = False
+    suite_replay: bool = False
+    replayed_cost: float = 0.0
     attempts: int = 0
     error: str | None = None
     output_mode: OutputMode | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_older(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "cache_hit" in data:
+            data = upgrade_call(data)
+        return data
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def accounted_cost(self) -> float:
+        """What this answer cost, paid now or when first paid (what budgets charge)."""
+        return self.cost + self.replayed_cost
+
+
+def upgrade_call(raw: dict[str, Any]) -> dict[str, Any]:
+    """A stored call record in this version's fields (an older one said `cache_hit` and
+    kept a replay's original cost in `cost`); a current one is returned unchanged."""
+    if "cache_hit" not in raw:
+        return raw
+    data = dict(raw)
+    replay = bool(data.pop("cache_hit"))
+    data["suite_replay"] = replay
+    if replay:
+        data["replayed_cost"], data["cost"] = data.get("cost", 0.0), 0.0
+    return data
 
 
 class LLMCallError(Exception):
@@ -123,7 +160,7 @@ class Budget(BaseModel):
             raise BudgetExceeded(reason)
 
     def charge(self, record: CallRecord) -> None:
-        self.spent_cost += record.cost
+        self.spent_cost += record.accounted_cost
         self.spent_tokens += record.total_tokens
         if self.parent is not None:
             self.parent.charge(record)

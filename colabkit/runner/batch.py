@@ -2,7 +2,9 @@
 
 A session spends nearly all its time waiting for a model, so sessions run as asyncio tasks
 in one process, at most min(concurrency.sessions, concurrency.kernels) at once (each holds
-one sandboxed kernel for its life). A session that fails (it ended in `error`, or it raised
+one sandboxed kernel for its life), and at most that many on the machine, across every
+process running into the same results folder (`runner.slots`: `colabkit batch` runs one
+process per variant). A session that fails (it ended in `error`, or it raised
 before it could start) is recorded with its reason and the batch goes on. A session another
 process is running is skipped for now and awaited at the end. Ctrl-C cancels the running
 sessions: each shuts its kernel down and removes its workspace on the way out, finished
@@ -14,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from colabkit.errors import ColabkitError
-from colabkit.llm import Budget
+from colabkit.llm import Budget, Spend
 from colabkit.llm.preflight import preflight
 from colabkit.runner.capacity import machine_kernel_cap
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
@@ -32,6 +35,7 @@ from colabkit.runner.recorder import (
     record_if_needed,
     reopen_for_retry,
 )
+from colabkit.runner.slots import MachineSlots
 from colabkit.runner.workarea import SessionLock, sweep
 from colabkit.session import Event, SessionSpec
 from colabkit.store import EVENTS_FILE, session_dir
@@ -45,17 +49,21 @@ def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
     """The outcome of a session whose record is on disk."""
     record = read_record(folder)
     failed = record.ended_by in RETRYABLE_ENDINGS
+    events = _events(folder) if ran else []
     return SessionOutcome(
         session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name, seed=spec.seed,
         status="cached" if not ran else ("failed" if failed else "done"), ran_here=ran, ended_by=record.ended_by,
-        error=_session_error(folder) if failed and ran else None,
-        tokens=record.totals.tokens if ran else 0, cost=record.totals.cost if ran else 0.0)
+        error=_session_error(events) if failed and ran else None,
+        tokens=record.totals.tokens if ran else 0, spend=Spend.of(c for e in events for c in e.llm_calls))
 
 
-def _session_error(folder: Path) -> str | None:
+def _events(folder: Path) -> list[Event]:
+    return [Event.model_validate_json(line) for line in (folder / EVENTS_FILE).read_bytes().splitlines() if line]
+
+
+def _session_error(events: list[Event]) -> str | None:
     """The reason an errored session gave in its last event (`session_end`)."""
-    lines = (folder / EVENTS_FILE).read_text(encoding="utf-8").splitlines()
-    last = Event.model_validate_json(lines[-1]) if lines else None
+    last = events[-1] if events else None
     return last.result[:300] if last is not None and last.action == "session_end" else None
 
 
@@ -73,17 +81,18 @@ class ProviderRefused(ColabkitError):
 async def run_one(spec: SessionSpec, task: Task, *, out: Path, limit: asyncio.Semaphore,
                   caps: LLMBudget = LLMBudget(),
                   on_event: Callable[[Event], None] | None = None,
-                  refused: list[str] | None = None) -> SessionOutcome:
+                  refused: list[str] | None = None, slots: MachineSlots | None = None) -> SessionOutcome:
     """Run one session of a batch (or find it done); never raises for the session's own failure.
 
-    Once a provider has refused an earlier session (`refused` holds that refusal), the
-    session is not started: its outcome is "skipped".
+    `limit` bounds this process's sessions, `slots` (when given) this machine's, across
+    processes. Once a provider has refused an earlier session (`refused` holds that
+    refusal), the session is not started: its outcome is "skipped".
     """
     folder = session_dir(spec, out)
     if not needs_run(folder):
         return outcome_of(spec, folder, ran=False)
     while True:
-        async with limit:
+        async with limit, (slots.hold() if slots is not None else nullcontext()):
             if refused:
                 return SessionOutcome(session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name,
                                       seed=spec.seed, status="skipped", ran_here=False, error=refused[0])
@@ -140,12 +149,13 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
                         key=lambda limits: limits.memory_mb + limits.tmp_mb)
         kernels = machine_kernel_cap(strictest).kernels
     limit = asyncio.Semaphore(min(sessions, kernels))
+    slots = MachineSlots(out, min(sessions, kernels))  # the same cap across this machine's processes
     bar = Progress(len(items), desc=desc, enabled=progress)
     outcomes: list[SessionOutcome | None] = [None] * len(items)
 
     async def one(index: int, spec: SessionSpec, task: Task) -> None:
         outcome = await run_one(spec, task, out=out, limit=limit, caps=caps, on_event=bar.on_event,
-                                refused=refused)
+                                refused=refused, slots=slots)
         outcomes[index] = outcome
         bar.finished(outcome)
 

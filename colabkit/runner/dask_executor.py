@@ -60,8 +60,7 @@ def run_on_dask(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, s
                 for future in as_completed(futures):
                     outcome: SessionOutcome = future.result()
                     outcomes[outcome.session_id] = outcome
-                    bar.tokens += outcome.tokens
-                    bar.cost += outcome.cost
+                    bar.spend = bar.spend + outcome.spend
                     bar.finished(outcome)
             except BaseException:
                 client.cancel(futures)

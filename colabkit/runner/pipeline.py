@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from colabkit.errors import ColabkitError
+from colabkit.evaluation.spendlog import JUDGE_JOURNAL
+from colabkit.llm import Spend
 from colabkit.runner.experiment import Experiment
-from colabkit.runner.progress import read_journal
+from colabkit.runner.progress import close_bar, journal_spend, progress_bar, read_journal
 from colabkit.runner.recorder import reopen_for_retry
 from colabkit.runner.workarea import sweep
 from colabkit.session import SessionSpec
@@ -60,8 +62,8 @@ class NotebookJob:
         return self.output.with_name(f".{self.output.stem}.{os.getpid()}{suffix}")
 
     def command(self, kernel: str) -> list[str]:
-        cmd = [sys.executable, "-m", "papermill", str(self.source), str(self.partial(".ipynb")), "--kernel", kernel,
-               "--cwd", str(self.output.parent), "--no-progress-bar"]
+        cmd = [sys.executable, "-m", "colabkit.runner.notebook_exec", str(self.source), str(self.partial(".ipynb")),
+               "--kernel", kernel, "--cwd", str(self.output.parent)]  # papermill, see there
         for key, value in self.parameters.items():
             cmd += ["-p", key, value]
         return cmd
@@ -170,22 +172,44 @@ class _Children:
                 proc.kill()
 
 
-def _watch(specs: list[SessionSpec], folder: Path, done: threading.Event, enabled: bool) -> None:
-    """A progress bar over the experiment's sessions, polled from the store and the run journal.
+def run_spend(folder: Path, since: float, session_ids: set[str]) -> tuple[Spend, Spend]:
+    """(the sessions' spend, the judge's spend) recorded in `folder` since `since` (epoch s).
+
+    The sessions' comes from the run journal (`runs.jsonl`, the grid's sessions only), the
+    judge's from the scoring jobs' journal (`judge-runs.jsonl`); both are written by the
+    notebooks' processes as they go, so the sum is the batch's total whatever ran where.
+    """
+    runs = read_journal(folder)
+    if len(runs):
+        runs = runs[(runs.time >= since) & runs.session_id.isin(session_ids)]
+    judged = read_journal(folder, JUDGE_JOURNAL)
+    if len(judged):
+        judged = judged[judged.time >= since]
+    return journal_spend(runs), journal_spend(judged)
+
+
+def spend_lines(sessions: Spend, judge: Spend) -> list[str]:
+    """The batch's spend: the sessions', the judge's, and their total."""
+    return [f"spend this run: sessions {sessions.line()}", f"                judge    {judge.line()}",
+            f"                total    {(sessions + judge).line()}"]
+
+
+def _watch(specs: list[SessionSpec], folder: Path, done: threading.Event, enabled: bool, started: float) -> None:
+    """A progress bar over the experiment's sessions, polled from the store and the journals.
 
     The notebooks run in other processes, so this reads what they leave: finished session
-    folders, and their attempts in `runs.jsonl` (done / failed, tokens and cost).
+    folders, their attempts in `runs.jsonl` (done / failed and what they paid) and the
+    scoring jobs' judge spend in `judge-runs.jsonl`; it keeps running through the scoring
+    stages so the judge's spend shows live too.
     """
-    from tqdm.auto import tqdm
-
-    started = time.time()
-
     def count() -> int:
         return sum(1 for spec in specs if is_finished(session_dir(spec, folder)))
 
     cached = count()
     wanted = {spec.session_id for spec in specs}
-    with tqdm(total=len(specs), desc="sessions", unit="session", disable=not enabled) as bar:
+    shown = ""
+    bar, handle = progress_bar(len(specs), desc="sessions", unit="session", enabled=enabled)
+    try:
         bar.update(cached)
         while True:
             stop = done.wait(1.0)
@@ -193,22 +217,32 @@ def _watch(specs: list[SessionSpec], folder: Path, done: threading.Event, enable
             if len(journal):
                 journal = journal[(journal.time >= started) & journal.session_id.isin(wanted)]
             failed = int((journal.status == "failed").sum()) if len(journal) else 0
-            tokens = int(journal.tokens.sum()) if len(journal) else 0
-            cost = float(journal.cost.sum()) if len(journal) else 0.0
-            bar.set_postfix_str(f"done {len(journal) - failed} failed {failed} cached {cached} | "
-                                f"{tokens} tok ${cost:.4f}", refresh=False)
+            sessions, judge = run_spend(folder, started, wanted)
+            postfix = (f"done {len(journal) - failed} failed {failed} cached {cached} | sessions "
+                       f"${sessions.paid_cost:.4f} + judge ${judge.paid_cost:.4f} = "
+                       f"${sessions.paid_cost + judge.paid_cost:.4f} paid")
+            changed, shown = postfix != shown, postfix
+            bar.set_postfix_str(postfix, refresh=False)
             if (n := count()) != bar.n:
                 bar.update(n - bar.n)
+            elif changed:  # the judge's spend moves after the last session: show it
+                bar.refresh()
             if stop:
                 return
+    finally:
+        close_bar(bar, handle)
 
 
 def run_batch(exp: Experiment, *, notebooks: Path = REPO_NOTEBOOKS, variants: Sequence[str] | None = None,
               retry_errors: bool = False, kernel: str = "python3", progress: bool = True,
-              say: Callable[[str], None] = print) -> list[str]:
-    """Execute the experiment's notebooks; return the names of notebooks that failed."""
+              say: Callable[[str], None] = print, started: float | None = None) -> list[str]:
+    """Execute the experiment's notebooks; return the names of notebooks that failed.
+
+    The progress bar's spend counts what was recorded since `started` (default: now).
+    """
     from datetime import UTC, datetime
 
+    started = time.time() if started is None else started
     chosen = list(variants or exp.variants)
     items = exp.sessions(chosen)
     config = write_config(exp)
@@ -223,16 +257,16 @@ def run_batch(exp: Experiment, *, notebooks: Path = REPO_NOTEBOOKS, variants: Se
         say(f"--retry-errors: {len(reopened)} session(s) reopened")
     children, failed = _Children(), []
     done = threading.Event()
-    watcher = threading.Thread(target=_watch, args=([s for s, _ in items], folder, done, progress), daemon=True)
+    watcher = threading.Thread(target=_watch, args=([s for s, _ in items], folder, done, progress, started),
+                               daemon=True)
     watcher.start()
     try:
         failed += _run_all(children, runs, exp.concurrency.notebooks, kernel)
-        done.set()
-        watcher.join()
         for stage in stages:
             failed += _run_all(children, stage, len(stage), kernel)
     finally:
         done.set()
+        watcher.join()
     return failed
 
 

@@ -1,8 +1,11 @@
 """What a batch reports while it runs and when it ends.
 
 One progress bar (tqdm.auto: a widget in Jupyter, text in a terminal) counts sessions
-done / failed / cached, with the tokens and cost spent so far, updated on every event so a
-slow model still shows movement. Every session this process ran (or failed to run) is
+done / failed / cached, with what was paid so far (`Spend`: paid cost and tokens, the
+provider's cached share, the suite's replays apart), updated on every event so a slow model
+still shows movement. In a notebook the bar is displayed with a display id and updated once
+more when it closes, so a rendered notebook (papermill stores what was last sent) shows its
+final state, not its first. Every session this process ran (or failed to run) is
 appended to `<results>/runs.jsonl`, one JSON line per attempt, so what happened to a
 session across reruns and processes can be read back (`read_journal`).
 """
@@ -17,8 +20,9 @@ from typing import Any, Literal
 
 import orjson
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from colabkit.llm import Spend
 from colabkit.session import Event
 
 JOURNAL = "runs.jsonl"
@@ -40,7 +44,8 @@ class SessionOutcome(BaseModel):
     ended_by: str | None = None
     error: str | None = None
     tokens: int = 0
-    cost: float = 0.0
+    spend: Spend = Field(default_factory=Spend)
+    """What this run paid for the session's calls, its suite replays apart."""
 
 
 class BatchSummary(BaseModel):
@@ -52,34 +57,34 @@ class BatchSummary(BaseModel):
         return sum(1 for o in self.outcomes if o.status == status)
 
     def table(self) -> pd.DataFrame:
-        columns = list(SessionOutcome.model_fields)
-        return pd.DataFrame([o.model_dump() for o in self.outcomes], columns=columns)
+        columns = [c for c in SessionOutcome.model_fields if c != "spend"]
+        return pd.DataFrame([{**o.model_dump(exclude={"spend"}), "paid_cost": o.spend.paid_cost,
+                              "suite_replays": o.spend.suite_replays} for o in self.outcomes],
+                            columns=[*columns, "paid_cost", "suite_replays"])
+
+    def spend(self) -> Spend:
+        return sum((o.spend for o in self.outcomes), Spend())
 
     def line(self) -> str:
-        tokens = sum(o.tokens for o in self.outcomes)
-        cost = sum(o.cost for o in self.outcomes)
         return (f"{len(self.outcomes)} sessions: {self.count('done')} done, {self.count('failed')} failed, "
-                f"{self.count('cached')} cached; {tokens} tokens, ${cost:.4f} this run")
+                f"{self.count('cached')} cached; this run: {self.spend().short()}")
 
 
 class Progress:
     """The live counters behind the bar; safe to call from one event loop."""
 
     def __init__(self, total: int, *, desc: str, enabled: bool = True) -> None:
-        from tqdm.auto import tqdm
-
         self.counts = {"done": 0, "failed": 0, "cached": 0, "skipped": 0}
-        self.tokens, self.cost = 0, 0.0
+        self.spend = Spend()
         self._shown = 0.0
-        self.bar = tqdm(total=total, desc=desc, unit="session", disable=not enabled, dynamic_ncols=True)
+        self.bar, self._handle = progress_bar(total, desc=desc, unit="session", enabled=enabled)
         self._refresh()
 
     def on_event(self, event: Event) -> None:
-        for call in event.llm_calls:
-            self.tokens += call.prompt_tokens + call.completion_tokens
-            self.cost += call.cost
-        if event.llm_calls and time.monotonic() - self._shown > 1.0:  # live, but not a line per event
-            self._refresh()
+        if event.llm_calls:
+            self.spend = self.spend + Spend.of(event.llm_calls)
+            if time.monotonic() - self._shown > 1.0:  # live, but not a line per event
+                self._refresh()
 
     def finished(self, outcome: SessionOutcome) -> None:
         self.counts[outcome.status] += 1
@@ -88,19 +93,46 @@ class Progress:
 
     def _refresh(self) -> None:
         self.bar.set_postfix_str(f"done {self.counts['done']} failed {self.counts['failed']} "
-                                 f"cached {self.counts['cached']} | {self.tokens} tok ${self.cost:.4f}",
-                                 refresh=False)
+                                 f"cached {self.counts['cached']} | {self.spend.short()}", refresh=False)
         self.bar.refresh()
         self._shown = time.monotonic()
 
     def close(self) -> None:
-        self.bar.close()
+        close_bar(self.bar, self._handle)
+
+
+def progress_bar(total: int, *, desc: str, unit: str, enabled: bool = True) -> tuple[Any, Any]:
+    """(a tqdm.auto bar, the display handle of its notebook widget or None).
+
+    tqdm's notebook widget shows its text form (what a rendered notebook keeps) as it was
+    when first displayed; displaying it under a display id lets `close_bar` send the final
+    state once more.
+    """
+    from tqdm.auto import tqdm
+
+    notebook = enabled and any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
+    if not notebook:
+        return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, dynamic_ncols=True), None
+    from IPython.display import display
+
+    bar = tqdm(total=total, desc=desc, unit=unit, display=False)
+    return bar, display(bar.container, display_id=True)
+
+
+def close_bar(bar: Any, handle: Any) -> None:
+    """Close the bar; in a notebook, send its final state to its display once more."""
+    if handle is not None:
+        bar.refresh()
+        bar.close()
+        handle.update(bar.container)
+    else:
+        bar.close()
 
 
 def journal(out: Path, outcome: SessionOutcome) -> None:
     """Append one attempt to `<out>/runs.jsonl` (one write with O_APPEND: lines never interleave)."""
     entry: dict[str, Any] = {**outcome.model_dump(), "pid": os.getpid(), "host": socket.gethostname(),
-                             "time": time.time()}
+                             "time": time.time()}  # `spend` nested: read_journal flattens it
     fd = os.open(out / JOURNAL, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
     try:
         os.write(fd, orjson.dumps(entry) + b"\n")
@@ -108,8 +140,23 @@ def journal(out: Path, outcome: SessionOutcome) -> None:
         os.close(fd)
 
 
-def read_journal(out: Path | str) -> pd.DataFrame:
-    """Every attempt recorded in `<out>/runs.jsonl` (empty when nothing ran yet)."""
-    path = Path(out) / JOURNAL
+def read_journal(out: Path | str, name: str = JOURNAL) -> pd.DataFrame:
+    """Every attempt recorded in `<out>/runs.jsonl` (or journal `name`; empty when nothing ran yet).
+
+    The spend of each attempt is flat, in `spend.<field>` columns (`Spend`'s fields; 0 for
+    lines written before they existed, whose `cost` counted replays as paid).
+    """
+    path = Path(out) / name
     rows = [orjson.loads(line) for line in path.read_bytes().splitlines() if line] if path.is_file() else []
-    return pd.DataFrame(rows)
+    df = pd.json_normalize(rows) if rows else pd.DataFrame()
+    for name in Spend.model_fields:
+        column = f"spend.{name}"
+        df[column] = df[column].fillna(0) if column in df else 0
+    return df
+
+
+def journal_spend(rows: pd.DataFrame) -> Spend:
+    """The sum of the journal rows' spend."""
+    if not len(rows):
+        return Spend()
+    return Spend(**{name: rows[f"spend.{name}"].sum().item() for name in Spend.model_fields})

@@ -29,12 +29,14 @@ from colabkit.tasks import Task, load_tasks
 
 
 def replay_view(events: list[Event]) -> list[dict[str, Any]]:
-    """The events as `comparable` gives them, less each call's cache hit and attempts."""
+    """The events as `comparable` gives them, less what a replay changes in each call by nature:
+    that the suite's cache answered it (`suite_replay`), what this run paid for it (nothing, the
+    original cost moving to `replayed_cost`) and its attempts."""
     rows = comparable(events)
     for row in rows:
         for call in row["llm_calls"]:
-            call.pop("cache_hit")
-            call.pop("attempts")
+            for key in ("suite_replay", "cost", "replayed_cost", "attempts"):
+                call.pop(key)
     return rows
 
 

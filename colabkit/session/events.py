@@ -28,9 +28,12 @@ from colabkit.session.person import PersonStep
 from colabkit.team import ACTION_TYPES, GateScope
 
 EVENT_SCHEMA_VERSION: Final = 3
-"""Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule;
-version 3 added `person` (a step taken by a person in a seat). A stored line without
-`schema_version` was written by version 1."""
+"""Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule.
+Version 3 added `person` (a step taken by a person in a seat) and split the calls' cost:
+`cost` is what was paid, a suite replay (`suite_replay`, was `cache_hit`) keeps its original
+cost in `replayed_cost`, and `provider_cached_tokens` counts the provider's prefix-cache hits;
+older calls are read into these fields (`colabkit.llm.records.upgrade_call`). A stored line
+without `schema_version` was written by version 1."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
 """How a session ended; the one definition every layer imports."""
 INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "llm_budget", "provider_error"})

@@ -8,8 +8,9 @@ study metric with its own definition (analysis layer); the counts here are its r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.settings import SessionSettings, Side
@@ -23,6 +24,13 @@ class Totals(BaseModel):
     `ai_budget`, `human_budget` and `team_budget` (None: no team-wide cap) are the budgets
     they were counted against. A side's figures exist even when it has no members (a single
     agent's `human_actions` is 0), so every session has the same columns.
+
+    The calls' figures (`llm_calls`, tokens) count every answer the session used. What was
+    paid is `paid_cost`; answers the suite's response cache replayed are `suite_replays`,
+    their original cost `replayed_cost` (not paid by this run); `provider_cached_tokens`
+    are prompt tokens the provider served from its prefix cache. Totals stored before
+    record version 3 had `cost` (replays counted as paid) and `cache_hits`; they are read
+    into these fields (`upgrade_totals`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -36,8 +44,11 @@ class Totals(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     tokens: int
-    cost: float
-    cache_hits: int
+    paid_cost: float | None
+    """None only for an older record whose replays were counted as paid (split unknown)."""
+    replayed_cost: float | None
+    suite_replays: int
+    provider_cached_tokens: int
     requests: int
     approved: int
     rejected: int
@@ -51,6 +62,30 @@ class Totals(BaseModel):
     team_budget: int | None
     ai_actions: int
     human_actions: int
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_older(cls, data: Any) -> Any:
+        return upgrade_totals(data) if isinstance(data, dict) else data
+
+
+def upgrade_totals(raw: dict[str, Any]) -> dict[str, Any]:
+    """Stored totals in this version's fields; a current dict is returned unchanged.
+
+    Before version 3, `cost` counted suite replays at their original cost and `cache_hits`
+    counted the replays. Without replays `cost` was all paid; with some, the split is
+    unknown from the totals alone (the events have it), so both costs are None.
+    """
+    if "cache_hits" not in raw and "cost" not in raw:
+        return raw
+    data = dict(raw)
+    replays = int(data.pop("cache_hits", 0) or 0)
+    cost = data.pop("cost", 0.0)
+    data.setdefault("suite_replays", replays)
+    data.setdefault("paid_cost", cost if replays == 0 else None)
+    data.setdefault("replayed_cost", 0.0 if replays == 0 else None)
+    data.setdefault("provider_cached_tokens", 0)
+    return data
 
 
 def session_totals(
@@ -80,8 +115,10 @@ def session_totals(
         prompt_tokens=sum(c.prompt_tokens for c in calls),
         completion_tokens=sum(c.completion_tokens for c in calls),
         tokens=sum(c.prompt_tokens + c.completion_tokens for c in calls),
-        cost=sum(c.cost for c in calls),
-        cache_hits=sum(1 for c in calls if c.cache_hit),
+        paid_cost=sum(c.cost for c in calls),
+        replayed_cost=sum(c.replayed_cost for c in calls),
+        suite_replays=sum(1 for c in calls if c.suite_replay),
+        provider_cached_tokens=sum(c.provider_cached_tokens for c in calls),
         requests=sum(1 for e in task if e.status == "pending"),
         approved=count("approve", "approved"),
         rejected=count("reject", "rejected"),

@@ -23,6 +23,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from colabkit.errors import ColabkitError, one_line
+from colabkit.llm.records import upgrade_call
+from colabkit.session.totals import upgrade_totals
 from colabkit.store.atomic import atomic_path
 from colabkit.store.layout import EVENTS_FILE, SESSION_FILE
 
@@ -33,8 +35,8 @@ _EVENT_FIELDS = ("phase", "round", "participant", "action", "status", "result", 
                  "request_id", "signatory", "decision", "decision_reason", "proposer",
                  "cell_index", "message_index", "editor_version", "time")
 _GATE_FIELDS = ("gate_scope", "gate_note", "gate_signatory")
-_CALL_TOTALS = ("n_calls", "prompt_tokens", "completion_tokens", "tokens", "cost", "latency_s",
-                "cache_hits", "llm_errors")
+_CALL_TOTALS = ("n_calls", "prompt_tokens", "completion_tokens", "tokens", "provider_cached_tokens", "cost",
+                "replayed_cost", "latency_s", "suite_replays", "llm_errors")
 EVENT_COLUMNS = ("session_id", "event_id", "seq", "schema_version", "task_id", "variant", "seed", *_EVENT_FIELDS,
                  *_GATE_FIELDS, "args_json", *_CALL_TOTALS, "prompt_hashes", "output_modes", "actor_kind")
 SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "person_seats", "memory", "gate_source",
@@ -43,7 +45,7 @@ SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "va
                    "isolation_level", "package_version", "started", "finished", "duration_s")
 _INDEX_COLUMNS = ("cell_index", "message_index", "editor_version")  # nullable: only creating events have one
 _INT_EVENT_COLUMNS = ("seq", "schema_version", "seed", "round", "n_calls", "prompt_tokens", "completion_tokens", "tokens",
-                      "cache_hits", "llm_errors")
+                      "provider_cached_tokens", "suite_replays", "llm_errors")
 
 
 def _finished(out: Path, session_ids: Iterable[str] | None) -> list[tuple[str, Path, int]]:
@@ -106,7 +108,7 @@ def _session_row(rec: dict) -> dict:
         "briefings_json": _json(rec.get("briefings")), "isolation_level": rec["isolation_level"],
         "package_version": rec["package_version"], "started": rec["started"], "finished": rec["finished"],
     }
-    for key, value in rec["totals"].items():
+    for key, value in upgrade_totals(rec["totals"]).items():
         row[key if key not in SESSION_COLUMNS else f"total_{key}"] = value
     return row
 
@@ -138,12 +140,14 @@ def _append_events(folder: Path, rec: dict, cols: dict[str, list]) -> None:
         n = len(events)
         seqs = [ev["seq"] for ev in events]
         gates = [ev.get("gate_rule") or {} for ev in events]
-        calls = [ev.get("llm_calls") or [] for ev in events]
+        calls = [[upgrade_call(x) for x in ev.get("llm_calls") or ()] for ev in events]
         prompt = [_call_sum(c, "prompt_tokens") for c in calls]
         completion = [_call_sum(c, "completion_tokens") for c in calls]
         cost = [float(_call_sum(c, "cost")) for c in calls]
+        replayed = [float(sum(x.get("replayed_cost", 0.0) for x in c)) for c in calls]
+        provider_cached = [sum(x.get("provider_cached_tokens", 0) for x in c) for c in calls]
         latency = [float(_call_sum(c, "latency_s")) for c in calls]
-        cache_hits = [sum(1 for x in c if x["cache_hit"]) if c else 0 for c in calls]
+        replays = [sum(1 for x in c if x["suite_replay"]) if c else 0 for c in calls]
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise ColabkitError(f"malformed event log {path}: {type(exc).__name__}: "
                            f"{one_line(exc)}") from None
@@ -169,9 +173,11 @@ def _append_events(folder: Path, rec: dict, cols: dict[str, list]) -> None:
     cols["prompt_tokens"] += prompt
     cols["completion_tokens"] += completion
     cols["tokens"] += [p + c for p, c in zip(prompt, completion, strict=True)]
+    cols["provider_cached_tokens"] += provider_cached
     cols["cost"] += cost
+    cols["replayed_cost"] += replayed
     cols["latency_s"] += latency
-    cols["cache_hits"] += cache_hits
+    cols["suite_replays"] += replays
     cols["llm_errors"] += [sum(1 for x in c if x.get("error")) if c else 0 for c in calls]
 
 
@@ -189,7 +195,7 @@ def _read_jsonl(finished: list[tuple[str, Path, int]], *, events: bool) -> pd.Da
         return _sessions_frame(rows)
     df = pd.DataFrame(cols)
     df = df.astype({c: "int64" for c in _INT_EVENT_COLUMNS} | {c: "Int64" for c in _INDEX_COLUMNS}
-                   | {"time": "float64", "cost": "float64", "latency_s": "float64"})
+                   | {"time": "float64", "cost": "float64", "replayed_cost": "float64", "latency_s": "float64"})
     return df.sort_values(["session_id", "seq"], kind="stable").reset_index(drop=True)
 
 
@@ -213,8 +219,9 @@ def load_events(out: Path | str, session_ids: Iterable[str] | None = None) -> pd
     editor_version: indices into the session's snapshot), the gate rule of a `pending` event
     (gate_scope, gate_note, gate_signatory), `args_json` (the action's arguments as JSON
     text: their shape varies by action), the totals of the LLM calls behind the event
-    (n_calls, prompt_tokens, completion_tokens, tokens, cost, latency_s, cache_hits,
-    llm_errors), their `prompt_hashes` (";"-joined, keys into `prompts.jsonl`) and their
+    (n_calls, prompt_tokens, completion_tokens, tokens, provider_cached_tokens, cost (paid
+    in the run that wrote it), replayed_cost, latency_s, suite_replays, llm_errors; older
+    logs are read into these names), their `prompt_hashes` (";"-joined, keys into `prompts.jsonl`) and their
     `output_modes` (";"-joined: how each call asked for its format, see `colabkit.llm.gateway`).
     """
     return _load(out, EVENTS_PARQUET, session_ids, events=True)
