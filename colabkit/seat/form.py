@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -75,7 +76,7 @@ def validate_step(question: Question[Any], fields: dict[str, str]) -> Any:
     return step
 
 
-class Form:
+class Form(ABC):
     """A form on a desk: collects fields, validates, records invalid attempts, resolves the future."""
 
     def __init__(self, question: Question[Any], presentation: Presentation[Any],
@@ -98,11 +99,13 @@ class Form:
         if self.presentation.first_interaction is None:
             self.presentation.first_interaction = stamp()
 
+    @abstractmethod
     def fields(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """What the person entered, as the answer's fields."""
 
+    @abstractmethod
     def validate(self, fields: dict[str, Any]) -> Any:
-        raise NotImplementedError
+        """The answer those fields make, or `InvalidInput` saying why there is none."""
 
     def try_submit(self) -> bool:
         """Send a valid answer (True), or show and record why not (False)."""
