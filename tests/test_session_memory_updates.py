@@ -16,9 +16,11 @@ from helpers.scripted import use_scripted
 
 from colabkit.evaluation.gates import gate_requests
 from colabkit.llm import Gateway, ModelConfig
+from colabkit.runner import build_spec
 from colabkit.session import ListSink, SessionSettings, SessionSpec, run_session
 from colabkit.session.actions import Action, InvalidAction, valid_actions
 from colabkit.session.memory_updates import LivingMemory
+from colabkit.session.preview import preview
 from colabkit.session.react import step_schema
 from colabkit.session.scheduler import round_order
 from colabkit.tasks import load_tasks
@@ -190,16 +192,25 @@ def test_a_gate_added_mid_task_holds_the_next_matching_action(tmp_path):
     assert [r.request_id for r in gate_requests(events)] == ["req-1"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", STUDY_VARIANT_NAMES)
-def test_no_study_variant_is_offered_or_can_decode_a_memory_update(tmp_path, name):
-    var = variant(name)
-    build = {pid: [SLOTS, {**SLOTS, "gates": []}] if pid == "ai" else [SLOTS, ACCEPT] for pid in var.team}
-    scripts = {pid: [*(build[pid] if var.memory else []), say("propose_memory_update", "x", "plan")]
-               for pid in var.team}
-    _, events, calls = run(tmp_path, name, scripts, seed=0, max_rounds=2)
-    task_calls = [c for c in calls if "Valid actions" in c["messages"][-1]["content"]]
-    assert task_calls and not any("propose_memory_update" in c["messages"][-1]["content"] for c in task_calls)
-    assert not [e for e in events if e.action in ("memory_updated", "memory_update_dropped")]
-    # A model writing the action anyway (no grammar here) gets a failed step, never an update.
-    assert {e.status for e in events if e.action == "propose_memory_update"} <= {"failed_step"}
+def test_no_study_variant_is_offered_a_memory_update(name):
+    # What the engine itself sets up and renders for each participant (`session.preview`).
+    views = preview(build_spec(TASK.id, name, 0), TASK)
+    for view in views.values():
+        assert "propose_memory_update" not in view.valid_actions
+        assert "propose_memory_update" not in view.task.user + view.task.system
+        assert all("propose_memory_update" not in p.user and "may propose an update" not in p.user
+                   for p in view.build)
+    dynamic = preview(build_spec(TASK.id, "dynamic-dr", 0), TASK)["D"]
+    assert "propose_memory_update" in dynamic.valid_actions  # the same check sees it where it is
+
+
+def test_a_memory_update_written_in_a_frozen_variant_is_malformed_output(tmp_path):
+    # The embedded model's grammar has no such action outside Dynamic; a provider without one
+    # may still write it: the step schema refuses it (retried, then a failed step), never an update.
+    bad = say("propose_memory_update", "x", "plan")
+    _, events, _ = run(tmp_path, "default-d", {"ai": [bad] * 3, "D": [bad] * 3}, seed=0, max_rounds=1)
+    steps = [e for e in events if e.participant in ("ai", "D")]
+    assert steps and {(e.action, e.status) for e in steps} == {("invalid_output", "failed_step")}
+    assert all("invalid StepSchema: action" in e.result for e in steps)
+    assert not [e for e in events if e.action in ("propose_memory_update", "memory_updated")]
