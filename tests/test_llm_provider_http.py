@@ -15,13 +15,13 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import litellm
 import pytest
+from helpers.loopback import LoopbackServer
 from helpers.scripted import use_scripted
 from pydantic import BaseModel, Field
 
@@ -53,7 +53,7 @@ RATE_LIMITED = _error(429, "Rate limit reached for requests", "rate_limit_error"
 SERVER_ERROR = _error(500, "The server had an error while processing your request", "server_error")
 
 
-class FakeDeepSeek:
+class FakeDeepSeek(LoopbackServer):
     """DeepSeek's chat API as documented, with scripted answers and queued faults.
 
     `answers` are popped per successful request (dicts are sent as JSON text); `faults` are
@@ -68,35 +68,13 @@ class FakeDeepSeek:
         self.json_object = json_object
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = fake.reply(self.path, self.headers.get("Authorization"), body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        super().__init__()
 
     def formats(self) -> list[str | None]:
         """The `response_format` type of every request, in order."""
         return [(r.get("response_format") or {}).get("type") for r in self.requests]
 
-    def reply(self, path: str, auth: str | None, body: dict) -> tuple[int, dict]:
+    def handle(self, path: str, auth: str | None, body: dict) -> tuple[int, dict]:
         with self.lock:
             self.requests.append(body)
             if path.rstrip("/") != "/chat/completions":

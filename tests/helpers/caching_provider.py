@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from helpers.loopback import LoopbackServer
 
 KEY = "sk-test-caching"
 
 
-class CachingProvider:
+class CachingProvider(LoopbackServer):
     def __init__(self, default: dict | str, *, usage_format: str = "deepseek",
                  answer: Callable[[dict], dict | str] | None = None) -> None:
         self.default = default
@@ -29,31 +30,9 @@ class CachingProvider:
         self.usages: list[dict[str, Any]] = []
         self.prompts: list[list[str]] = []
         self.lock = threading.Lock()
-        fake = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = fake.reply(body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def reply(self, body: dict) -> tuple[int, dict]:
+    def handle(self, path: str, auth: str | None, body: dict) -> tuple[int, dict]:
         kind = (body.get("response_format") or {}).get("type", "text")
         if kind not in ("text", "json_object"):
             return 400, {"error": {"message": "This response_format type is unavailable now",
