@@ -89,7 +89,7 @@ def test_the_batch_report_says_when_the_judge_failed_its_check_or_is_plumbing_gr
     exp = load_experiment(config(tmp_path))
     _judge_report(exp)
     assert "JUDGE NOT RELIABLE: the judge's sanity check did not run" in capsys.readouterr().out
-    path = sanity_check_path(exp.folder(), exp.judge_config())
+    path = sanity_check_path(exp.folder(), exp.scoring().judge)  # where the scoring job stores it
     path.parent.mkdir(parents=True)
     failed = SanityCheck(judge={}, cases=[], passed=False, reason="failed: self on t1", checked_at=datetime.now(UTC))
     atomic_write_text(path, failed.model_dump_json())

@@ -96,7 +96,7 @@ def _judge_report(exp: Experiment) -> None:
 
     if not any(scorer.uses_judge for scorer in scorers_for(list(exp.metrics))):
         return
-    judge = exp.judge_config()
+    judge = exp.scoring().judge  # as the scoring job ran it (temperature 0): the check is stored under it
     grade, reliable, reason = judge_standing(exp.folder(), judge)
     warning = judge_warning(grade, reliable)
     if warning:
