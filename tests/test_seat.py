@@ -48,11 +48,11 @@ def observation(valid: tuple[str, ...], requests: tuple[str, ...] = (), team=("a
                        valid_actions=valid, standing_actions=valid)
 
 
-def step_form(obs: Observation) -> tuple[StepForm, Presentation]:
+def step_form(obs: Observation, schema: type | None = None) -> tuple[StepForm, Presentation]:
     from colabkit.session.actions import StepSchema
 
     loop = asyncio.new_event_loop()
-    question = Question("D", "step", ModelConfig(model="person/x"), [], StepSchema, 0, obs.team, obs)
+    question = Question("D", "step", ModelConfig(model="person/x"), [], schema or StepSchema, 0, obs.team, obs)
     presentation: Presentation = Presentation(future=loop.create_future(), rendered_hash="h")
     return StepForm(question, presentation, loop), presentation
 
@@ -86,6 +86,24 @@ def test_invalid_input_is_shown_and_recorded_never_sent():
     presentation.future.get_loop().run_until_complete(asyncio.sleep(0))
     assert presentation.future.result().action == "approve" and presentation.future.result().to == "req-2"
     assert presentation.first_interaction is not None and len(presentation.invalid_attempts) == 2
+
+
+def test_in_a_dynamic_team_the_form_proposes_and_decides_memory_updates():
+    from colabkit.session.react import step_schema
+
+    valid = valid_actions("D", ("ai", "D", "R"), has_requests=True, memory_updates=True)
+    obs = observation(valid, ("req-2",)).model_copy(
+        update={"updates_for_me": ("upd-1 from ai: plan: 'x' -- waiting for D, R",)})
+    form, presentation = step_form(obs, step_schema(200, 500, True))
+    assert "propose_memory_update" in [value for _, value in form.action.options]
+    assert form.request.options == ("req-2", "upd-1")  # both kinds of decision in one menu
+    form.action.value = "propose_memory_update"
+    assert form.slot.layout.display == "" and form.to.layout.display == "none"
+    form.slot.value, form.text.value = "evidence_standards", "cite a table"
+    assert form.try_submit()
+    presentation.future.get_loop().run_until_complete(asyncio.sleep(0))
+    step = presentation.future.result()
+    assert (step.action, step.to, step.content) == ("propose_memory_update", "evidence_standards", "cite a table")
 
 
 # --- a whole session with a person in D --------------------------------------------------------

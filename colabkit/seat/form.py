@@ -26,10 +26,10 @@ from typing import Any
 import ipywidgets as widgets
 from pydantic import BaseModel, ValidationError
 
-from colabkit.session.actions import ACTION_HELP, InvalidAction, to_action
+from colabkit.session.actions import ACTION_HELP, MEMORY_UPDATE, InvalidAction, to_action
 from colabkit.session.person import InvalidAttempt
 from colabkit.session.seats import Presentation, Question, stamp
-from colabkit.team import GATEABLE_ACTIONS
+from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS
 
 _WIDE = widgets.Layout(width="95%")
 EVERYONE = "all"
@@ -152,16 +152,20 @@ class StepForm(Form):
         self.action = widgets.Dropdown(options=[(ACTION_HELP[a].split(":")[0], a) for a in step_actions(question)],
                                        description="action")
         self.to = widgets.Dropdown(options=[EVERYONE, *others], description="to")
-        self.request = widgets.Dropdown(options=[r.request_id for r in obs.requests_for_me], description="request")
+        # Gated requests and a living memory's updates (Dynamic: "upd-N from ...") are both decided here.
+        self.request = widgets.Dropdown(options=[*(r.request_id for r in obs.requests_for_me),
+                                                 *(line.split(" ", 1)[0] for line in obs.updates_for_me)],
+                                        description="request")
+        self.slot = widgets.Dropdown(options=UPDATE_SLOTS, description="slot")
         limit = _max_length(schema, "content")
         self.text = widgets.Textarea(description="text", layout=_WIDE, placeholder=f"at most {limit} characters")
         self.code = widgets.Textarea(description="code", layout=widgets.Layout(width="95%", height="120px"),
                                      placeholder="Python for the shared kernel")
         self.note = widgets.Text(description="note", layout=_WIDE,
                                  placeholder="optional private note (your scratchpad; teammates never see it)")
-        self.watch(self.action, self.to, self.request, self.text, self.code, self.note)
+        self.watch(self.action, self.to, self.request, self.slot, self.text, self.code, self.note)
         self.action.observe(lambda _: self._show(), names="value")
-        self.widget = widgets.VBox([self.action, self.to, self.request, self.text, self.code, self.note,
+        self.widget = widgets.VBox([self.action, self.to, self.request, self.slot, self.text, self.code, self.note,
                                     self.submit, self.error])
         self.widget.add_class("ck-form")
         self._show()
@@ -170,18 +174,19 @@ class StepForm(Form):
         kind = self.action.value
         visible = {"send_message": (self.to, self.text), "execute_code": (self.code,), "edit_result": (self.text,),
                    "approve": (self.request, self.text), "reject": (self.request, self.text),
-                   "finish": (self.text,)}.get(kind, ())
-        for widget in (self.to, self.request, self.text, self.code):
+                   "finish": (self.text,), MEMORY_UPDATE: (self.slot, self.text)}.get(kind, ())
+        for widget in (self.to, self.request, self.slot, self.text, self.code):
             widget.layout.display = "" if widget in visible else "none"
         if kind == "edit_result" and not self.text.value and self.question.observation is not None:
             self.text.value = self.question.observation.editor  # edit what is there
-        self.text.description = {"send_message": "message", "edit_result": "hypothesis"}.get(kind, "reason")
+        self.text.description = {"send_message": "message", "edit_result": "hypothesis",
+                                 MEMORY_UPDATE: "new text"}.get(kind, "reason")
 
     def fields(self) -> dict[str, Any]:
         kind = self.action.value
         content = self.code.value if kind == "execute_code" else "" if kind == "wait" else self.text.value
-        to = self.to.value if kind == "send_message" else (self.request.value or "") if kind in ("approve", "reject") \
-            else ""
+        to = {"send_message": self.to.value, "approve": self.request.value or "", "reject": self.request.value or "",
+              MEMORY_UPDATE: self.slot.value}.get(kind, "")
         return {"thought": self.note.value, "action": kind, "content": content, "to": to}
 
     def validate(self, fields: dict[str, Any]) -> Any:
