@@ -16,7 +16,7 @@ concurrency, so the ideal time is the same at every level) and reports
 - peak memory per live session, kernel included: the proportional set size (PSS, shared
   pages split between processes) of this process and all its children, sampled every 0.5 s,
   over the sessions alive at the peak. It is the typical footprint behind the runner's
-  default kernel cap (`colabkit.runner.capacity.TYPICAL_SESSION_MB`, checked here; the cap
+  default kernel cap (`colabkit.runner.executors.capacity.TYPICAL_SESSION_MB`, checked here; the cap
   itself reserves each kernel's worst case under the sandbox limits; printed, see README).
 
     PYTHONPATH=. .venv/bin/python benchmarks/batch.py [--concurrency 1,8,32,64] [--latency 1.0]
@@ -39,7 +39,7 @@ import benchmodel as bm
 import psutil
 
 from colabkit.runner import arun_sessions
-from colabkit.runner.capacity import MEMORY_SHARE, TYPICAL_SESSION_MB, machine_kernel_cap
+from colabkit.runner.executors.capacity import MEMORY_SHARE, TYPICAL_SESSION_MB, machine_kernel_cap
 
 TARGET_RATIO = 1.1
 

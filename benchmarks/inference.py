@@ -7,7 +7,7 @@ sessions are missing at random (a failed session or judge), so the pairs are unb
 real grids are. Each grid is analysed by the suite's own functions and every test is asked
 at alpha 0.05; a test that holds its level rejects in 5% of the grids (target 0.04-0.06).
 
-Reported tests (`colabkit.analysis.contrasts`):
+Reported tests (`colabkit.analysis.inference.contrasts`):
 - task-clustered: the confirmatory test, CR1 task-clustered SE, t on G - 1 df;
 - random slope: the mixed model with a random treatment slope by task, several optimisers,
   t on G - 1 df (each fit costs 2-4 optimiser runs: fewer grids, wider Monte Carlo error).
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from colabkit.analysis.contrasts import mixed_model_contrast, paired_differences, task_contrast
+from colabkit.analysis.inference.contrasts import mixed_model_contrast, paired_differences, task_contrast
 
 TASKS, SEEDS = 38, 3
 TASK_SD, INTERACTION_SD, NOISE_SD, MISSING = 0.15, 0.05, 0.08, 0.05

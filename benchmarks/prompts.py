@@ -47,7 +47,7 @@ import litellm
 
 from colabkit.llm import Gateway
 from colabkit.session import ListSink, engine, run_session
-from colabkit.session.views import cell_output
+from colabkit.session.prompting.views import cell_output
 
 TARGET_REUSE = 0.90
 GROWTH_MAX = 1.1  # the fitted exponent's tolerance for linear (noise of a step-shaped series)

@@ -31,7 +31,7 @@ from colabkit.analysis import (
     tasks_needed,
     variance_components,
 )
-from colabkit.analysis.mixed import LLF_TOLERANCE, fit_robustly, slope_model_contrast
+from colabkit.analysis.inference.mixed import LLF_TOLERANCE, fit_robustly, slope_model_contrast
 
 NAN = math.nan
 # default-d and scaffolded-d on three tasks x two seeds; default-d has one missing score.

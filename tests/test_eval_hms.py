@@ -23,8 +23,8 @@ from colabkit.evaluation import (
     performance,
     variable_f1,
 )
-from colabkit.evaluation.hypothesis import judge_hypotheses
 from colabkit.evaluation.judge import Judge, judge_config
+from colabkit.evaluation.metrics.hypothesis import judge_hypotheses
 from colabkit.llm import Gateway, RetryPolicy
 from colabkit.tasks import load_tasks
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import shared_fields
+from colabkit.evaluation.metrics.process import shared_fields
 
 PROMPT = JudgePrompt(id="profile", version=1, instructions="Who wrote this?")
 CARDS = [{"id": "D", "name": "Data Analyst", "card": "careful " * 50}, {"id": "R", "name": "Researcher", "card": "x"}]

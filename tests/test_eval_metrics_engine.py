@@ -9,9 +9,9 @@ import asyncio
 
 import pytest
 
-from colabkit.evaluation.gates import gate_rates, gate_requests
-from colabkit.evaluation.process import chat_turns, successful_cells
-from colabkit.evaluation.work import work
+from colabkit.evaluation.metrics.gates import gate_rates, gate_requests
+from colabkit.evaluation.metrics.process import chat_turns, successful_cells
+from colabkit.evaluation.metrics.work import work
 from colabkit.llm import Gateway, ModelConfig
 from colabkit.session import ListSink, SessionSpec, run_session
 from colabkit.session.scheduler import round_order

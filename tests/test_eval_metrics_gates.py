@@ -2,7 +2,7 @@
 
 import pytest
 
-from colabkit.evaluation.gates import (
+from colabkit.evaluation.metrics.gates import (
     GATE_PROMPT,
     GateVerdict,
     following_events,

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from colabkit.evaluation.initiative import (
+from colabkit.evaluation.metrics.initiative import (
     INITIATIVE_PROMPT,
     REPLY_PROMPT,
     InitiativeVerdict,
@@ -14,7 +14,7 @@ from colabkit.evaluation.initiative import (
     initiative_fields,
     reply_items,
 )
-from colabkit.evaluation.process import chat_turns
+from colabkit.evaluation.metrics.process import chat_turns
 from tests.helpers.trajectories import Trajectory
 
 TEAM = ("ai", "D", "R")

@@ -3,9 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
-from colabkit.evaluation.initiative import InitiativeVerdict
-from colabkit.evaluation.process import chat_turns
-from colabkit.evaluation.profile import (
+from colabkit.evaluation.metrics.initiative import InitiativeVerdict
+from colabkit.evaluation.metrics.process import chat_turns
+from colabkit.evaluation.metrics.profile import (
     PROFILE_PROMPT,
     a_profile,
     contributions,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from colabkit.evaluation.process import successful_cells
-from colabkit.evaluation.support import (
+from colabkit.evaluation.metrics.process import successful_cells
+from colabkit.evaluation.metrics.support import (
     CLAIMS_PROMPT,
     SUPPORT_PROMPT,
     ClaimVerdict,

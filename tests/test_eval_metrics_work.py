@@ -1,6 +1,6 @@
 """Work (W_total, W_human) on constructed trajectories, counted by hand."""
 
-from colabkit.evaluation.work import work
+from colabkit.evaluation.metrics.work import work
 from tests.helpers.trajectories import Trajectory
 
 

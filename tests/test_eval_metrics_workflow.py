@@ -6,8 +6,8 @@ import pytest
 from helpers.env import shared_data
 
 from colabkit.errors import ColabkitError
-from colabkit.evaluation.process import successful_cells
-from colabkit.evaluation.workflow import (
+from colabkit.evaluation.metrics.process import successful_cells
+from colabkit.evaluation.metrics.workflow import (
     WORKFLOW_PROMPT,
     NodeVerdict,
     coverage,
@@ -121,7 +121,7 @@ def test_judge_fields_show_only_successful_cells_given():
 
 def test_the_graph_files_content_is_part_of_the_c_wf_scorer_id(tmp_path, monkeypatch):
     from colabkit.evaluation import scorer_id, scorers_for
-    from colabkit.evaluation import workflow as workflow_module
+    from colabkit.evaluation.metrics import workflow as workflow_module
     from colabkit.llm import ModelConfig
 
     judge = ModelConfig(model="judgedouble/x")

@@ -31,8 +31,8 @@ from helpers.stored_session import (
     scaffolded_scripts,
 )
 
-from colabkit.analysis.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
-from colabkit.analysis.stats import STUDY_COLUMNS
+from colabkit.analysis.inference.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
+from colabkit.analysis.inference.stats import STUDY_COLUMNS
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PARAMETERS = {

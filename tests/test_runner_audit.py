@@ -14,7 +14,7 @@ from colabkit.cli import main
 from colabkit.runner import build_spec, load_experiment
 from colabkit.runner.audit import audit_experiment, audit_specs
 from colabkit.session import SessionSpec, engine
-from colabkit.session.preview import preview
+from colabkit.session.prompting.preview import preview
 from colabkit.tasks import load_tasks
 from colabkit.team import STUDY_VARIANT_NAMES, VARIANT_NAMES, Persona, VariantConfig, persona
 
@@ -150,7 +150,7 @@ def test_the_command_names_a_bad_variant_in_one_line(capsys):
 
 
 def test_a_line_added_to_one_variants_build_phase_is_found(monkeypatch):
-    from colabkit.session import build_phase
+    from colabkit.session.structure import build_phase
 
     real = build_phase.build_rules
 

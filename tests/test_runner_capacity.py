@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from colabkit.runner import load_experiment
-from colabkit.runner.capacity import (
+from colabkit.runner.executors.capacity import (
     KERNELS_PER_CPU,
     MEMORY_SHARE,
     TYPICAL_SESSION_MB,

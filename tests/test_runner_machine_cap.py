@@ -20,7 +20,7 @@ import yaml
 from helpers.scripted_plugin import subprocess_env
 
 from colabkit.runner import load_experiment
-from colabkit.runner.slots import MachineSlots
+from colabkit.runner.executors.slots import MachineSlots
 from colabkit.store import is_finished, session_dir
 
 CODE = {"thought": "look", "action": "execute_code", "content": "print(6 * 7)"}

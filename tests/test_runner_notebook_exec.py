@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from jupyter_client.manager import AsyncKernelManager
 
-from colabkit.runner.notebook_exec import ShutdownWithoutInterrupt, main
+from colabkit.runner.executors.notebook_exec import ShutdownWithoutInterrupt, main
 
 
 def signals_at_shutdown(manager_class: type[AsyncKernelManager]) -> list[int]:

@@ -19,7 +19,7 @@ from helpers.scripted import use_scripted
 
 from colabkit.analysis.trajectory import load_trajectory, render_event
 from colabkit.errors import ColabkitError
-from colabkit.evaluation.work import work
+from colabkit.evaluation.metrics.work import work
 from colabkit.llm import ModelConfig
 from colabkit.runner import arecord_session, load_experiment, record_session
 from colabkit.seat import replay_session, seat_spec
@@ -27,9 +27,9 @@ from colabkit.seat.desk import WidgetDesk
 from colabkit.seat.form import StepForm
 from colabkit.session import Event
 from colabkit.session.actions import valid_actions
-from colabkit.session.observation import Observation
-from colabkit.session.person import SeatTerms
-from colabkit.session.seats import NoPerson, PersonSeat, Presentation, Question
+from colabkit.session.prompting.observation import Observation
+from colabkit.session.seats.person import SeatTerms
+from colabkit.session.seats.policy import NoPerson, PersonSeat, Presentation, Question
 from colabkit.store import load_events, load_sessions
 from colabkit.tasks import load_tasks
 
@@ -37,7 +37,7 @@ TASK = load_tasks().get(sc.TASK_ID)
 
 
 def observation(valid: tuple[str, ...], requests: tuple[str, ...] = (), team=("ai", "D", "R")) -> Observation:
-    from colabkit.session.views import RequestView
+    from colabkit.session.prompting.views import RequestView
 
     views = tuple(RequestView(request_id=r, proposer="ai", signatory="D", action="edit_result: H", condition="",
                               status="pending", reason="") for r in requests)
@@ -89,7 +89,7 @@ def test_invalid_input_is_shown_and_recorded_never_sent():
 
 
 def test_in_a_dynamic_team_the_form_proposes_and_decides_memory_updates():
-    from colabkit.session.react import step_schema
+    from colabkit.session.seats.react import step_schema
 
     valid = valid_actions("D", ("ai", "D", "R"), has_requests=True, memory_updates=True)
     obs = observation(valid, ("req-2",)).model_copy(

@@ -9,9 +9,9 @@ from helpers.scripted import use_scripted
 
 from colabkit.llm import Gateway, ModelConfig
 from colabkit.session import ListSink, SessionSettings, SessionSpec
-from colabkit.session.build_phase import build_memory
 from colabkit.session.events import EventLog
-from colabkit.session.profile import COMPACT_SLOT_CHARS
+from colabkit.session.prompting.profile import COMPACT_SLOT_CHARS
+from colabkit.session.structure.build_phase import build_memory
 from colabkit.team import variant
 
 SLOTS = {"expertise": "E", "responsibility": "Resp", "plan": "P", "evidence_standards": "S"}

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from colabkit.llm import BudgetExceeded, Gateway, ModelConfig
 from colabkit.session import ListSink, SessionSettings, SessionSpec, comparable, engine, run_session
-from colabkit.session.profile import COMPACT_GATE_NOTE_CHARS, COMPACT_SLOT_CHARS
+from colabkit.session.prompting.profile import COMPACT_GATE_NOTE_CHARS, COMPACT_SLOT_CHARS
 from colabkit.session.scheduler import round_order
 from colabkit.store.records import SessionRecord
 from colabkit.tasks import load_tasks

@@ -14,15 +14,15 @@ import json
 import pytest
 from helpers.scripted import use_scripted
 
-from colabkit.evaluation.gates import gate_requests
+from colabkit.evaluation.metrics.gates import gate_requests
 from colabkit.llm import Gateway, ModelConfig
 from colabkit.runner import build_spec
 from colabkit.session import ListSink, SessionSettings, SessionSpec, run_session
 from colabkit.session.actions import Action, InvalidAction, valid_actions
-from colabkit.session.memory_updates import LivingMemory
-from colabkit.session.preview import preview
-from colabkit.session.react import step_schema
+from colabkit.session.prompting.preview import preview
 from colabkit.session.scheduler import round_order
+from colabkit.session.seats.react import step_schema
+from colabkit.session.structure.memory_updates import LivingMemory
 from colabkit.tasks import load_tasks
 from colabkit.team import (
     STUDY_VARIANT_NAMES,
@@ -194,7 +194,7 @@ def test_a_gate_added_mid_task_holds_the_next_matching_action(tmp_path):
 
 @pytest.mark.parametrize("name", STUDY_VARIANT_NAMES)
 def test_no_study_variant_is_offered_a_memory_update(name):
-    # What the engine itself sets up and renders for each participant (`session.preview`).
+    # What the engine itself sets up and renders for each participant (`session.prompting.preview`).
     views = preview(build_spec(TASK.id, name, 0), TASK)
     for view in views.values():
         assert "propose_memory_update" not in view.valid_actions

@@ -13,8 +13,8 @@ from helpers.scripted import use_scripted
 from colabkit.llm import Gateway, ModelConfig
 from colabkit.llm.schema import bounded_schema, token_bound
 from colabkit.session import ListSink, SessionSettings, SessionSpec, run_session
-from colabkit.session.profile import FULL_MIN_TOKENS, context_window, full_profile, resolve_profile
-from colabkit.session.react import step_schema
+from colabkit.session.prompting.profile import FULL_MIN_TOKENS, context_window, full_profile, resolve_profile
+from colabkit.session.seats.react import step_schema
 from colabkit.tasks import load_tasks
 from colabkit.team import VARIANT_NAMES, memory_schema, private_briefing, variant
 from colabkit.team.briefing import SHORTENED_NOTE

@@ -13,11 +13,11 @@ from colabkit.llm import CallRecord
 from colabkit.session import Event, ListSink, SessionSettings, SessionSpec, StepSchema, comparable
 from colabkit.session.actions import ActionType, InvalidAction, StepAction, to_action, valid_actions
 from colabkit.session.events import EventLog
-from colabkit.session.gating import Gatekeeper, gate_table
-from colabkit.session.observation import build_observation
-from colabkit.session.profile import ObservationProfile, compact_profile, full_profile
+from colabkit.session.prompting.observation import build_observation
+from colabkit.session.prompting.profile import ObservationProfile, compact_profile, full_profile
+from colabkit.session.prompting.views import Thought
 from colabkit.session.scheduler import Scheduler, round_order
-from colabkit.session.views import Thought
+from colabkit.session.structure.gating import Gatekeeper, gate_table
 from colabkit.team import ACTION_TYPES, GateRule, GateTable, MemoryRecord, VariantConfig, variant
 
 TEAM = ("ai", "D", "R")

@@ -20,8 +20,6 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
 """
 
-from colabkit.analysis.contrasts import contrasts, mixed_model_contrast, paired_differences, task_contrast
-from colabkit.analysis.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
 from colabkit.analysis.figures import (
     QUALITY_METRICS,
     WORK_METRICS,
@@ -32,9 +30,13 @@ from colabkit.analysis.figures import (
     gate_figure,
 )
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
+from colabkit.analysis.inference.contrasts import contrasts, mixed_model_contrast, paired_differences, task_contrast
+from colabkit.analysis.inference.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
+from colabkit.analysis.inference.power import power_table, seeds_needed, tasks_needed, variance_components
+from colabkit.analysis.inference.stats import clustered_standard_error, format_study_table, standard_error, study_table
+from colabkit.analysis.inference.termination import by_termination, termination_contrast, termination_rules
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
-from colabkit.analysis.power import power_table, seeds_needed, tasks_needed, variance_components
 from colabkit.analysis.scores import (
     RATE_METRICS,
     STUDY_METRICS,
@@ -43,8 +45,6 @@ from colabkit.analysis.scores import (
     read_score_table,
     variant_order,
 )
-from colabkit.analysis.stats import clustered_standard_error, format_study_table, standard_error, study_table
-from colabkit.analysis.termination import by_termination, termination_contrast, termination_rules
 
 __all__ = [
     "DECOMPOSITION",

@@ -5,7 +5,7 @@ batch making hundreds of them never leaks open figures and a notebook shows exac
 it returns. The layer writes no files: `figure_bytes` and `artefacts` render figures and
 tables to bytes, and the caller (a notebook, the batch) writes them atomically.
 
-Error bars are the task-clustered SE (the study samples tasks; `colabkit.analysis.stats`),
+Error bars are the task-clustered SE (the study samples tasks; `colabkit.analysis.inference.stats`),
 and a mean or contrast over fewer than two tasks is a point marked "no interval". Every figure
 has a caption line under it saying what its bars are and, when the judge behind its numbers
 is plumbing-grade or failed its sanity check, that too (`colabkit.analysis.judging`).
@@ -23,9 +23,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from colabkit.analysis.gates import check_gates, gate_summary
+from colabkit.analysis.inference.stats import study_table
 from colabkit.analysis.judging import judge_status, judge_warning, scores_warning
 from colabkit.analysis.scores import COMPOSITIONS, METRIC_LABELS, STRUCTURES, check_scores
-from colabkit.analysis.stats import study_table
 
 QUALITY_METRICS = ("h_init_norm", "s_hyp", "performance", "hms")
 WORK_METRICS = ("w_total", "w_human", "delivered")

@@ -12,7 +12,8 @@ layer (with `colabkit tasks show --with-gold`) that may read gold answers.
 """
 
 from colabkit.evaluation.config import ScoringConfig
-from colabkit.evaluation.hms import (
+from colabkit.evaluation.judge import Judge, JudgePrompt, Verdict, grade_of, judge_config
+from colabkit.evaluation.metrics.hms import (
     HmsScore,
     PairFacts,
     VariableCounts,
@@ -22,7 +23,6 @@ from colabkit.evaluation.hms import (
     performance,
     variable_f1,
 )
-from colabkit.evaluation.judge import Judge, JudgePrompt, Verdict, grade_of, judge_config
 from colabkit.evaluation.records import GateAnnotation, Judgement, ScoreFile, ScoreResult
 from colabkit.evaluation.reliability import (
     SanityCheck,

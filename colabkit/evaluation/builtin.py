@@ -4,7 +4,7 @@ Add a line here for each module of scorers (the registry imports this module laz
 `colabkit score --metrics` knows every metric without importing judges at start-up).
 """
 
-from colabkit.evaluation import (
+from colabkit.evaluation.metrics import (
     gates,  # noqa: F401  (n_gated, approval/rejection rates, gate annotations)
     hypothesis,  # noqa: F401  (performance, hms)
     initiative,  # noqa: F401  (h_init_norm, h_init_zero_rule, ca_plus, ca_minus)

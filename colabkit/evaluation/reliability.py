@@ -160,7 +160,7 @@ def _case_passed(kind: str, recall: float | None, hms: float | None) -> bool:
 def sanity_check_path(results: Path, judge: ModelConfig) -> Path:
     """Where the check of `judge` is stored: per judge config, check version and HMS prompt
     versions (a changed prompt is checked anew)."""
-    from colabkit.evaluation.hypothesis import HMS_PROMPTS
+    from colabkit.evaluation.metrics.hypothesis import HMS_PROMPTS
 
     prompts = sha256_hex(prompt_version(HMS_PROMPTS))[:8]
     return results / CHECKS_DIR / f"{judge_id(judge)}-v{SANITY_VERSION}-{prompts}.json"
@@ -188,7 +188,7 @@ async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], 
     each is paired with the next task whose gold differs for the 'other' case. A stored check
     is reused if it covered at least `n_tasks` tasks and no case failed on a judge error.
     """
-    from colabkit.evaluation.hypothesis import judge_hypotheses  # the Performance pipeline
+    from colabkit.evaluation.metrics.hypothesis import judge_hypotheses  # the Performance pipeline
 
     path = sanity_check_path(results, judge.config)
     if path.is_file():

@@ -2,7 +2,7 @@
 
 The study's claim is that "the only variables are the persona prompts and the collaboration
 structure". For one task and seed, `audit_specs` renders what every participant of every
-variant is given (`colabkit.session.preview`: the build-phase prompts, the first task-phase
+variant is given (`colabkit.session.prompting.preview`: the build-phase prompts, the first task-phase
 system prompt and observation, the valid actions, the budget, the termination rule, the
 observation profile, the model and the settings), splits each prompt into named sections and
 compares the variants section by section. No model is called: one fixed placeholder stands
@@ -34,8 +34,8 @@ from colabkit.errors import ColabkitError
 from colabkit.runner.build import build_spec
 from colabkit.runner.experiment import Experiment
 from colabkit.session import SessionSpec
-from colabkit.session.gating import SET_BY
-from colabkit.session.preview import ParticipantPreview, Prompt, preview
+from colabkit.session.prompting.preview import ParticipantPreview, Prompt, preview
+from colabkit.session.structure.gating import SET_BY
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
 from colabkit.team.memory import GATES_LINE, TEAM_LINE

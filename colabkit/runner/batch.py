@@ -24,7 +24,8 @@ from typing import TypeVar
 from colabkit.errors import ColabkitError
 from colabkit.llm import Budget, Spend
 from colabkit.llm.preflight import preflight
-from colabkit.runner.capacity import machine_kernel_cap
+from colabkit.runner.executors.capacity import machine_kernel_cap
+from colabkit.runner.executors.slots import MachineSlots
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
 from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome, journal
 from colabkit.runner.recorder import (
@@ -35,7 +36,6 @@ from colabkit.runner.recorder import (
     record_if_needed,
     reopen_for_retry,
 )
-from colabkit.runner.slots import MachineSlots
 from colabkit.runner.workarea import SessionLock, sweep
 from colabkit.session import Event, SessionSpec
 from colabkit.store import EVENTS_FILE, session_dir
@@ -234,7 +234,7 @@ def run_experiment(experiment: Experiment | Path | str, *, results: Path | str |
     items = exp.sessions(variants)
     desc = ",".join(variants) if variants else exp.name
     if exp.executor.kind == "dask":
-        from colabkit.runner.dask_executor import run_on_dask
+        from colabkit.runner.executors.dask_executor import run_on_dask
 
         return run_on_dask(items, out=out, scheduler=exp.executor.scheduler or "", retry_errors=retry_errors,
                            caps=exp.llm_budget, progress=progress, desc=desc)

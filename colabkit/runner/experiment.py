@@ -38,7 +38,7 @@ from colabkit.evaluation import ScoringConfig, available_metrics
 from colabkit.hashing import sha256_hex
 from colabkit.llm import DEFAULT_MODEL, ModelConfig
 from colabkit.runner.build import build_spec, model_config
-from colabkit.runner.capacity import KernelCap, machine_kernel_cap
+from colabkit.runner.executors.capacity import KernelCap, machine_kernel_cap
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.tasks import Task, TaskSuite, load_tasks
 from colabkit.team import VARIANT_NAMES

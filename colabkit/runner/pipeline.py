@@ -62,7 +62,7 @@ class NotebookJob:
         return self.output.with_name(f".{self.output.stem}.{os.getpid()}{suffix}")
 
     def command(self, kernel: str) -> list[str]:
-        cmd = [sys.executable, "-m", "colabkit.runner.notebook_exec", str(self.source), str(self.partial(".ipynb")),
+        cmd = [sys.executable, "-m", "colabkit.runner.executors.notebook_exec", str(self.source), str(self.partial(".ipynb")),
                "--kernel", kernel, "--cwd", str(self.output.parent)]  # papermill, see there
         for key, value in self.parameters.items():
             cmd += ["-p", key, value]

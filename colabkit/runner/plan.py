@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from colabkit.evaluation.spendlog import JUDGE_JOURNAL
 from colabkit.llm import ModelConfig
-from colabkit.runner.capacity import KernelCap
+from colabkit.runner.executors.capacity import KernelCap
 from colabkit.runner.experiment import Experiment
 from colabkit.runner.progress import journal_spend, read_journal
 from colabkit.runner.recorder import RETRYABLE_ENDINGS, read_record

@@ -30,7 +30,7 @@ from colabkit.llm import Budget, Gateway, logging_prompts
 from colabkit.runner.workarea import SessionLock, clear_session_work, session_work_dir
 from colabkit.session import Event, SessionSpec, run_session
 from colabkit.session.events import INFRASTRUCTURE_ENDINGS
-from colabkit.session.seats import Seat, check_seats
+from colabkit.session.seats.policy import Seat, check_seats
 from colabkit.store import (
     CACHE_DIR,
     EVENTS_FILE,
@@ -117,7 +117,7 @@ async def arecord_session(
     seats: Mapping[str, Seat] | None = None,
 ) -> Path:
     """Async form of `record_session`, for callers already inside an event loop; `seats` are
-    the participants a person plays (see `colabkit.session.seats`; the seat notebook)."""
+    the participants a person plays (see `colabkit.session.seats.policy`; the seat notebook)."""
     folder, _ = await record_if_needed(spec, task, out=out, gateway=gateway, progress=progress, budget=budget,
                                        log_prompts=log_prompts, seats=seats)
     return folder

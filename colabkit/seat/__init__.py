@@ -1,6 +1,6 @@
 """A real person takes a seat: D or R played in JupyterLab or on a Voilà page.
 
-The session layer holds the person as a policy (`colabkit.session.seats.PersonSeat`: the same
+The session layer holds the person as a policy (`colabkit.session.seats.policy.PersonSeat`: the same
 questions a model answers, the same log, answers cached like a model's); this layer is its
 presentation and its entry points, beside the notebooks: the persona's observation rendered
 for a person (`view`), the form generated from the answer's schema (`form`), the page that

@@ -18,7 +18,7 @@ import ipywidgets as widgets
 from colabkit.hashing import sha256_hex
 from colabkit.seat.form import FORMS, Form
 from colabkit.seat.view import question_html
-from colabkit.session.seats import Presentation, Question
+from colabkit.session.seats.policy import Presentation, Question
 
 
 class WidgetDesk:

@@ -27,8 +27,8 @@ import ipywidgets as widgets
 from pydantic import BaseModel, ValidationError
 
 from colabkit.session.actions import ACTION_HELP, MEMORY_UPDATE, InvalidAction, to_action
-from colabkit.session.person import InvalidAttempt
-from colabkit.session.seats import Presentation, Question, stamp
+from colabkit.session.seats.person import InvalidAttempt
+from colabkit.session.seats.policy import Presentation, Question, stamp
 from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS
 
 _WIDE = widgets.Layout(width="95%")

@@ -34,8 +34,8 @@ from colabkit.runner import arecord_session, build_spec
 from colabkit.runner.build import ModelSpec, model_config
 from colabkit.seat.desk import WidgetDesk
 from colabkit.session import SessionSettings, SessionSpec
-from colabkit.session.person import Fallback, SeatTerms, person_model
-from colabkit.session.seats import PersonSeat, stamp
+from colabkit.session.seats.person import Fallback, SeatTerms, person_model
+from colabkit.session.seats.policy import PersonSeat, stamp
 from colabkit.store import atomic_write_text
 from colabkit.tasks import Task, load_tasks
 from colabkit.team import variant as variant_config

@@ -22,8 +22,8 @@ from typing import Any
 
 from colabkit.llm import Gateway
 from colabkit.session import Event, ListSink, SessionSpec, comparable, run_session
-from colabkit.session.person import is_person, seat_terms
-from colabkit.session.seats import PersonSeat, Seat
+from colabkit.session.seats.person import is_person, seat_terms
+from colabkit.session.seats.policy import PersonSeat, Seat
 from colabkit.store import CACHE_DIR, EVENTS_FILE, SESSION_FILE
 from colabkit.tasks import Task, load_tasks
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from colabkit.session.observation import Observation
-from colabkit.session.seats import Question
-from colabkit.session.views import message_line, request_for_signatory, request_line
+from colabkit.session.prompting.observation import Observation
+from colabkit.session.prompting.views import message_line, request_for_signatory, request_line
+from colabkit.session.seats.policy import Question
 
 STYLE = """<style>
 .ck-seat {font-family: system-ui, sans-serif; font-size: 13px; max-width: 1100px}

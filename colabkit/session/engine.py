@@ -43,17 +43,17 @@ from colabkit.session.actions import (
     to_action,
     valid_actions,
 )
-from colabkit.session.build_phase import build_memory
 from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
-from colabkit.session.gating import Gatekeeper, gate_rules_text, gate_table
-from colabkit.session.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
-from colabkit.session.observation import Observation, build_observation
-from colabkit.session.react import Answer, step_messages, step_schema
+from colabkit.session.prompting.observation import Observation, build_observation
+from colabkit.session.prompting.views import Thought, cell_output, clip
 from colabkit.session.scheduler import Scheduler, round_order
-from colabkit.session.seats import Question, Seat, SeatAnswer, answer, check_seats
+from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer, check_seats
+from colabkit.session.seats.react import Answer, step_messages, step_schema
 from colabkit.session.settings import SessionSpec
+from colabkit.session.structure.build_phase import build_memory
+from colabkit.session.structure.gating import Gatekeeper, gate_rules_text, gate_table
+from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
 from colabkit.session.totals import Totals, session_totals
-from colabkit.session.views import Thought, cell_output, clip
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
@@ -144,7 +144,7 @@ class _Session:
     def start_task(self, memory: MemoryRecord | None) -> None:
         """Freeze the memory (if any; a Dynamic variant's stays living) and put the gate table in force.
 
-        Separate from `play` so `colabkit.session.preview` sets a session up exactly as here
+        Separate from `play` so `colabkit.session.prompting.preview` sets a session up exactly as here
         (with a placeholder memory) to show what each participant is given.
         """
         self.memory = memory

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.llm import CallRecord
 from colabkit.session.actions import MEMORY_UPDATE
-from colabkit.session.person import PersonStep
+from colabkit.session.seats.person import PersonStep
 from colabkit.team import ACTION_TYPES, GateScope
 
 EVENT_SCHEMA_VERSION: Final = 3

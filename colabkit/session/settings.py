@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from colabkit.errors import ColabkitError
 from colabkit.hashing import sha256_hex
 from colabkit.llm import ModelConfig
-from colabkit.session.profile import ObservationProfile, resolve_profile
+from colabkit.session.prompting.profile import ObservationProfile, resolve_profile
 from colabkit.team import PERSONA_IDS, VariantConfig
 from colabkit.workspace import Limits
 
@@ -73,7 +73,7 @@ class SessionSpec(BaseModel):
     entry uses `models["default"]`, else the embedded default `ModelConfig()`. A judge is not
     a role here: scoring is configured in the evaluation layer, so changing the judge never
     changes a session's identity (and never reruns a session). `profile` is filled in from
-    the models (see `colabkit.session.profile`) unless given, so it is part of the identity
+    the models (see `colabkit.session.prompting.profile`) unless given, so it is part of the identity
     and of the record.
     """
 

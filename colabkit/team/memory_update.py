@@ -5,7 +5,7 @@ group memory ... leaving room for dynamic updating"). The Dynamic variants keep 
 of Scaffolded and add one task-phase action, `propose_memory_update`: a member names a slot
 (one of the four, or the gate table), the new text or gate rule, and a reason. The session
 layer makes it a team act (every other member approves or rejects; see
-`colabkit.session.memory_updates`); this module is the pure part: parsing what the member
+`colabkit.session.structure.memory_updates`); this module is the pure part: parsing what the member
 wrote into a typed `MemoryUpdate` and applying an accepted one to a `MemoryRecord`.
 
 A slot update replaces that slot's text. A gate update is one rule written as

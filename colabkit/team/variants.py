@@ -10,7 +10,7 @@ memory, while Preassigned vs Default isolates gating; a Preassigned variant with
 
 Beyond the study, the Dynamic variants (`dynamic-d`, `dynamic-r`, `dynamic-dr`) are Scaffolded
 with `memory_updates`: a living memory the team may amend during the task by a team act
-(`colabkit.team.memory_update`, `colabkit.session.memory_updates`). They are registered beside
+(`colabkit.team.memory_update`, `colabkit.session.structure.memory_updates`). They are registered beside
 the study's 13 (`STUDY_VARIANT_NAMES`), so `--variant dynamic-dr` works, while the reference
 grid stays the study's.
 

@@ -5,7 +5,7 @@ working folder with a read-only `data/` copy; the original files are only read o
 kernel (restarted and brought back to its state by replaying earlier successful cells
 when it dies or hangs), and the record: cells, messages, editor versions, kernel events
 and the files participants created.  What a participant sees is the session layer's
-decision (`colabkit.session.observation`: every cell is shared, chat by addressee).
+decision (`colabkit.session.prompting.observation`: every cell is shared, chat by addressee).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from colabkit.session.actions import MEMORY_UPDATE, Action, InvalidAction
 from colabkit.session.events import SYSTEM
-from colabkit.session.gating import Gatekeeper
+from colabkit.session.structure.gating import Gatekeeper
 from colabkit.team import (
     MemoryRecord,
     MemoryUpdate,

@@ -34,10 +34,10 @@ from typing import Any
 
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
-from colabkit.session.react import ask, prompt_messages
-from colabkit.session.seats import Question, Seat, SeatAnswer, answer
+from colabkit.session.prompting.views import clip, unstated_query
+from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
+from colabkit.session.seats.react import ask, prompt_messages
 from colabkit.session.settings import SessionSpec
-from colabkit.session.views import clip, unstated_query
 from colabkit.team import (
     BuildStage,
     MemoryRecord,

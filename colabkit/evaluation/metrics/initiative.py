@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import (
+from colabkit.evaluation.metrics.process import (
     ChatTurn,
     ask_each,
     chat_turns,

@@ -2,7 +2,7 @@
 
 A paired difference of task t, seed s is d = delta + u_t + e_ts: u_t the task's own deviation
 of the effect (between-task variance sb^2) and e_ts the noise between seeds of one task
-(within-task variance sw^2). The confirmatory test (`colabkit.analysis.contrasts`) is a t
+(within-task variance sw^2). The confirmatory test (`colabkit.analysis.inference.contrasts`) is a t
 test on the task means of d, whose variance is sb^2 + sw^2 / S with S seeds per task, on
 T - 1 df with T tasks. So power depends on the two components separately:
 
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.power import TTestPower
 
-from colabkit.analysis.contrasts import paired_differences
+from colabkit.analysis.inference.contrasts import paired_differences
 from colabkit.analysis.judging import with_judge_columns
 from colabkit.analysis.scores import COMPOSITIONS, RATE_METRICS, check_scores
 

@@ -13,7 +13,7 @@ p-value and interval reported here accounts for that:
   tasks by their pairs. A naive SE over all pairs (seeds as replicates) is not reported: in a
   null simulation it rejected at 10% at alpha 0.05 (`benchmarks/inference.py`).
 - **Model-based estimate** (`mixed_coef`, `mixed_se`, `mixed_p_unadjusted`): a mixed model
-  with a random intercept and a random treatment slope by task (`colabkit.analysis.mixed`),
+  with a random intercept and a random treatment slope by task (`colabkit.analysis.inference.mixed`),
   which also uses sessions without a partner, fitted with several optimisers. Not adjusted;
   it corroborates, the clustered test decides. It is fitted for the study's contrast (the
   `scaffolded-default` family) by default; `mixed_families` names others (each fit runs two
@@ -21,7 +21,7 @@ p-value and interval reported here accounts for that:
   asked; their `mixed_flags` say `mixedlm_not_requested`).
 
 Fewer than two tasks (or no spread) give no interval and no p-value: the row is kept, its
-`note` says why, and it counts as p = 1 in its Holm family (`colabkit.analysis.families`).
+`note` says why, and it counts as p = 1 in its Holm family (`colabkit.analysis.inference.families`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.families import DECOMPOSITION, FAMILIES, adjust_by_family, family_of
+from colabkit.analysis.inference.families import DECOMPOSITION, FAMILIES, adjust_by_family, family_of
+from colabkit.analysis.inference.mixed import slope_model_contrast
+from colabkit.analysis.inference.stats import clustered_standard_error
 from colabkit.analysis.judging import with_judge_columns
-from colabkit.analysis.mixed import slope_model_contrast
 from colabkit.analysis.scores import COMPOSITIONS, STUDY_METRICS, check_scores
-from colabkit.analysis.stats import clustered_standard_error
 
 __all__ = ["CONTRAST_COLUMNS", "DECOMPOSITION", "contrasts", "mixed_model_contrast", "paired_differences",
            "task_contrast"]
@@ -75,7 +75,7 @@ def task_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> dict[str
 
 
 def mixed_model_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> dict[str, object]:
-    """The model-based estimate of A - B on both variants' sessions (`colabkit.analysis.mixed`)."""
+    """The model-based estimate of A - B on both variants' sessions (`colabkit.analysis.inference.mixed`)."""
     data = scores.loc[scores["variant"].isin([a, b]), ["task_id", "variant", metric]].dropna(subset=[metric])
     data = data.assign(treated=(data["variant"] == a).astype(float), y=data[metric].astype(float))
     return slope_model_contrast(data)
@@ -91,7 +91,7 @@ def contrasts(scores: pd.DataFrame, pairs: Iterable[tuple[str, str, str]] = DECO
     """Per composition, metric and (A, B, label) structure pair: the contrast A - B.
 
     The default is the study's contrast, Scaffolded - Default; `DECOMPOSITION` gives the
-    diagnostic decomposition too. Each row's family (`colabkit.analysis.families`) is tested
+    diagnostic decomposition too. Each row's family (`colabkit.analysis.inference.families`) is tested
     whole, whatever subset of its pairs was asked, so a test's Holm-adjusted p is the same in
     every table that shows it. Pairs whose variants are absent are left out. The mixed model
     is fitted for the families in `mixed_families` (module docstring).

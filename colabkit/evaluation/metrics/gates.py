@@ -28,8 +28,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import ask_each, clip, task_events, transient, values_of, verdict_flags
-from colabkit.evaluation.profile import persona_cards
+from colabkit.evaluation.metrics.process import ask_each, clip, task_events, transient, values_of, verdict_flags
+from colabkit.evaluation.metrics.profile import persona_cards
 from colabkit.evaluation.records import GateAnnotation, Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, combine_values, register_scorer
 from colabkit.session.actions import MEMORY_UPDATE

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from colabkit.analysis.contrasts import task_contrast
-from colabkit.analysis.families import holm
+from colabkit.analysis.inference.contrasts import task_contrast
+from colabkit.analysis.inference.families import holm
 from colabkit.analysis.scores import STUDY_METRICS, check_scores, variant_order
 
 COLUMN = "termination"

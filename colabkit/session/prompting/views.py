@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.session.events import Event
-from colabkit.session.gating import Request
-from colabkit.session.profile import ObservationProfile
+from colabkit.session.prompting.profile import ObservationProfile
+from colabkit.session.structure.gating import Request
 
 T = TypeVar("T")
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from colabkit.evaluation.process import humans_of, workspace_actions
+from colabkit.evaluation.metrics.process import humans_of, workspace_actions
 from colabkit.evaluation.records import ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.session.events import Event

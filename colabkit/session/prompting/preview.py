@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from colabkit.session.build_phase import _Build
 from colabkit.session.engine import _Session
 from colabkit.session.events import EventLog, ListSink
 from colabkit.session.settings import SessionSpec
+from colabkit.session.structure.build_phase import _Build
 from colabkit.tasks import Task
 from colabkit.team import DEFAULT_PREASSIGNED_GATES, MemorySlots, VariantConfig, memory_from_consolidation
 from colabkit.workspace import Workspace

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from colabkit.evaluation.judge import JudgePrompt, Verdict
-from colabkit.evaluation.process import (
+from colabkit.evaluation.metrics.process import (
     ask_each,
     clip,
     missing,

@@ -4,7 +4,7 @@ The judge answers four kinds of question (prompts written here, following Discov
 published algorithm, not its prompt text): decompose a hypothesis into sub-hypotheses,
 does this context match that one, how many variables do two sub-hypotheses name and share,
 and which relation option holds. `judge_hypotheses` asks them; the arithmetic is in
-`colabkit.evaluation.hms`.
+`colabkit.evaluation.metrics.hms`.
 
 Variables and relations are judged on the **matched sub-hypotheses**, as the paper's formula
 states (varF1(h_p,i, h_g,i), relacc(h_p,i, h_g,i)), not on the whole hypotheses as
@@ -28,7 +28,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from colabkit.evaluation.hms import (
+from colabkit.evaluation.judge import JudgePrompt, Verdict
+from colabkit.evaluation.metrics.hms import (
     HmsScore,
     Pair,
     PairFacts,
@@ -38,8 +39,7 @@ from colabkit.evaluation.hms import (
     performance,
     variable_f1,
 )
-from colabkit.evaluation.judge import JudgePrompt, Verdict
-from colabkit.evaluation.process import transient
+from colabkit.evaluation.metrics.process import transient
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.tasks import Task

@@ -1,6 +1,6 @@
 """C_wf: how much of the task's reference workflow the team's successful cells implemented.
 
-The reference graphs are data files in `colabkit/evaluation/workflows/` (one per
+The reference graphs are data files in `colabkit/evaluation/metrics/workflows/` (one per
 DiscoveryBench workflow-tag family; how they were written is in the README there). They
 are validated when loaded: a broken file is a `ColabkitError` naming it, never a silently
 smaller graph.
@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from colabkit.errors import ColabkitError
 from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import (
+from colabkit.evaluation.metrics.process import (
     ask_each,
     clip,
     missing,
@@ -131,7 +131,7 @@ def parse_workflow(text: str, source: str) -> WorkflowGraph:
 
 
 def _graph_files() -> list[Any]:
-    folder = resources.files("colabkit.evaluation.workflows")
+    folder = resources.files("colabkit.evaluation.metrics.workflows")
     return sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
 
 
@@ -144,12 +144,12 @@ def graphs_hash() -> str:
 @cache
 def load_workflows() -> tuple[WorkflowGraph, ...]:
     """The shipped reference graphs, validated, with distinct families and tag sets."""
-    graphs = [parse_workflow(f.read_text(encoding="utf-8"), f"colabkit/evaluation/workflows/{f.name}")
+    graphs = [parse_workflow(f.read_text(encoding="utf-8"), f"colabkit/evaluation/metrics/workflows/{f.name}")
               for f in _graph_files()]
     for i, graph in enumerate(graphs):
         for other in graphs[:i]:
             if graph.family == other.family or graph.tag_set == other.tag_set:
-                raise ColabkitError(f"colabkit/evaluation/workflows: families {other.family!r} and "
+                raise ColabkitError(f"colabkit/evaluation/metrics/workflows: families {other.family!r} and "
                                     f"{graph.family!r} share a name or a tag set")
     return tuple(graphs)
 

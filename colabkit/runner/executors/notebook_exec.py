@@ -30,7 +30,7 @@ class ShutdownWithoutInterrupt(AsyncKernelManager):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m colabkit.runner.notebook_exec", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m colabkit.runner.executors.notebook_exec", description=__doc__.splitlines()[0])
     parser.add_argument("source")
     parser.add_argument("output")
     parser.add_argument("--kernel", required=True)

@@ -35,9 +35,9 @@ from colabkit.llm import Gateway, ModelConfig
 from colabkit.llm.cache import CachedAnswer, cache_key
 from colabkit.llm.schema import bounded_schema, parse_as
 from colabkit.session.actions import StepSchema
-from colabkit.session.observation import Observation
-from colabkit.session.person import InvalidAttempt, PersonStep, SeatTerms, Stamp, is_person, seat_terms
-from colabkit.session.react import Answer, ask
+from colabkit.session.prompting.observation import Observation
+from colabkit.session.seats.person import InvalidAttempt, PersonStep, SeatTerms, Stamp, is_person, seat_terms
+from colabkit.session.seats.react import Answer, ask
 
 T = TypeVar("T", bound=BaseModel)
 Stage = Literal["step", "propose", "ratify"]

@@ -49,9 +49,8 @@ from colabkit.hashing import sha256_hex
 from colabkit.session.actions import action_help
 from colabkit.session.actions import valid_actions as valid_actions_for
 from colabkit.session.events import SYSTEM, Event
-from colabkit.session.gating import Gatekeeper, Request
-from colabkit.session.profile import ObservationProfile
-from colabkit.session.views import (
+from colabkit.session.prompting.profile import ObservationProfile
+from colabkit.session.prompting.views import (
     ActivityView,
     CellView,
     MessageView,
@@ -69,6 +68,7 @@ from colabkit.session.views import (
     request_view,
     unstated_query,
 )
+from colabkit.session.structure.gating import Gatekeeper, Request
 
 _DECISIONS = ("approve", "reject")
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",

@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from colabkit.evaluation.initiative import INITIATIVE_PROMPT, InitiativeVerdict, initiative_fields
 from colabkit.evaluation.judge import JudgePrompt
-from colabkit.evaluation.process import (
+from colabkit.evaluation.metrics.initiative import INITIATIVE_PROMPT, InitiativeVerdict, initiative_fields
+from colabkit.evaluation.metrics.process import (
     ChatTurn,
     ask_each,
     chat_turns,

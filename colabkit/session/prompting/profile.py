@@ -35,7 +35,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colabkit.llm import ModelConfig
-from colabkit.session.person import is_person, seat_terms
+from colabkit.session.seats.person import is_person, seat_terms
 from colabkit.team.gates import NOTE_MAX_CHARS
 from colabkit.team.memory import ENFORCEABLE_GATES, MAX_GATES
 

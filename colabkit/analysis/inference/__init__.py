@@ -1,0 +1,1 @@
+"""The statistics: task-level contrasts, the mixed model, Holm families and power."""

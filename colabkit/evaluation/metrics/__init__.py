@@ -1,0 +1,1 @@
+"""The metrics' scorers: each module registers the scorers of one metric family."""

@@ -1,4 +1,0 @@
-"""Reference workflow graphs (data files), one per DiscoveryBench workflow-tag family.
-
-Loaded and validated by `colabkit.evaluation.workflow.load_workflows`; see the README here.
-"""

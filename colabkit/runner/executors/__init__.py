@@ -1,0 +1,1 @@
+"""Where sessions and notebooks run, and how many at once: processes, Dask, the machine's caps."""

@@ -1,0 +1,1 @@
+"""The collaboration structure's mechanics: the memory build, approval gates, living memory updates."""
