@@ -300,3 +300,21 @@ def test_a_model_change_and_a_memory_amendment_take_effect_at_n(parent, tmp_path
     record = record_of(folder)
     assert record.memory.plan.startswith("AMENDED-PLAN") and record.memory_digest != record_of(parent).memory_digest
     assert model.calls and all("AMENDED-PLAN" in json.dumps(c["messages"]) for c in model.calls)
+
+
+def test_a_memory_amendment_on_a_dynamic_team_amends_its_living_memory(tmp_path):
+    # A Dynamic team's observations show the living memory (its current version), not the build's
+    # record: the amendment must reach that, and the version line must name the amended text.
+    use_scripted(scaffolded_scripts(), default=WAIT)
+    var = variant("dynamic-dr")
+    spec = SessionSpec(task_id="demo_archaeology/0/0", variant=var, seed=ai_first_seed(var.team),
+                       models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team})
+    dynamic = record_session(spec, load_tasks().get("demo_archaeology/0/0"), tmp_path / "parent")
+    at = next(e.seq for e in events_of(dynamic) if (e.participant, e.action) == ("D", "execute_code"))
+    model = use_scripted({}, default=WAIT)
+    change = AmendMemory(slots={"plan": "AMENDED-PLAN: R checks every count"})
+    folder = fork(dynamic, at=at, change=change, seeds=[0], out=tmp_path / "forks", controls=False).changed[0]
+    amended = record_of(folder).memory
+    assert amended.plan.startswith("AMENDED-PLAN")
+    prompts = [json.dumps(c["messages"]) for c in model.calls]
+    assert prompts and all("AMENDED-PLAN" in p and f"living, version 1 {amended.digest()[:8]}" in p for p in prompts)
