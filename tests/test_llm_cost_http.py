@@ -21,6 +21,7 @@ import litellm
 import pytest
 import yaml
 from helpers.caching_provider import KEY, CachingProvider
+from helpers.loopback import serving_as_deepseek
 from pydantic import BaseModel, Field
 
 from colabkit.evaluation import score_results
@@ -43,18 +44,7 @@ class Answer(BaseModel):
 
 @pytest.fixture
 def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    servers: list[CachingProvider] = []
-
-    def start(default: dict | str, **options: Any) -> CachingProvider:
-        server = CachingProvider(default, **options)
-        servers.append(server)
-        monkeypatch.setenv("DEEPSEEK_API_BASE", server.base)
-        monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
+    yield from serving_as_deepseek(monkeypatch, CachingProvider, KEY)
 
 
 def priced(usage: dict[str, Any]) -> float:

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import litellm
 import pytest
-from helpers.loopback import LoopbackServer
+from helpers.loopback import LoopbackServer, serving_as_deepseek
 from helpers.scripted import use_scripted
 from pydantic import BaseModel, Field
 
@@ -101,26 +101,11 @@ class FakeDeepSeek(LoopbackServer):
                          "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
                                    "total_tokens": len(prompt.split()) + len(text.split())}}
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
 
 @pytest.fixture
 def deepseek(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Start a FakeDeepSeek and point litellm's deepseek provider at it with the right key."""
-    servers: list[FakeDeepSeek] = []
-
-    def start(answers: list[dict | str], **options: Any) -> FakeDeepSeek:
-        server = FakeDeepSeek(answers, **options)
-        servers.append(server)
-        monkeypatch.setenv("DEEPSEEK_API_BASE", server.base)
-        monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
+    yield from serving_as_deepseek(monkeypatch, FakeDeepSeek, KEY)
 
 
 def run_cli(out: Path, *extra: str, model: str = MODEL) -> int:

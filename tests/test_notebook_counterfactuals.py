@@ -8,15 +8,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from helpers.notebooks import code_cells
 from helpers.scripted_plugin import subprocess_env
 from helpers.stored_session import WAIT, record_scaffolded_session
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "counterfactuals.ipynb"
 PARAMETERS = {"results", "session_id", "at", "change", "seeds", "verify", "metrics", "judge"}
 
-
-def code_cells(nb) -> list:
-    return [c for c in nb.cells if c.cell_type == "code"]
 
 
 def test_the_notebook_is_thin_and_parameterised():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from helpers.notebooks import code_cells
 from helpers.scripted_plugin import subprocess_env
 
 from colabkit.store import SessionRecord, load_sessions
@@ -17,9 +18,6 @@ CODE = {"thought": "look", "action": "execute_code", "content": "print(6 * 7)"}
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "run_session.ipynb"
 PARAMETERS = {"task", "variant", "seed", "model", "data_root", "out", "action_budget", "max_rounds"}
 
-
-def code_cells(nb) -> list:
-    return [c for c in nb.cells if c.cell_type == "code"]
 
 
 def test_the_notebook_is_thin_and_parameterised():

@@ -19,6 +19,7 @@ import nbformat
 import pandas as pd
 import pytest
 import yaml
+from helpers.notebooks import code_cells
 from helpers.score_tables import score_table
 from helpers.scripted_plugin import subprocess_env
 from helpers.stored_session import (
@@ -46,9 +47,6 @@ TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", 
           "living_memory")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 
-
-def code_cells(nb) -> list:
-    return [c for c in nb.cells if c.cell_type == "code"]
 
 
 @pytest.mark.parametrize("name", sorted(PARAMETERS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from helpers.experiments import write_experiment
 from helpers.scripted import use_scripted
 
 from colabkit.cli import main
@@ -16,12 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def config(tmp_path: Path, **fields) -> Path:
-    data = {"name": "cli", "tasks": {"ids": ["demo_archaeology/0/0"]}, "variants": ["single", "memory-dr"],
-            "seeds": [0, 1], "models": {"default": "scripted/everyone"}, "judge": "scripted/judge",
-            "settings": {"action_budget": 2, "max_rounds": 2}, "results": str(tmp_path / "results"), **fields}
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_experiment(tmp_path, "cli", **{"variants": ["single", "memory-dr"], "seeds": [0, 1],
+                                                "judge": "scripted/judge", **fields})
 
 
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, capsys):

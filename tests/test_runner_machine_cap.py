@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
+from helpers.experiments import write_experiment
 from helpers.scripted_plugin import subprocess_env
 
 from colabkit.runner import load_experiment
@@ -27,13 +27,7 @@ CODE = {"thought": "look", "action": "execute_code", "content": "print(6 * 7)"}
 
 
 def config(tmp_path: Path) -> Path:
-    data = {"name": "cap", "tasks": {"ids": ["demo_archaeology/0/0"]}, "variants": ["single", "default-dr"],
-            "seeds": [0, 1, 2], "models": {"default": "scripted/everyone"},
-            "settings": {"action_budget": 2, "max_rounds": 2},
-            "concurrency": {"sessions": 2, "kernels": 2, "notebooks": 2}, "results": str(tmp_path / "results")}
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_experiment(tmp_path, "cap", concurrency={"sessions": 2, "kernels": 2, "notebooks": 2})
 
 
 @pytest.mark.slow

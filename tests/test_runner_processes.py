@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-import yaml
+from helpers.experiments import write_experiment
 from helpers.scripted_plugin import subprocess_env
 
 from colabkit.runner import load_experiment, read_journal
@@ -26,13 +26,7 @@ pytestmark = pytest.mark.slow  # each batch starts four papermill kernels
 
 
 def config(tmp_path: Path) -> Path:
-    data = {"name": "proc", "tasks": {"ids": ["demo_archaeology/0/0"]}, "variants": ["single", "default-dr"],
-            "seeds": [0, 1, 2], "models": {"default": "scripted/everyone"},
-            "settings": {"action_budget": 2, "max_rounds": 2},
-            "concurrency": {"sessions": 2, "kernels": 2, "notebooks": 2}, "results": str(tmp_path / "results")}
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_experiment(tmp_path, "proc", concurrency={"sessions": 2, "kernels": 2, "notebooks": 2})
 
 
 def batch(path: Path, env: dict[str, str], log: Path) -> subprocess.Popen:

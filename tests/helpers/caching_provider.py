@@ -57,10 +57,6 @@ class CachingProvider(LoopbackServer):
                                   "message": {"role": "assistant", "content": text}}],
                      "usage": usage}
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
 
 def _common(a: list[str], b: list[str]) -> int:
     n = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -41,6 +42,27 @@ class LoopbackServer(ABC):
     def base(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
     @abstractmethod
     def handle(self, path: str, auth: str | None, body: dict) -> tuple[int, dict]:
         """(status, JSON body) for one POST: each fake provider says what it replies."""
+
+
+def serving_as_deepseek(monkeypatch: Any, factory: Any, key: str) -> Iterator[Any]:
+    """A fixture body: `start(...)` makes a server with `factory(...)` and points litellm's
+    deepseek provider at it with `key`; every server started is closed at the end."""
+    servers: list[LoopbackServer] = []
+
+    def start(*args: Any, **options: Any) -> Any:
+        server = factory(*args, **options)
+        servers.append(server)
+        monkeypatch.setenv("DEEPSEEK_API_BASE", server.base)
+        monkeypatch.setenv("DEEPSEEK_API_KEY", key)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
