@@ -18,6 +18,9 @@ LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF
 endif
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 DEMO_ARGS ?=
+# Test files run on this many workers (pytest-xdist; a file's tests stay together, so its
+# module fixtures are built once). The suite is sized for 2 cores.
+TEST_WORKERS ?= 2
 
 .PHONY: demo test lab setup clean
 
@@ -47,7 +50,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check colabkit tests benchmarks
 	$(VPY) -m mypy
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

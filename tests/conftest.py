@@ -4,10 +4,12 @@
 fetches the price table from the network.
 """
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -34,6 +36,12 @@ def pytest_configure(config: pytest.Config) -> None:
                             "ignore:.*using the `ReadOnly` qualifier:UserWarning")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The slow files first: the test workers (pytest-xdist, a file at a time) then end together
+    # instead of one worker starting the longest file when the other is nearly done.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def _find_chromium() -> str | None:
     explicit = os.environ.get("COLABKIT_CHROMIUM")
     return explicit if explicit and Path(explicit).is_file() else shutil.which("chromium")
@@ -45,11 +53,16 @@ def chromium() -> str:
     install`, which downloads a browser): installed with apt-get when missing and run as root."""
     path = _find_chromium()
     if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, capture_output=True, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, check=False,
-                       capture_output=True, timeout=1200)
-        path = _find_chromium()
+        # Test workers (pytest-xdist) may get here at once: one installs, the others wait and find it.
+        with open(Path(tempfile.gettempdir()) / "colabkit-tests-chromium.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            path = _find_chromium()
+            if path is None:
+                env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+                subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, capture_output=True, timeout=600)
+                subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, check=False,
+                               capture_output=True, timeout=1200)
+                path = _find_chromium()
     require(path is not None, "no chromium: apt-get install chromium (as root), or set COLABKIT_CHROMIUM")
     assert path is not None
     return path
