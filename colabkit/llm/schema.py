@@ -45,6 +45,31 @@ def shared_bounded_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+@lru_cache(maxsize=256)
+def capped_schema(model: type[BaseModel], text_chars: int) -> dict[str, Any]:
+    """`shared_bounded_schema` with every free-text string at most `text_chars` long (shared).
+
+    What a caller asks of a model that needs less room (the embedded judge's answers, sized
+    by its profile); validation stays with the model class, which a shorter answer passes.
+    """
+    schema = copy.deepcopy(shared_bounded_schema(model))
+    _cap(schema, text_chars)
+    return schema
+
+
+def _cap(node: Any, text_chars: int) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _cap(item, text_chars)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "string" and "maxLength" in node:
+        node["maxLength"] = min(int(node["maxLength"]), text_chars)
+    for value in node.values():
+        _cap(value, text_chars)
+
+
 def _bound(node: Any) -> None:
     if isinstance(node, list):
         for item in node:
