@@ -7,7 +7,7 @@
   consecutive requests share their instructions as well.
 - An empty hypothesis is decomposed by rule (no sub-hypotheses) for every judge: no request.
 - A plumbing-grade judge is sanity-checked on one task, and its free-text answer fields are
-  bounded by its profile (`TEXT_CHARS`); a capable judge gets neither change.
+  and lists bounded by its profile (`JUDGE_PROFILES`); a capable judge gets neither change.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from colabkit.evaluation.hypothesis import (
     judge_hypotheses,
     task_fields,
 )
-from colabkit.evaluation.judge import TEXT_CHARS, Judge, judge_config
+from colabkit.evaluation.judge import JUDGE_PROFILES, Judge, judge_config
 from colabkit.evaluation.reliability import PLUMBING_SANITY_TASKS, run_sanity_check
 from colabkit.llm import Gateway, RetryPolicy
 from colabkit.tasks import load_tasks
@@ -100,14 +100,14 @@ def test_a_plumbing_judge_is_sanity_checked_on_one_task_a_capable_one_on_all_ask
     assert len(sanity_tasks("capable", tmp_path)) == 3
 
 
-def strings(schema: dict) -> list[int]:
-    """Every string field's maxLength in a JSON schema."""
+def bounds_in(schema: dict, kind: str, key: str) -> list[int]:
+    """Every `key` bound of the `kind` nodes in a JSON schema (maxLength of strings, ...)."""
     found: list[int] = []
 
     def walk(node: object) -> None:
         if isinstance(node, dict):
-            if node.get("type") == "string" and "maxLength" in node:
-                found.append(node["maxLength"])
+            if node.get("type") == kind and key in node:
+                found.append(node[key])
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -118,20 +118,23 @@ def strings(schema: dict) -> list[int]:
     return found
 
 
-def asked_schema(grade: str) -> tuple[list[int], int]:
+def asked_schema(grade: str) -> tuple[dict, int]:
     double = use_judge_double()
     the_judge = judge(grade)
     judged = asyncio.run(judge_hypotheses(partial(the_judge.verdict, repeat=0), TASK, "Axes peak.", "Axes peak."))
     assert judged.score.hms == 1.0  # the answers validate either way
     call = double.asked("hms_decompose")[0]
-    return strings(call["response_format"]["json_schema"]["schema"]), call["max_tokens"]
+    return call["response_format"]["json_schema"]["schema"], call["max_tokens"]
 
 
-def test_a_plumbing_judges_free_text_is_bounded_by_its_profile_a_capable_judges_is_not():
+def test_a_plumbing_judges_answers_are_bounded_by_its_profile_a_capable_judges_are_not():
     plumbing, plumbing_tokens = asked_schema("plumbing")
     capable, capable_tokens = asked_schema("capable")
-    bound = TEXT_CHARS["plumbing"]
-    assert bound is not None and TEXT_CHARS["capable"] is None
-    assert plumbing and max(plumbing) == bound
-    assert max(capable) > bound and len(capable) == len(plumbing)  # the same fields, their own bounds
+    bounds = JUDGE_PROFILES["plumbing"]
+    assert bounds is not None and JUDGE_PROFILES["capable"] is None
+    texts, lists = bounds_in(plumbing, "string", "maxLength"), bounds_in(plumbing, "array", "maxItems")
+    assert texts and max(texts) == bounds.text_chars and lists and max(lists) == bounds.list_items
+    own_texts, own_lists = bounds_in(capable, "string", "maxLength"), bounds_in(capable, "array", "maxItems")
+    assert max(own_texts) > bounds.text_chars and max(own_lists) > bounds.list_items  # the schema's own
+    assert len(own_texts) == len(texts) and len(own_lists) == len(lists)  # the same fields
     assert plumbing_tokens < capable_tokens

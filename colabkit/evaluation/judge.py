@@ -39,6 +39,7 @@ from colabkit.llm import (
     ProviderError,
     StructuredOutputError,
 )
+from colabkit.llm.schema import AnswerBounds
 
 T = TypeVar("T", bound=BaseModel)
 JudgeGrade = Literal["capable", "plumbing"]
@@ -126,12 +127,15 @@ def grade_of(config: ModelConfig) -> JudgeGrade:
     return "plumbing" if config.model == DEFAULT_MODEL else "capable"
 
 
-# The judge's profile: how long its free-text answer fields (reasons, explanations, claims,
-# sub-hypotheses) may be, by grade. A capable judge gets each schema's own bounds. The
-# embedded model's answers are plumbing whatever they say, and it writes every free-text
-# field to its bound (a decomposition ran to ~400 tokens at ~33 tokens/s); 80 characters
-# keep each field a sentence. Only what is generated is bounded: the questions are the same.
-TEXT_CHARS: dict[JudgeGrade, int | None] = {"capable": None, "plumbing": 80}
+# The judge's profile: how much it may write, by grade. A capable judge gets each answer
+# schema's own bounds. The embedded model's answers are plumbing whatever they say, and it
+# writes free-text fields to their bound (a decomposition ran to ~400 tokens at ~33 tokens/s)
+# and lists to their length (each sub-hypothesis or claim is more questions): 80 characters
+# keep each field (reasons, explanations, claims, sub-hypotheses) a sentence, 3 items keep
+# every list's follow-up questions few. Only what is generated is bounded: the questions are
+# the same.
+JUDGE_PROFILES: dict[JudgeGrade, AnswerBounds | None] = {
+    "capable": None, "plumbing": AnswerBounds(text_chars=80, list_items=3)}
 
 
 class Verdict(BaseModel, Generic[T]):
@@ -169,7 +173,7 @@ class Judge:
 
     def describe(self) -> dict[str, Any]:
         return {"config": self.config.model_dump(mode="json"), "grade": self.grade,
-                "text_chars": TEXT_CHARS[self.grade]}
+                "answer_bounds": bounds._asdict() if (bounds := JUDGE_PROFILES[self.grade]) else None}
 
     async def verdict(self, prompt: JudgePrompt, fields: Mapping[str, Any], schema: type[T], *,
                       repeat: int = 0, shared: Collection[str] = ()) -> Verdict[T]:
@@ -184,7 +188,7 @@ class Judge:
         try:
             value, raw, calls = await self.gateway.structured_with_text(
                 self.config, messages, schema, caller=f"judge:{prompt.id}", sample=repeat,
-                text_chars=TEXT_CHARS[self.grade])
+                bounds=JUDGE_PROFILES[self.grade])
         except (BudgetExceeded, ProviderError):
             raise
         except StructuredOutputError as exc:
