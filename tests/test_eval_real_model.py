@@ -92,7 +92,9 @@ def test_score_runs_on_a_real_session_and_reports_the_embedded_judge_as_it_is(sc
     judgements = load_judgements(out)
     assert (judgements["judge_model"] == DEFAULT_MODEL).all()
     verdicts = [*judgements.to_dict("records"), *(j.model_dump() for c in check.cases for j in c.judgements)]
-    assert len(verdicts) >= 6  # at least both decompositions of the three sanity cases
+    # at least the decompositions of the three sanity cases (the empty case's empty prediction
+    # has no sub-hypotheses by rule: only its gold is asked)
+    assert len(verdicts) >= 5
     for verdict in verdicts:
         if verdict["flag"] is None or pd.isna(verdict["flag"]):
             assert isinstance(verdict["raw"], str)

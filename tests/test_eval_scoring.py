@@ -102,11 +102,11 @@ def test_a_perfect_judge_scores_stored_sessions_and_the_tables_show_them(results
     folder = results / scores["session_id"][0]
     stored = json.loads((folder / "scores" / f"{sid}.json").read_text())
     assert stored["scorer"] == "performance" and stored["judge"]["model"] == "judgedouble/perfect"
-    assert stored["prompt_version"] == "hms_context_match@1,hms_decompose@1,hms_relation@1,hms_variables@1"
+    assert stored["prompt_version"] == "hms_context_match@2,hms_decompose@2,hms_relation@2,hms_variables@2"
     judgements = load_judgements(results)
     mine = judgements[judgements["session_id"] == folder.name]
     assert set(mine["item"]) == {"decompose:gold", "decompose:prediction", "variables:p0:g0", "relation:p0:g0"}
-    assert mine["raw"].notna().all() and (mine["prompt_version"] == 1).all()
+    assert mine["raw"].notna().all() and (mine["prompt_version"] == 2).all()
 
 
 def test_rescoring_reuses_stored_scores_and_replays_the_judge_from_the_cache(results):
@@ -445,7 +445,7 @@ def test_the_scorer_id_changes_with_everything_that_decides_a_score():
     bumped = type("Bumped", (type(performance),), {"version": "2"})()
     assert scorer_id(bumped, PERFECT, 1) != base
     reworded = type("Reworded", (type(performance),), {"prompts": (
-        *performance.prompts[:-1], performance.prompts[-1].model_copy(update={"version": 2}))})()
+        *performance.prompts[:-1], performance.prompts[-1].model_copy(update={"version": 3}))})()
     assert reworded.prompt_version != performance.prompt_version and scorer_id(reworded, PERFECT, 1) != base
     rule_based = CrashingScorer()  # asks no judge: its id ignores the judge and repeats
     assert scorer_id(rule_based, PERFECT, 1) == scorer_id(rule_based, judge_config("judgedouble/other"), 3)

@@ -39,6 +39,7 @@ from colabkit.llm import (
     ProviderError,
     StructuredOutputError,
 )
+from colabkit.llm.schema import AnswerBounds
 
 T = TypeVar("T", bound=BaseModel)
 JudgeGrade = Literal["capable", "plumbing"]
@@ -57,10 +58,17 @@ class JudgePrompt(BaseModel):
     id: str = Field(pattern=r"^[a-z0-9_]+$")
     version: int = Field(ge=1)
     instructions: str
-    """The system message: what to judge, the definitions, the answer's meaning."""
+    """What to judge, the definitions, the answer's meaning: the system message, or with
+    `context_fields` the part of the user message between the context and the item."""
+    preamble: str = ""
+    """With `context_fields`: the system message, the same for a family of questions."""
+    context_fields: tuple[str, ...] = ()
+    """Fields that are the same for every question of a family about one task (its query
+    and datasets): rendered before the instructions, so all the family's questions about it
+    share the preamble and them as one prompt prefix (see `render`)."""
 
     def render(self, fields: Mapping[str, Any], shared: Collection[str] = ()) -> list[dict[str, str]]:
-        """The chat messages for this question about `fields` (sent as one JSON object).
+        """The chat messages for this question about `fields` (sent as JSON).
 
         `shared` names the fields that are the same for every question of one batch (one
         session's cells, its persona cards): they come first, so those questions share the
@@ -68,16 +76,31 @@ class JudgePrompt(BaseModel):
         and a provider's prefix cache serve instead of prefilling or billing it again. The
         other fields follow; each part, and every nested object, in key order. Without
         `shared` the payload is in key order throughout.
+
+        A prompt with `context_fields` goes further: its system message is the family's
+        `preamble`, and the user message holds those fields first, then the instructions,
+        then the rest, so different questions of the family (HMS's decomposition, context,
+        variable and relation questions) share the context as well: the embedded judge
+        prefills only each question's instructions and item.
         """
-        keys = sorted(fields, key=lambda key: (key not in shared, key))
-        payload = json.dumps({key: _key_ordered(fields[key]) for key in keys}, ensure_ascii=False, indent=1,
-                             default=str)
-        return [{"role": "system", "content": self.instructions},
-                {"role": "user", "content": payload}]
+        if not self.context_fields:
+            return [{"role": "system", "content": self.instructions},
+                    {"role": "user", "content": _payload(fields, shared)}]
+        context = {key: fields[key] for key in self.context_fields if key in fields}
+        item = {key: value for key, value in fields.items() if key not in self.context_fields}
+        return [{"role": "system", "content": self.preamble},
+                {"role": "user", "content": f"CONTEXT:\n{_payload(context, ())}\n\nQUESTION:\n{self.instructions}"
+                                            f"\n\nINPUT:\n{_payload(item, shared)}"}]
 
     @property
     def ref(self) -> str:
         return f"{self.id}@{self.version}"
+
+
+def _payload(fields: Mapping[str, Any], shared: Collection[str]) -> str:
+    """`fields` as indented JSON: the `shared` ones first, each part in key order."""
+    keys = sorted(fields, key=lambda key: (key not in shared, key))
+    return json.dumps({key: _key_ordered(fields[key]) for key in keys}, ensure_ascii=False, indent=1, default=str)
 
 
 def _key_ordered(value: Any) -> Any:
@@ -102,6 +125,17 @@ def judge_config(model: str = DEFAULT_MODEL, **settings: Any) -> ModelConfig:
 def grade_of(config: ModelConfig) -> JudgeGrade:
     """'plumbing' for the embedded 135M model, 'capable' for any model chosen on purpose."""
     return "plumbing" if config.model == DEFAULT_MODEL else "capable"
+
+
+# The judge's profile: how much it may write, by grade. A capable judge gets each answer
+# schema's own bounds. The embedded model's answers are plumbing whatever they say, and it
+# writes free-text fields to their bound (a decomposition ran to ~400 tokens at ~33 tokens/s)
+# and lists to their length (each sub-hypothesis or claim is more questions): 80 characters
+# keep each field (reasons, explanations, claims, sub-hypotheses) a sentence, 3 items keep
+# every list's follow-up questions few. Only what is generated is bounded: the questions are
+# the same.
+JUDGE_PROFILES: dict[JudgeGrade, AnswerBounds | None] = {
+    "capable": None, "plumbing": AnswerBounds(text_chars=80, list_items=3)}
 
 
 class Verdict(BaseModel, Generic[T]):
@@ -138,7 +172,8 @@ class Judge:
             _log.warning(PLUMBING_WARNING)
 
     def describe(self) -> dict[str, Any]:
-        return {"config": self.config.model_dump(mode="json"), "grade": self.grade}
+        return {"config": self.config.model_dump(mode="json"), "grade": self.grade,
+                "answer_bounds": bounds._asdict() if (bounds := JUDGE_PROFILES[self.grade]) else None}
 
     async def verdict(self, prompt: JudgePrompt, fields: Mapping[str, Any], schema: type[T], *,
                       repeat: int = 0, shared: Collection[str] = ()) -> Verdict[T]:
@@ -152,7 +187,8 @@ class Judge:
                 "model": self.config.model, "repeat": repeat}
         try:
             value, raw, calls = await self.gateway.structured_with_text(
-                self.config, messages, schema, caller=f"judge:{prompt.id}", sample=repeat)
+                self.config, messages, schema, caller=f"judge:{prompt.id}", sample=repeat,
+                bounds=JUDGE_PROFILES[self.grade])
         except (BudgetExceeded, ProviderError):
             raise
         except StructuredOutputError as exc:

@@ -41,6 +41,11 @@ from colabkit.tasks import TaskSuite
 CHECKS_DIR = "judge-checks"
 SANITY_VERSION = 1
 SANITY_TASKS = 3
+# A plumbing-grade judge (the embedded 135M model) is checked on one task: every score it gives
+# is marked judge_grade='plumbing' whatever the check says, so more tasks cannot change what a
+# table says of it, while one task still runs the whole check (all three cases, stored, read
+# into every score file), which is what `make demo` is there to exercise.
+PLUMBING_SANITY_TASKS = 1
 SELF_MIN = 0.9
 OTHER_MAX = 0.1
 
@@ -184,12 +189,15 @@ async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], 
                            n_tasks: int = SANITY_TASKS) -> SanityCheck:
     """Run (or reuse from `results/judge-checks/`) the sanity check for `judge`.
 
-    Tasks are the first `n_tasks` of `task_ids` that have gold (topped up from the suite);
+    Tasks are the first `n_tasks` of `task_ids` that have gold (topped up from the suite),
+    at most `PLUMBING_SANITY_TASKS` for a plumbing-grade judge;
     each is paired with the next task whose gold differs for the 'other' case. A stored check
     is reused if it covered at least `n_tasks` tasks and no case failed on a judge error.
     """
     from colabkit.evaluation.metrics.hypothesis import judge_hypotheses  # the Performance pipeline
 
+    if judge.grade == "plumbing":
+        n_tasks = min(n_tasks, PLUMBING_SANITY_TASKS)
     path = sanity_check_path(results, judge.config)
     if path.is_file():
         stored = SanityCheck.model_validate_json(path.read_bytes())

@@ -53,7 +53,14 @@ from colabkit.llm.records import (
     ProviderError,
     StructuredOutputError,
 )
-from colabkit.llm.schema import parse_as, schema_instructions, shared_bounded_schema, token_bound
+from colabkit.llm.schema import (
+    AnswerBounds,
+    capped_schema,
+    parse_as,
+    schema_instructions,
+    shared_bounded_schema,
+    token_bound,
+)
 
 T = TypeVar("T", bound=BaseModel)
 # Past the configured timeout litellm should have given up itself; this only catches a
@@ -145,15 +152,16 @@ class Gateway:
         return value, records
 
     async def structured_with_text(self, config: ModelConfig, messages: list[dict],
-                                   schema: type[T], *, caller: str,
-                                   sample: int = 0) -> tuple[T, str, list[CallRecord]]:
+                                   schema: type[T], *, caller: str, sample: int = 0,
+                                   bounds: AnswerBounds | None = None) -> tuple[T, str, list[CallRecord]]:
         """Like `structured`, plus the model's raw text of the answer that validated.
 
         Judges store what the model actually said next to what was parsed from it; on
         failure the raw text of the last answer is on the error (`StructuredOutputError.raw`).
+        `bounds` caps every string and list of the schema asked for (`capped_schema`).
         """
         try:
-            bounded = shared_bounded_schema(schema)
+            bounded = shared_bounded_schema(schema) if bounds is None else capped_schema(schema, bounds)
             mode = self.modes.get(config.model) or self._starting_mode(config)
         except Exception as exc:  # a broken litellm install or schema must not crash a batch
             raise StructuredOutputError(f"{config.model} ({caller}): cannot prepare request: "

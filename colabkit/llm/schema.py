@@ -13,7 +13,7 @@ import copy
 import json
 import re
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -43,6 +43,42 @@ def shared_bounded_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = copy.deepcopy(model.model_json_schema())
     _bound(schema)
     return schema
+
+
+class AnswerBounds(NamedTuple):
+    """Tighter bounds on what a model may write than its schema's own (`capped_schema`)."""
+
+    text_chars: int
+    """Each free-text string at most this long."""
+    list_items: int
+    """Each list at most this long."""
+
+
+@lru_cache(maxsize=256)
+def capped_schema(model: type[BaseModel], bounds: AnswerBounds) -> dict[str, Any]:
+    """`shared_bounded_schema` with every string and list within `bounds` (shared).
+
+    What a caller asks of a model that needs less room (the embedded judge's answers, sized
+    by its profile); validation stays with the model class, which a shorter answer passes.
+    """
+    schema = copy.deepcopy(shared_bounded_schema(model))
+    _cap(schema, bounds)
+    return schema
+
+
+def _cap(node: Any, bounds: AnswerBounds) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _cap(item, bounds)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "string" and "maxLength" in node:
+        node["maxLength"] = min(int(node["maxLength"]), bounds.text_chars)
+    if node.get("type") == "array" and "maxItems" in node:
+        node["maxItems"] = min(int(node["maxItems"]), bounds.list_items)
+    for value in node.values():
+        _cap(value, bounds)
 
 
 def _bound(node: Any) -> None:

@@ -29,8 +29,13 @@ Output = str | dict | BaseException | Callable[[dict[str, Any]], Any]
 
 
 def payload_of(messages: list[dict]) -> dict[str, Any]:
-    """The JSON fields of a judge request (its last user message)."""
-    return json.loads([m for m in messages if m["role"] == "user"][0]["content"])
+    """The JSON fields of a judge request (its first user message): the whole message, or
+    with a prompt's `context_fields` its CONTEXT and INPUT parts together."""
+    content = [m for m in messages if m["role"] == "user"][0]["content"]
+    if content.startswith("CONTEXT:\n"):
+        context, rest = content.removeprefix("CONTEXT:\n").split("\n\nQUESTION:\n", 1)
+        return {**json.loads(context), **json.loads(rest.split("\n\nINPUT:\n", 1)[1])}
+    return json.loads(content)
 
 
 def perfect_answer(prompt_id: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +88,9 @@ class JudgeDouble(CustomLLM):
         payload = payload_of(messages)
         self.calls.append({"model": model, "prompt_id": prompt_id, "payload": payload,
                            "repair": messages[-1]["role"] == "user" and len(messages) > 2,
-                           "seed": (kwargs.get("optional_params") or {}).get("seed")})
+                           "seed": (kwargs.get("optional_params") or {}).get("seed"),
+                           "response_format": (kwargs.get("optional_params") or {}).get("response_format"),
+                           "max_tokens": (kwargs.get("optional_params") or {}).get("max_tokens")})
         queue = self.scripts.get(prompt_id)
         if queue:
             output = queue.pop(0)

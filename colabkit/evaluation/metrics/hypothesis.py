@@ -49,12 +49,17 @@ EMPTY_DECOMPOSITION = "hms:empty_decomposition"
 """Flag prefix: a non-empty hypothesis decomposed into no sub-hypotheses."""
 Ask = Callable[[JudgePrompt, Mapping[str, Any], type[T]], Awaitable[Verdict[T]]]
 
+# Version 2 of the four questions: the same texts, laid out so that every question about one
+# task shares its CONTEXT (query and datasets) as a prompt prefix (`JudgePrompt.render`).
 _SHARED = (
     "You evaluate scientific hypotheses about a dataset for a research study. Judge only what "
     "the texts say; do not reward fluent wording, length or confidence. Reply with the JSON "
-    "object asked for and nothing else.\n\n")
+    "object asked for and nothing else. Each request gives the task's CONTEXT (its query and "
+    "the datasets' descriptions), then the QUESTION, then the INPUT the question is about.")
+_TASK_FIELDS = ("query", "datasets")
 
-DECOMPOSE = JudgePrompt(id="hms_decompose", version=1, instructions=_SHARED + (
+DECOMPOSE = JudgePrompt(
+    id="hms_decompose", version=2, preamble=_SHARED, context_fields=_TASK_FIELDS, instructions=(
     "Split the HYPOTHESIS into its sub-hypotheses: separate claims that could each be true or "
     "false on their own. For each give\n"
     "- text: the claim in one sentence;\n"
@@ -68,21 +73,24 @@ DECOMPOSE = JudgePrompt(id="hms_decompose", version=1, instructions=_SHARED + (
     "An empty or contentless hypothesis has no sub-hypotheses: return an empty list. Do not "
     "invent claims the text does not make."))
 
-CONTEXT_MATCH = JudgePrompt(id="hms_context_match", version=1, instructions=_SHARED + (
+CONTEXT_MATCH = JudgePrompt(
+    id="hms_context_match", version=2, preamble=_SHARED, context_fields=_TASK_FIELDS, instructions=(
     "Decide whether the PREDICTED context describes the same scope as the GOLD context: the "
     "same time window, place, subgroup or condition, allowing different wording, units or "
     "calendar notation for the same span. Contexts that both cover the whole dataset match. "
     "A context that is broader, narrower or different does not match. Give a one-sentence "
     "reason, then match true or false."))
 
-VARIABLES = JudgePrompt(id="hms_variables", version=1, instructions=_SHARED + (
+VARIABLES = JudgePrompt(
+    id="hms_variables", version=2, preamble=_SHARED, context_fields=_TASK_FIELDS, instructions=(
     "Count the distinct variables (concepts or measured quantities) named in the GOLD "
     "sub-hypothesis (size_gold) and in the PREDICTED one (size_pred), and how many of them "
     "the two share (intersection). Two names count as shared when they denote the same "
     "concept, even if worded differently. The intersection cannot exceed either size. "
     "Give a one-sentence explanation first."))
 
-RELATION = JudgePrompt(id="hms_relation", version=1, instructions=_SHARED + (
+RELATION = JudgePrompt(
+    id="hms_relation", version=2, preamble=_SHARED, context_fields=_TASK_FIELDS, instructions=(
     "Compare how the variables relate in the PREDICTED sub-hypothesis with the GOLD one. "
     "Relations form a hierarchy from general to specific, e.g. 'some relationship' > "
     "'a positive relationship' > 'a positive linear relationship'. Answer\n"
@@ -158,6 +166,8 @@ async def judge_hypotheses(ask: Ask, task: Task | None, gold: str, prediction: s
     context = task_fields(task)
 
     async def decompose(side: str, text: str) -> list[SubHypothesis] | None:
+        if not text.strip():  # fixed by rule for every judge: nothing to decompose (the prompt's own rule)
+            return []
         verdict = await ask(DECOMPOSE, {**context, "hypothesis": text}, Decomposition)
         n = len(verdict.value.sub_hypotheses) if verdict.value is not None else None
         judgements.append(Judgement.of(verdict, metric="hms", item=f"decompose:{side}", score=n))
@@ -202,8 +212,8 @@ async def judge_hypotheses(ask: Ask, task: Task | None, gold: str, prediction: s
             break
 
     pairs = greedy_pairs(len(pred_subs), len(gold_subs), matches)
-    facts = [await _pair_facts(ask, context, p, g, pred_subs[p], gold_subs[g], judgements, flags)
-             for p, g in pairs or []]
+    facts = await _pair_facts(ask, context, [(p, g, pred_subs[p], gold_subs[g]) for p, g in pairs or []],
+                              judgements, flags)
     score = hms_from_facts(len(gold_subs), len(pred_subs), pairs, {(f.pred, f.gold): f for f in facts})
     flags.extend(score.problems)
     return HypothesisJudged(gold=gold_subs, prediction=pred_subs,
@@ -211,26 +221,38 @@ async def judge_hypotheses(ask: Ask, task: Task | None, gold: str, prediction: s
                             pairs=pairs, facts=facts, score=score, flags=flags, judgements=judgements)
 
 
-async def _pair_facts(ask: Ask, context: dict[str, Any], p: int, g: int, pred: SubHypothesis,
-                      gold: SubHypothesis, judgements: list[Judgement], flags: list[str]) -> PairFacts:
-    fields = {**context, "gold_sub_hypothesis": gold.model_dump(), "predicted_sub_hypothesis": pred.model_dump()}
-    var = await ask(VARIABLES, fields, VariableAnswer)
-    counts = None
-    if var.value is not None:
-        counts = VariableCounts(size_gold=var.value.size_gold, size_pred=var.value.size_pred,
-                                intersection=var.value.intersection)
-    f1 = _f1_or_none(counts)
-    judgements.append(Judgement.of(var, metric="hms", item=f"variables:p{p}:g{g}", score=f1))
-    if var.value is None:
-        flags.append(f"variables p{p}:g{g}: {var.flag}")
-    elif f1 is None:
-        flags.append(f"variables p{p}:g{g}: judge_invalid: intersection larger than a set")
-    rel = await ask(RELATION, fields, RelationAnswer)
-    option = rel.value.option if rel.value is not None else None
-    judgements.append(Judgement.of(rel, metric="hms", item=f"relation:p{p}:g{g}", label=option))
-    if option is None:
-        flags.append(f"relation p{p}:g{g}: {rel.flag}")
-    return PairFacts(pred=p, gold=g, variables=counts, relation=option)
+async def _pair_facts(ask: Ask, context: dict[str, Any], pairs: list[tuple[int, int, SubHypothesis, SubHypothesis]],
+                      judgements: list[Judgement], flags: list[str]) -> list[PairFacts]:
+    """The variable counts and relation option of every matched pair.
+
+    Every pair's variables question is asked before any relation question, so consecutive
+    requests share the question's instructions too (asked pair by pair, the two questions
+    alternated and each request prefilled its instructions afresh on the embedded judge).
+    """
+    fields = {(p, g): {**context, "gold_sub_hypothesis": gold.model_dump(),
+                       "predicted_sub_hypothesis": pred.model_dump()} for p, g, pred, gold in pairs}
+    counts: dict[tuple[int, int], VariableCounts | None] = {}
+    for p, g, _, _ in pairs:
+        var = await ask(VARIABLES, fields[(p, g)], VariableAnswer)
+        counts[(p, g)] = None
+        if var.value is not None:
+            counts[(p, g)] = VariableCounts(size_gold=var.value.size_gold, size_pred=var.value.size_pred,
+                                            intersection=var.value.intersection)
+        f1 = _f1_or_none(counts[(p, g)])
+        judgements.append(Judgement.of(var, metric="hms", item=f"variables:p{p}:g{g}", score=f1))
+        if var.value is None:
+            flags.append(f"variables p{p}:g{g}: {var.flag}")
+        elif f1 is None:
+            flags.append(f"variables p{p}:g{g}: judge_invalid: intersection larger than a set")
+    facts = []
+    for p, g, _, _ in pairs:
+        rel = await ask(RELATION, fields[(p, g)], RelationAnswer)
+        option = rel.value.option if rel.value is not None else None
+        judgements.append(Judgement.of(rel, metric="hms", item=f"relation:p{p}:g{g}", label=option))
+        if option is None:
+            flags.append(f"relation p{p}:g{g}: {rel.flag}")
+        facts.append(PairFacts(pred=p, gold=g, variables=counts[(p, g)], relation=option))
+    return facts
 
 
 def _f1_or_none(counts: VariableCounts | None) -> float | None:
