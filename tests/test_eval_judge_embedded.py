@@ -19,7 +19,8 @@ from functools import partial
 from helpers.judges import payload_of, use_judge_double
 from test_eval_judge_prefix import common_prefix
 
-from colabkit.evaluation.hypothesis import (
+from colabkit.evaluation.judge import JUDGE_PROFILES, Judge, judge_config
+from colabkit.evaluation.metrics.hypothesis import (
     CONTEXT_MATCH,
     DECOMPOSE,
     RELATION,
@@ -27,7 +28,6 @@ from colabkit.evaluation.hypothesis import (
     judge_hypotheses,
     task_fields,
 )
-from colabkit.evaluation.judge import JUDGE_PROFILES, Judge, judge_config
 from colabkit.evaluation.reliability import PLUMBING_SANITY_TASKS, run_sanity_check
 from colabkit.llm import Gateway, RetryPolicy
 from colabkit.tasks import load_tasks
