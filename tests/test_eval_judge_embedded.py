@@ -138,3 +138,19 @@ def test_a_plumbing_judges_answers_are_bounded_by_its_profile_a_capable_judges_a
     assert max(own_texts) > bounds.text_chars and max(own_lists) > bounds.list_items  # the schema's own
     assert len(own_texts) == len(texts) and len(own_lists) == len(lists)  # the same fields
     assert plumbing_tokens < capable_tokens
+
+
+def test_the_plumbing_judges_answer_bounds_are_part_of_its_scorers_ids(monkeypatch):
+    # Stored scores are reused by id: scores written under other answer bounds must not be.
+    from colabkit.evaluation import scorer_id, scorers_for
+    from colabkit.evaluation.judge import AnswerBounds
+    from colabkit.llm import DEFAULT_MODEL, ModelConfig
+
+    performance, work = scorers_for(["performance", "work"])
+    plumbing, capable = judge_config(DEFAULT_MODEL), ModelConfig(model="judgedouble/x")
+    before = {name: scorer_id(performance, judge, 1) for name, judge in (("plumbing", plumbing), ("capable", capable))}
+    rule_based = scorer_id(work, plumbing, 1)
+    monkeypatch.setitem(JUDGE_PROFILES, "plumbing", AnswerBounds(text_chars=200, list_items=3))
+    assert scorer_id(performance, plumbing, 1) != before["plumbing"]
+    assert scorer_id(performance, capable, 1) == before["capable"]  # no bounds: its ids did not move
+    assert scorer_id(work, plumbing, 1) == rule_based  # asks no judge

@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from colabkit.errors import ColabkitError, one_line
-from colabkit.evaluation.judge import Judge
+from colabkit.evaluation.judge import JUDGE_PROFILES, Judge, grade_of
 from colabkit.evaluation.records import ScoreFile
 from colabkit.evaluation.scorer import Scorer, SessionContext
 from colabkit.hashing import sha256_hex
@@ -48,6 +48,9 @@ def scorer_id(scorer: Scorer, judge: ModelConfig | None, repeats: int) -> str:
         "judge": judge.output_identity() if judged and judge is not None else None,
         "repeats": repeats if judged else 1,
     }
+    bounds = JUDGE_PROFILES[grade_of(judge)] if judged and judge is not None else None
+    if bounds is not None:  # what the judge may write decides its answers: a capable judge's ids stay
+        identity["answer_bounds"] = bounds._asdict()
     if scorer.data_identity is not None:  # only scorers that read data files: others keep their ids
         identity["data"] = scorer.data_identity
     return sha256_hex(identity)[:_ID_CHARS]
