@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
+from typing import Any
 from pathlib import Path
 
 from colabkit.errors import ColabkitError, one_line
@@ -43,7 +44,7 @@ def scorer_id(scorer: Scorer, judge: ModelConfig | None, repeats: int) -> str:
     switching judges does not re-score it.
     """
     judged = scorer.uses_judge
-    identity = {
+    identity: dict[str, Any] = {
         "name": scorer.name, "version": scorer.version, "prompts": scorer.prompt_version,
         "judge": judge.output_identity() if judged and judge is not None else None,
         "repeats": repeats if judged else 1,
