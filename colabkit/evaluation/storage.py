@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from colabkit.errors import ColabkitError, one_line
 from colabkit.evaluation.judge import JUDGE_PROFILES, Judge, grade_of
