@@ -21,7 +21,8 @@ The answers are the bench model's (`benchmodel.BenchModel.answer`): the particip
 from the request's `X-Bench-Pid` header (else the model name `bench-<pid>`), the schema
 from the JSON-mode instructions in the system message. `GET /stats` returns what was served: requests, faults, the sum of the
 latencies slept (the benchmark's "model time"), when the first request arrived, and when
-each session's first request arrived (by its `X-Bench-Session` header).
+each session's first request arrived and the latency it slept in all (by its
+`X-Bench-Session` header).
 
     PYTHONPATH=. .venv/bin/python benchmarks/provider_server.py --latency 2.0
 """
@@ -55,7 +56,8 @@ class Served:
         self.blocks: set[int] = set()
         self.stats: dict[str, Any] = {"requests": 0, "answered": 0, "faults": 0, "refused_format": 0,
                                       "model_s": 0.0, "first_request": None, "last_answer": None,
-                                      "prompt_tokens": 0, "cached_tokens": 0, "first_by_session": {}}
+                                      "prompt_tokens": 0, "cached_tokens": 0, "first_by_session": {},
+                                      "model_s_by_session": {}}
         self.max_requests = args.max_requests
         self.done = asyncio.Event()
 
@@ -92,6 +94,9 @@ class Served:
         delay = self.median * math.exp(self.sigma * self.rng.gauss(0.0, 1.0))
         await asyncio.sleep(delay)
         stats["model_s"] += delay
+        if session is not None:
+            by_session = stats["model_s_by_session"]
+            by_session[session] = by_session.get(session, 0.0) + delay
         messages = body.get("messages") or []
         system = str(messages[0].get("content", "")) if messages else ""
         found = _SCHEMA.search(system)
