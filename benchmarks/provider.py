@@ -12,7 +12,10 @@ wall / ideal) it reports:
 - the suite's CPU: this process's (every thread) plus its kernels' (sampled), per answered
   request and per session; the server's CPU is not counted;
 - the time from the batch's start (this process already running, colabkit imported, litellm
-  not yet) to the server's first request;
+  not yet) to the server's first request, and each session's way there step by step
+  (`timeline.py`: workspace open, kernel start, first prompt, litellm, arrival, answer) with
+  the event loop's lag before it;
+- wall / the slowest session's own latencies (what the suite adds to the one-wave bound);
 - the projection for the paper grid (1,482 sessions at the measured calls per session): the
   measured throughput at the top level, beside the two bounds it cannot beat (latency:
   calls x mean latency / concurrency; CPU: the suite's CPU / the usable cores).
