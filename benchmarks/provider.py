@@ -12,7 +12,10 @@ wall / ideal) it reports:
 - the suite's CPU: this process's (every thread) plus its kernels' (sampled), per answered
   request and per session; the server's CPU is not counted;
 - the time from the batch's start (this process already running, colabkit imported, litellm
-  not yet) to the server's first request;
+  not yet) to the server's first request, and each session's way there step by step
+  (`timeline.py`: workspace open, kernel start, first prompt, litellm, arrival, answer) with
+  the event loop's lag before it;
+- wall / the slowest session's own latencies (what the suite adds to the one-wave bound);
 - the projection for the paper grid (1,482 sessions at the measured calls per session): the
   measured throughput at the top level, beside the two bounds it cannot beat (latency:
   calls x mean latency / concurrency; CPU: the suite's CPU / the usable cores).
@@ -37,7 +40,7 @@ from typing import Any
 
 import benchmodel as bm
 import psutil
-from batch import sample
+from timeline import Timeline, print_breakdown
 
 from colabkit.llm import ModelConfig
 from colabkit.runner import arun_sessions
@@ -51,7 +54,8 @@ HERE = Path(__file__).resolve().parent
 def spec(variant_name: str, seed: int, budget: int) -> SessionSpec:
     var = variant(variant_name)
     return SessionSpec(task_id=bm.TASK_ID, variant=var, seed=seed,
-                       models={pid: ModelConfig(model="deepseek/deepseek-chat", extra={"extra_headers": {"X-Bench-Pid": pid}})
+                       models={pid: ModelConfig(model="deepseek/deepseek-chat", extra={"extra_headers": {
+                           "X-Bench-Pid": pid, "X-Bench-Session": str(seed)}})
                                for pid in var.team},
                        settings=SessionSettings(action_budget=budget))
 
@@ -61,43 +65,83 @@ def stats(base: str) -> dict[str, Any]:
         return json.loads(reply.read())
 
 
+def descendants_cpu(me: psutil.Process, seen: dict[int, float]) -> None:
+    """Record every descendant's CPU seconds so far (kernels are never waited for by this
+    process, so `RUSAGE_CHILDREN` misses them; the last half second of each is missed here)."""
+    for proc in me.children(recursive=True):
+        try:
+            times = proc.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        seen[proc.pid] = max(seen.get(proc.pid, 0.0), times.user + times.system)
+
+
+async def sample_cpu(stop: asyncio.Event, seen: dict[int, float]) -> None:
+    me = psutil.Process()
+    while not stop.is_set():
+        await asyncio.to_thread(descendants_cpu, me, seen)
+        try:
+            await asyncio.wait_for(stop.wait(), 0.5)
+        except TimeoutError:
+            pass
+
+
 async def one_level(concurrency: int, n: int, args: argparse.Namespace, base: str, out: Path,
                     seed0: int) -> dict[str, Any]:
     items = [(spec(args.variant, seed0 + i, args.budget), bm.task()) for i in range(n)]
     before = await asyncio.to_thread(stats, base)
-    samples: list[tuple[float, float, int]] = []
     stop, cpu_seen = asyncio.Event(), {}
-    sampler = asyncio.create_task(sample(psutil.Process(), samples, stop, cpu_seen))
+    sampler = asyncio.create_task(sample_cpu(stop, cpu_seen))
     load0 = os.getloadavg()
+    timeline = Timeline()
+    timeline.install()
+    timeline.start()
     started, cpu0, t0 = time.time(), time.process_time(), time.perf_counter()
-    summary = await arun_sessions(items, out=out, sessions=concurrency, kernels=concurrency, progress=False)
+    waited0 = os.times()
+    try:
+        summary = await arun_sessions(items, out=out, sessions=concurrency, kernels=concurrency, progress=False)
+    finally:
+        timeline.uninstall()
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    waited = os.times()
+    helpers_cpu = (waited.children_user - waited0.children_user) + (waited.children_system - waited0.children_system)
+    await timeline.stop()
     stop.set()
     await sampler
     after = await asyncio.to_thread(stats, base)
+    timeline.add_arrivals(after.get("first_by_session", {}))
+    found = timeline.breakdown()
     kernels_cpu = sum(cpu_seen.values())
     answered = after["answered"] - before["answered"]
     model_s = after["model_s"] - before["model_s"]
     ideal = model_s / concurrency
     first = (after["first_request"] - started) if before["first_request"] is None else None
+    # One wave: no session can end before its own latencies are slept; the slowest one's sum
+    # bounds the wall time whatever the suite does (the ideal is the mean).
+    slowest = max((after.get("model_s_by_session") or {}).get(str(s.seed), 0.0) for s, _ in items)
     statuses = [o.status for o in summary.outcomes]
     suite_cpu = cpu + kernels_cpu
     row = {"concurrency": concurrency, "sessions": n, "requests": after["requests"] - before["requests"],
            "answered": answered, "faults": after["faults"] - before["faults"],
            "calls_per_session": answered / n, "wall_s": wall, "model_s": model_s, "ideal_s": ideal,
-           "wall_over_ideal": wall / ideal if ideal else None, "cpu_s": cpu, "kernels_cpu_s": kernels_cpu,
+           "wall_over_ideal": wall / ideal if ideal else None,
+           "slowest_session_model_s": slowest, "wall_over_slowest": wall / slowest if slowest else None, "cpu_s": cpu, "kernels_cpu_s": kernels_cpu,
            "cpu_per_call_ms": 1000 * suite_cpu / max(answered, 1), "cpu_per_session_s": suite_cpu / n,
            "process_cpu_per_call_ms": 1000 * cpu / max(answered, 1),
-           "first_request_s": first, "done": statuses.count("done"), "failed": statuses.count("failed"),
+           "first_request_s": first, "waited_children_cpu_s": helpers_cpu, "first_request_breakdown": found,
+           "done": statuses.count("done"), "failed": statuses.count("failed"),
            "load_before": load0, "load_after": os.getloadavg(),
            "provider_cached_share": (after["cached_tokens"] - before["cached_tokens"])
            / max(after["prompt_tokens"] - before["prompt_tokens"], 1)}
     print(f"concurrency {concurrency:3d}: {n} sessions, {answered} calls ({answered / n:.1f}/session, "
-          f"{row['faults']} faults), wall {wall:.1f} s, ideal {ideal:.1f} s, wall/ideal {row['wall_over_ideal']:.2f}; "
+          f"{row['faults']} faults), wall {wall:.1f} s, ideal {ideal:.1f} s, wall/ideal {row['wall_over_ideal']:.2f} "
+          f"(the slowest session's own latencies {slowest:.1f} s: wall / that {wall / max(slowest, 1e-9):.2f}); "
           f"suite CPU {suite_cpu:.0f} s ({cpu:.0f} here + {kernels_cpu:.0f} kernels): "
           f"{row['cpu_per_call_ms']:.0f} ms/call, {row['cpu_per_session_s']:.1f} s/session; first request "
           f"{'-' if first is None else f'{first:.1f} s'}; done {row['done']}, failed {row['failed']}; "
-          f"load {load0[0]:.1f} -> {row['load_after'][0]:.1f}", flush=True)
+          f"load {load0[0]:.1f} -> {row['load_after'][0]:.1f}; waited-for helpers (mkfs, mount, ...) "
+          f"{helpers_cpu:.1f} s CPU", flush=True)
+    print_breakdown(found)
     return row
 
 
@@ -158,6 +202,15 @@ def main(argv: list[str] | None = None) -> None:
           f"throughput measured at {top['concurrency']} (bounds: latency {hours['latency_bound_h']:.2f} h, "
           f"CPU {hours['cpu_bound_h']:.2f} h on {cores} cores); target < 2 h: "
           f"{'met' if hours['measured_h'] < 2 else 'NOT met'}")
+    print("\n| concurrency | wall / ideal | wall / slowest session's latencies | suite CPU per call | of it, the suite "
+          "process | CPU per session | first request (first / last session) | load before -> after |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        sent = row["first_request_breakdown"]["steps"].get("sent", {})
+        print(f"| {row['concurrency']} | {row['wall_over_ideal']:.2f} | {row['wall_over_slowest'] or 0:.2f} | "
+              f"{row['cpu_per_call_ms']:.0f} ms | {row['process_cpu_per_call_ms']:.1f} ms | {row['cpu_per_session_s']:.1f} s | "
+              f"{sent.get('first', float('nan')):.1f} / {sent.get('last', float('nan')):.1f} s | "
+              f"{row['load_before'][0]:.1f} -> {row['load_after'][0]:.1f} |")
     path = bm.RESULTS / "provider.json"
     runs = json.loads(path.read_text())["runs"] if path.is_file() else []
     runs.append({"label": args.label, "command": " ".join(["benchmarks/provider.py", *sys.argv[1:]]),

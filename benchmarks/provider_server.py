@@ -20,7 +20,9 @@ It behaves as the rehearsal of issue 21 saw DeepSeek behave:
 The answers are the bench model's (`benchmodel.BenchModel.answer`): the participant comes
 from the request's `X-Bench-Pid` header (else the model name `bench-<pid>`), the schema
 from the JSON-mode instructions in the system message. `GET /stats` returns what was served: requests, faults, the sum of the
-latencies slept (the benchmark's "model time") and when the first request arrived.
+latencies slept (the benchmark's "model time"), when the first request arrived, and when
+each session's first request arrived and the latency it slept in all (by its
+`X-Bench-Session` header).
 
     PYTHONPATH=. .venv/bin/python benchmarks/provider_server.py --latency 2.0
 """
@@ -54,7 +56,8 @@ class Served:
         self.blocks: set[int] = set()
         self.stats: dict[str, Any] = {"requests": 0, "answered": 0, "faults": 0, "refused_format": 0,
                                       "model_s": 0.0, "first_request": None, "last_answer": None,
-                                      "prompt_tokens": 0, "cached_tokens": 0}
+                                      "prompt_tokens": 0, "cached_tokens": 0, "first_by_session": {},
+                                      "model_s_by_session": {}}
         self.max_requests = args.max_requests
         self.done = asyncio.Event()
 
@@ -70,10 +73,13 @@ class Served:
                 self.blocks.add(key)
         return hits
 
-    async def reply(self, body: dict[str, Any], pid: str | None = None) -> tuple[int, dict[str, Any]]:
+    async def reply(self, body: dict[str, Any], pid: str | None = None,
+                    session: str | None = None) -> tuple[int, dict[str, Any]]:
         stats = self.stats
         stats["requests"] += 1
         stats["first_request"] = stats["first_request"] or time.time()
+        if session is not None:
+            stats["first_by_session"].setdefault(session, time.time())
         if self.max_requests and stats["requests"] >= self.max_requests:
             self.done.set()
         kind = (body.get("response_format") or {}).get("type", "text")
@@ -88,6 +94,9 @@ class Served:
         delay = self.median * math.exp(self.sigma * self.rng.gauss(0.0, 1.0))
         await asyncio.sleep(delay)
         stats["model_s"] += delay
+        if session is not None:
+            by_session = stats["model_s_by_session"]
+            by_session[session] = by_session.get(session, 0.0) + delay
         messages = body.get("messages") or []
         system = str(messages[0].get("content", "")) if messages else ""
         found = _SCHEMA.search(system)
@@ -126,7 +135,8 @@ async def handle(served: Served, reader: asyncio.StreamReader, writer: asyncio.S
             if method == "GET" and path.rstrip("/") == "/stats":
                 status, payload = 200, served.stats
             elif method == "POST" and path.rstrip("/").endswith("/chat/completions"):
-                status, payload = await served.reply(json.loads(raw), headers.get("x-bench-pid"))
+                status, payload = await served.reply(json.loads(raw), headers.get("x-bench-pid"),
+                                                   headers.get("x-bench-session"))
             else:
                 status, payload = 404, _error(f"no route {method} {path}", "invalid_request_error")
             data = json.dumps(payload).encode()

@@ -148,6 +148,45 @@ def test_the_same_seed_gives_an_identical_event_log(visibility):
     assert first.session_id == second.session_id and first.totals == second.totals
 
 
+
+def test_a_session_whose_kernel_starts_after_its_first_model_calls_logs_the_same_events(visibility, tmp_path,
+                                                                                        monkeypatch):
+    """A batch queues kernel starts (`workspace.kernel.start_slot`), so a session's first model
+    calls may go out before its kernel starts: what the session does and logs is the same."""
+    from colabkit.workspace import kernel
+
+    (alone, alone_events, _, _), _ = visibility
+    var = variant("default-dr")
+    model = use_scripted(VISIBILITY_SCRIPTS, default=WAIT)
+    spec = SessionSpec(task_id=TASK.id, variant=var, seed=5,
+                       models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team})
+    monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
+    asked_before_start: list[int] = []
+
+    async def scenario():
+        held = asyncio.Event()
+
+        async def another_start():  # holds the only slot until the session has asked its model
+            async with kernel.start_slot():
+                held.set()
+                while not model.calls:
+                    await asyncio.sleep(0.01)
+                asked_before_start.append(len(model.calls))
+
+        blocker = asyncio.create_task(another_start())
+        await held.wait()
+        sink = ListSink()
+        result = await run_session(spec, TASK, gateway=Gateway(), sink=sink, workdir_root=tmp_path)
+        await blocker
+        return result, sink.events
+
+    result, events = asyncio.run(scenario())
+    assert asked_before_start and asked_before_start[0] >= 1
+    assert comparable(events) == comparable(alone_events)
+    cells = [(c.index, c.author, c.code, c.status, c.output) for c in result.snapshot.cells]
+    assert cells == [(c.index, c.author, c.code, c.status, c.output) for c in alone.snapshot.cells]
+    assert result.session_id == alone.session_id and result.totals == alone.totals
+
 # --- approval gating -----------------------------------------------------------------------
 
 

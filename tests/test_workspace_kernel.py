@@ -320,3 +320,37 @@ def test_closing_while_the_kernel_still_starts_leaves_no_kernel_process(task_fil
 
     ws, marker = asyncio.run(scenario())
     assert kernel_pids(marker) == [] and [e.kind for e in ws.events] == ["kernel_started"]
+
+
+def test_background_kernel_starts_queue_for_the_start_slots_and_every_kernel_serves(task_file, tmp_path,
+                                                                                      monkeypatch):
+    from colabkit.workspace import kernel
+
+    monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
+    real_start = kernel.SandboxedKernel.start
+    starting: list[object] = []
+    peak = 0
+
+    async def counted(self):
+        nonlocal peak
+        starting.append(self)
+        peak = max(peak, len(starting))
+        try:
+            await real_start(self)
+        finally:
+            starting.remove(self)
+
+    monkeypatch.setattr(kernel.SandboxedKernel, "start", counted)
+
+    async def scenario():
+        spaces = [await Workspace.open([task_file], root=tmp_path / str(i), start_kernel="background")
+                  for i in range(3)]
+        cells = await asyncio.gather(*(ws.execute("print(6 * 7)", author="ai") for ws in spaces))
+        for ws in spaces:
+            await ws.close()
+        return spaces, cells
+
+    spaces, cells = asyncio.run(scenario())
+    assert peak == 1
+    assert [(c.status, c.output) for c in cells] == [("ok", "42\n")] * 3
+    assert all([e.kind for e in ws.events] == ["kernel_started"] for ws in spaces)

@@ -257,3 +257,71 @@ def test_snapshot_round_trips_through_json(tmp_path):
                              editor_versions=(), events=(), files=())
     path = snap.save(tmp_path / "snap.json")
     assert WorkspaceSnapshot.model_validate_json(path.read_text()) == snap
+
+
+def test_open_prepares_in_the_workspace_threads_while_the_event_loop_moves(tmp_path, monkeypatch):
+    """Opening a workspace (mkfs, mount, the data copy) blocks neither the event loop a batch's
+    sessions share nor its default executor, where litellm sets up every model request."""
+    import asyncio
+    import threading
+
+    from colabkit.workspace import kernel, workspace
+
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    loop_ran = threading.Event()
+    threads: list[str] = []
+    real_prepare = workspace.prepare
+
+    def slow_prepare(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        loop_ran.wait(30)  # set by a task of the loop: only if the loop runs meanwhile
+        return real_prepare(*args, **kwargs)
+
+    async def no_kernel(self):
+        return None
+
+    monkeypatch.setattr(workspace, "prepare", slow_prepare)
+    monkeypatch.setattr(kernel.SandboxedKernel, "start", no_kernel)
+
+    async def scenario():
+        async def meanwhile():
+            while not threads:
+                await asyncio.sleep(0.01)
+            await asyncio.get_running_loop().run_in_executor(None, loop_ran.set)
+
+        other = asyncio.create_task(meanwhile())
+        ws = await Workspace.open([tmp_path / "x.csv"], root=tmp_path / "root")
+        await other
+        await ws.close()
+
+    asyncio.run(scenario())
+    assert loop_ran.is_set()
+    assert threads and all(name.startswith("colabkit-workspace") for name in threads)
+
+
+def test_kernel_start_slots_admit_one_start_per_slot_in_arrival_order(monkeypatch):
+    import asyncio
+
+    from colabkit.workspace import kernel
+
+    monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 2)
+    inside: list[int] = []
+    peak = 0
+    order: list[int] = []
+
+    async def start(i: int) -> None:
+        nonlocal peak
+        async with kernel.start_slot():
+            inside.append(i)
+            order.append(i)
+            peak = max(peak, len(inside))
+            for _ in range(3):
+                await asyncio.sleep(0)
+            inside.remove(i)
+
+    async def scenario():
+        await asyncio.gather(*(start(i) for i in range(7)))
+
+    asyncio.run(scenario())
+    asyncio.run(scenario())  # a second event loop gets its own slots
+    assert peak == 2 and order == list(range(7)) * 2

@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -52,6 +53,7 @@ _BOOT_SOURCE = Path(__file__).with_name("boot.py")
 # Names that must never reach the kernel, whatever a future edit adds to the allow-list.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
 _PASSTHROUGH = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
+_TRIALS = threading.Lock()  # workspaces open in worker threads: one trial per candidate, not one per thread
 
 
 class Limits(BaseModel):
@@ -242,11 +244,13 @@ def choose(preference: IsolationChoice = "auto") -> tuple[Sandbox, tuple[str, ..
     levels = ["bubblewrap"] if preference == "bubblewrap" else \
         ["rlimits-only"] if preference == "rlimits-only" else ["bubblewrap", "rlimits-only"]
     for level in levels:
-        ok, why = _trial(level, root)
+        with _TRIALS:
+            ok, why = _trial(level, root)
         if ok:
             return Sandbox(level, fresh_uid() if root else None), tuple(notes)
         if root:
-            ok_as_root, why_as_root = _trial(level, False)
+            with _TRIALS:
+                ok_as_root, why_as_root = _trial(level, False)
             if ok_as_root:
                 notes.append(f"could not switch the kernel to an unprivileged uid ({why}; is the "
                              "Python installation readable by other users?); it runs as root")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import json
 import logging
 import os
@@ -30,10 +31,14 @@ import secrets
 import signal
 import subprocess
 import time
+import weakref
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import zmq
 import zmq.asyncio
@@ -50,6 +55,11 @@ START_TIMEOUT_S = 60.0
 IDLE_GRACE_S = 1.0  # after the reply, how long to wait for the trailing 'idle' on IOPub
 _POLL_MS = 100
 _LIVE: set[SandboxedKernel] = set()  # started and not yet shut down
+STARTS_AT_ONCE = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+"""Kernel starts one event loop lets run at once: one per usable core (see `start_slot`)."""
+_BLOCKING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="colabkit-workspace")
+T = TypeVar("T")
+_START_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 _SIGNAL_HINTS = {
     "SIGSEGV": "segmentation fault",
     "SIGKILL": "out of memory, or a hard limit",
@@ -158,13 +168,18 @@ class SandboxedKernel:
         await self.start()
 
     async def shutdown(self) -> None:
-        """Kill the kernel (no graceful shutdown: its state is being discarded anyway)."""
+        """Kill the kernel (no graceful shutdown: its state is being discarded anyway).
+
+        The kill runs in a worker thread: it waits for the throw-away uid's last processes
+        (up to seconds while a pid namespace is torn down), which must not stall the
+        event loop every other session of a batch runs on.
+        """
         self._disconnect()
-        self.kill()
+        await blocking(self.kill)
         _LIVE.discard(self)
         if self._proc is not None:
             try:
-                await asyncio.to_thread(self._proc.wait, 30)
+                await blocking(self._proc.wait, 30)
             except subprocess.TimeoutExpired:
                 log.warning("workspace kernel %s did not exit after SIGKILL", self._proc.pid)
         self._clear_sockets()
@@ -281,6 +296,45 @@ class SandboxedKernel:
             name = f"signal {signum}"
         hint = _SIGNAL_HINTS.get(name)
         return f"was killed by {name}" + (f" ({hint})" if hint else "")
+
+
+@asynccontextmanager
+async def start_slot() -> AsyncIterator[None]:
+    """Hold one of this event loop's `STARTS_AT_ONCE` kernel-start slots for the block.
+
+    A kernel's start (bubblewrap, the interpreter, ipykernel's imports) costs about a
+    second of CPU. A batch opens all its sessions' workspaces at once: 64 starts at once
+    left the event loop (whose process got a 65th of the cores) 20 s late to send any
+    session's first model request. Starting at most one kernel per core keeps the loop's
+    share, so the requests go out while the kernels start one after another; a session
+    needs its kernel only at its first cell, after its first model call.
+    """
+    loop = asyncio.get_running_loop()
+    slots = _START_SLOTS.get(loop)
+    if slots is None:
+        slots = _START_SLOTS[loop] = asyncio.Semaphore(STARTS_AT_ONCE)
+    async with slots:
+        yield
+
+
+async def blocking(function: Callable[..., T], *args: Any, undo: Callable[[T], object] | None = None) -> T:
+    """Run a blocking workspace step (mkfs, mount, data copy, kill, unmount, deletes) in the
+    workspaces' own worker threads.
+
+    Not on the event loop, which every session of a batch shares; and not in the loop's
+    default executor either: litellm runs each model request's setup there
+    (`run_in_executor(None, ...)`), so 64 workspaces preparing in it held back every
+    session's first request. If the caller is cancelled meanwhile, the step still finishes
+    (a kill or an unmount must not be left half done); `undo` then gets its result.
+    """
+    job = asyncio.get_running_loop().run_in_executor(_BLOCKING, functools.partial(function, *args))
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        await asyncio.wait([job])
+        if undo is not None and not job.cancelled() and job.exception() is None:
+            undo(job.result())
+        raise
 
 
 @atexit.register

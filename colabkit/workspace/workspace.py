@@ -32,7 +32,7 @@ from colabkit.workspace.files import (
     traversable,
 )
 from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, choose, report
-from colabkit.workspace.kernel import Outcome, SandboxedKernel
+from colabkit.workspace.kernel import Outcome, SandboxedKernel, blocking, start_slot
 from colabkit.workspace.output import DiscardingCollector, OutputCollector
 from colabkit.workspace.quota import MIB, POLL_S, DiskQuota
 
@@ -92,6 +92,44 @@ class WorkspaceSnapshot(BaseModel):
         return path
 
 
+def _prepare(sources: list[Path], root: Path | None, limits: Limits,
+             isolation: IsolationChoice) -> tuple[Sandbox, tuple[str, ...], Path, Layout, DiskQuota]:
+    """The blocking part of `Workspace.open` (it runs in a worker thread): choose the sandbox,
+    make the folders and the disk quota, copy the data."""
+    sandbox, notes = choose(isolation)
+    if root is not None:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="colabkit-ws-", dir=root))
+    base.chmod(0o711)
+    if sandbox.level != "bubblewrap" and sandbox.uid is not None and not traversable(base):
+        sandbox = Sandbox(sandbox.level, None)
+        notes += (f"{base.parent} is not traversable by an unprivileged uid; the kernel runs as root",)
+    layout = Layout(base / "work", base / "work" / "data",
+                    Path(tempfile.mkdtemp(prefix="ck-")), base / "tmp")
+    quota: DiskQuota | None = None
+    try:
+        quota = DiskQuota.create(layout.workdir, limits.disk_mb * MIB, image=base / "workdir.img",
+                                 data_bytes=sum(p.stat().st_size for p in sources))
+        if root is not None:  # the socket folder stays short-pathed in /tmp; a link lets
+            (base / "ipc").symlink_to(layout.ipcdir)  # whoever sweeps `root` after a crash find it
+        prepare(layout, sources, sandbox.uid)
+        quota.start()
+    except BaseException as exc:  # nothing was started yet: only the folders to remove
+        _discard(base, layout, quota)
+        if isinstance(exc, OSError):
+            raise ColabkitError(f"cannot prepare the workspace data: {exc}") from exc
+        raise
+    return sandbox, notes, base, layout, quota
+
+
+def _discard(base: Path, layout: Layout, quota: DiskQuota | None) -> None:
+    """Remove what `_prepare` made for a workspace that will not open."""
+    if quota is not None:
+        quota.release()
+    shutil.rmtree(layout.ipcdir, ignore_errors=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
 class Workspace:
     """A sandboxed, stateful kernel plus chat and editor; create with `await Workspace.open(...)`."""
 
@@ -128,32 +166,11 @@ class Workspace:
         leaves a `kernel_start_failed` event), never silently.
         """
         sources = check_sources(data_files)
-        sandbox, notes = choose(isolation)
-        if root is not None:
-            Path(root).mkdir(parents=True, exist_ok=True)
-        base = Path(tempfile.mkdtemp(prefix="colabkit-ws-", dir=root))
-        base.chmod(0o711)
-        if sandbox.level != "bubblewrap" and sandbox.uid is not None and not traversable(base):
-            sandbox = Sandbox(sandbox.level, None)
-            notes += (f"{base.parent} is not traversable by an unprivileged uid; the kernel runs as root",)
-        layout = Layout(base / "work", base / "work" / "data",
-                        Path(tempfile.mkdtemp(prefix="ck-")), base / "tmp")
-        quota: DiskQuota | None = None
-        try:
-            quota = DiskQuota.create(layout.workdir, limits.disk_mb * MIB, image=base / "workdir.img",
-                                     data_bytes=sum(p.stat().st_size for p in sources))
-            if root is not None:  # the socket folder stays short-pathed in /tmp; a link lets
-                (base / "ipc").symlink_to(layout.ipcdir)  # whoever sweeps `root` after a crash find it
-            prepare(layout, sources, sandbox.uid)
-            quota.start()
-        except BaseException as exc:  # nothing was started yet: only the folders to remove
-            if quota is not None:
-                quota.release()
-            shutil.rmtree(layout.ipcdir, ignore_errors=True)
-            shutil.rmtree(base, ignore_errors=True)
-            if isinstance(exc, OSError):
-                raise ColabkitError(f"cannot prepare the workspace data: {exc}") from exc
-            raise
+        # Blocking work (the sandbox's one trial per process, mkfs and mount, the data copy)
+        # runs in a worker thread (`kernel.blocking`), so a batch opening many workspaces
+        # at once keeps its event loop, and the model requests waiting on it, moving.
+        sandbox, notes, base, layout, quota = await blocking(
+            _prepare, sources, root, limits, isolation, undo=lambda made: _discard(*made[2:]))
         ws = cls(base=base, owns_base=root is None, layout=layout,
                  data_files=tuple(p.name for p in sources), limits=limits, sandbox=sandbox,
                  isolation=report(sandbox, limits, notes, disk=(quota.mode, quota.describe())),
@@ -169,8 +186,9 @@ class Workspace:
         return ws
 
     async def _start_kernel(self) -> None:
-        started = time.monotonic()
-        await self._kernel.start()
+        async with start_slot():  # at most one start per core (see `kernel.start_slot`)
+            started = time.monotonic()
+            await self._kernel.start()
         self._event("kernel_started", None, f"{self.isolation.level} in {time.monotonic() - started:.2f} s")
 
     async def _kernel_started(self) -> None:
@@ -301,6 +319,12 @@ class Workspace:
             if failure is not None:  # recorded: a session that never ran a cell still shows it
                 self._event("kernel_start_failed", None, f"{type(failure).__name__}: {failure}")
         await self._kernel.shutdown()
+        # In a worker thread (umount retries, copies, deletes), as `open`'s preparation; a
+        # cancelled close still finishes there.
+        await blocking(self._release_folders)
+
+    def _release_folders(self) -> None:
+        """Record the final files, unmount the quota's file system, delete private folders."""
         self._final_files = list_files(self.workdir)
         keep = self._quota.mode == "filesystem" and not self._owns_base
         kept = self._base / "work.kept"  # the caller keeps the files; the mount goes
