@@ -18,7 +18,7 @@ therefore its prefill. The target is <= 180 s wall on 2 cores.
 `make demo`'s time is `colabkit batch experiments/demo.yaml` into a fresh results folder
 (`--demo`, timed as a subprocess, CPU of its children included; target <= 240 s).
 
-    PYTHONPATH=. flock /work/bench.lock .venv/bin/python benchmarks/judge.py [--session-dir DIR]
+    PYTHONPATH=. .venv/bin/python benchmarks/judge.py [--session-dir DIR]
         [--demo] [--label after]
 """
 

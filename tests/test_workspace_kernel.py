@@ -354,3 +354,24 @@ def test_background_kernel_starts_queue_for_the_start_slots_and_every_kernel_ser
     assert peak == 1
     assert [(c.status, c.output) for c in cells] == [("ok", "42\n")] * 3
     assert all([e.kind for e in ws.events] == ["kernel_started"] for ws in spaces)
+
+
+def test_a_close_cancelled_twice_still_kills_the_kernel_and_removes_every_folder(task_file):
+    # Ctrl-C on a batch cancels the sessions, and a second signal or a stopping batch may
+    # cancel their closes again: the kill, unmount and deletes must still all happen.
+    async def scenario():
+        ws = await Workspace.open([task_file])
+        assert (await ws.execute("print(1)", author="ai")).status == "ok"
+        marker, ipcdir = str(ws.workdir), ws._layout.ipcdir
+        assert kernel_pids(marker)
+        closing = asyncio.ensure_future(ws.close())
+        for _ in range(2):
+            await asyncio.sleep(0)
+            closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        return ws, marker, ipcdir
+
+    ws, marker, ipcdir = asyncio.run(scenario())
+    assert kernel_pids(marker) == []
+    assert not ws.workdir.exists() and not ipcdir.exists()

@@ -175,11 +175,19 @@ class SandboxedKernel:
         event loop every other session of a batch runs on.
         """
         self._disconnect()
-        await blocking(self.kill)
+        await blocking(self.stop)
+
+    def disconnect(self) -> None:
+        """Close this side's sockets (on the event loop they belong to), before `stop`."""
+        self._disconnect()
+
+    def stop(self) -> None:
+        """Kill the kernel, reap it and clear its sockets (blocking: run it in a worker thread)."""
+        self.kill()
         _LIVE.discard(self)
         if self._proc is not None:
             try:
-                await blocking(self._proc.wait, 30)
+                self._proc.wait(30)
             except subprocess.TimeoutExpired:
                 log.warning("workspace kernel %s did not exit after SIGKILL", self._proc.pid)
         self._clear_sockets()
@@ -331,7 +339,11 @@ async def blocking(function: Callable[..., T], *args: Any, undo: Callable[[T], o
     try:
         return await asyncio.shield(job)
     except asyncio.CancelledError:
-        await asyncio.wait([job])
+        while not job.done():  # a second cancel (a batch stopping, Ctrl-C twice) waits too
+            try:
+                await asyncio.wait([job])
+            except asyncio.CancelledError:
+                continue
         if undo is not None and not job.cancelled() and job.exception() is None:
             undo(job.result())
         raise

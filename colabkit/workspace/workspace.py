@@ -313,15 +313,22 @@ class Workspace:
             return
         self._closed = True
         start = self._starting
-        if start is not None:  # let it end (a cancelled start too), then shut down what it began
-            await asyncio.wait([start])
-            failure = None if start.cancelled() else start.exception()
-            if failure is not None:  # recorded: a session that never ran a cell still shows it
-                self._event("kernel_start_failed", None, f"{type(failure).__name__}: {failure}")
-        await self._kernel.shutdown()
-        # In a worker thread (umount retries, copies, deletes), as `open`'s preparation; a
-        # cancelled close still finishes there.
-        await blocking(self._release_folders)
+        try:
+            if start is not None:  # let it end (a cancelled start too), then shut down what it began
+                await asyncio.wait([start])
+                failure = None if start.cancelled() else start.exception()
+                if failure is not None:  # recorded: a session that never ran a cell still shows it
+                    self._event("kernel_start_failed", None, f"{type(failure).__name__}: {failure}")
+        finally:
+            # The kill, the unmount (with retries), the copies and deletes are one job in a
+            # worker thread: a close cancelled at any point (Ctrl-C, a batch stopping) still
+            # finishes every step there, so no kernel, mount or folder outlives the session.
+            self._kernel.disconnect()
+            await blocking(self._stop_and_release)
+
+    def _stop_and_release(self) -> None:
+        self._kernel.stop()
+        self._release_folders()
 
     def _release_folders(self) -> None:
         """Record the final files, unmount the quota's file system, delete private folders."""
