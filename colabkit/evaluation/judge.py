@@ -138,6 +138,12 @@ JUDGE_PROFILES: dict[JudgeGrade, AnswerBounds | None] = {
     "capable": None, "plumbing": AnswerBounds(text_chars=80, list_items=3)}
 
 
+def answer_bounds(config: ModelConfig) -> AnswerBounds | None:
+    """The bounds on what `config`'s judge may write (None: each schema's own), by its grade;
+    what a stored score's identity records (`storage.scorer_id`)."""
+    return JUDGE_PROFILES[grade_of(config)]
+
+
 class Verdict(BaseModel, Generic[T]):
     """One answer of the judge to one question: the parsed value, or None and a flag."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from colabkit.errors import ColabkitError, one_line
-from colabkit.evaluation.judge import JUDGE_PROFILES, Judge, grade_of
+from colabkit.evaluation.judge import Judge, answer_bounds
 from colabkit.evaluation.records import ScoreFile
 from colabkit.evaluation.scorer import Scorer, SessionContext
 from colabkit.hashing import sha256_hex
@@ -49,7 +49,7 @@ def scorer_id(scorer: Scorer, judge: ModelConfig | None, repeats: int) -> str:
         "judge": judge.output_identity() if judged and judge is not None else None,
         "repeats": repeats if judged else 1,
     }
-    bounds = JUDGE_PROFILES[grade_of(judge)] if judged and judge is not None else None
+    bounds = answer_bounds(judge) if judged and judge is not None else None
     if bounds is not None:  # what the judge may write decides its answers: a capable judge's ids stay
         identity["answer_bounds"] = bounds._asdict()
     if scorer.data_identity is not None:  # only scorers that read data files: others keep their ids

@@ -123,7 +123,7 @@ class SandboxedKernel:
 
     async def _connect(self) -> None:
         """(Re)create the client on a fresh zmq context and wait for both channels."""
-        self._disconnect()
+        self.disconnect()
         self._context = zmq.asyncio.Context()
         self._context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         self._client = AsyncKernelClient(context=self._context)
@@ -131,7 +131,8 @@ class SandboxedKernel:
         self._client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=True)
         await self._wait_ready()
 
-    def _disconnect(self) -> None:
+    def disconnect(self) -> None:
+        """Close this side's sockets (on the event loop they belong to; before `stop`)."""
         if self._client is not None:
             self._client.stop_channels()
             self._client = None
@@ -174,12 +175,8 @@ class SandboxedKernel:
         (up to seconds while a pid namespace is torn down), which must not stall the
         event loop every other session of a batch runs on.
         """
-        self._disconnect()
+        self.disconnect()
         await blocking(self.stop)
-
-    def disconnect(self) -> None:
-        """Close this side's sockets (on the event loop they belong to), before `stop`."""
-        self._disconnect()
 
     def stop(self) -> None:
         """Kill the kernel, reap it and clear its sockets (blocking: run it in a worker thread)."""
