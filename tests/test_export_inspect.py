@@ -1,0 +1,89 @@
+"""`colabkit export --format inspect`: stored sessions as Inspect AI logs, read back with
+Inspect's own `read_eval_log` and compared with the store event by event.
+
+The results folder is `make demo`-like (two variants, scored), built from stored sessions
+(helpers.scored_results), not a model batch, so the test is fast.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers.env import require
+from helpers.scored_results import SUPPORTED, UNSUPPORTED, scored_results
+from helpers.stored_session import TASK_ID
+
+from colabkit.cli import main
+from colabkit.store import load_events, load_sessions
+from colabkit.tasks import load_tasks
+
+try:
+    from inspect_ai.log import read_eval_log
+except ImportError:  # the `inspect` extra; CI installs it (the test extra), so there this fails
+    read_eval_log = None
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    require(read_eval_log is not None, "inspect_ai not installed: pip install 'colabkit[inspect]'")
+    folder = tmp_path_factory.mktemp("export") / "demo"
+    scored_results(folder)
+    return folder
+
+
+def exported(results, out, *args):
+    assert main(["export", str(results), "--format", "inspect", "--out", str(out), *args]) == 0
+    return {path.name: read_eval_log(path) for path in sorted(out.glob("*.eval"))}
+
+
+def test_export_has_a_sample_per_session_with_every_event_cell_and_gate_decision(results, tmp_path):
+    logs = exported(results, tmp_path / "out")
+    sessions = load_sessions(results).set_index("session_id")
+    events = load_events(results)
+    assert sorted(logs) == ["demo_scaffolded-dr.eval", "demo_single.eval"]
+    samples = {s.id: (log, s) for log in logs.values() for s in log.samples}
+    assert sorted(samples) == sorted(sessions.index)  # one sample per session, by session id
+    query = load_tasks().get(TASK_ID).query
+    for session_id, (log, sample) in samples.items():
+        assert log.status == "success" and log.eval.metadata["variant"] == sessions.loc[session_id, "variant"]
+        assert sample.input == query and sample.target == ""  # gold stays out unless asked for
+        assert sample.output.completion == sessions.loc[session_id, "final_hypothesis"]
+        assert sample.metadata["seed"] == sessions.loc[session_id, "seed"]
+        mine = events[events["session_id"] == session_id]
+        steps = [e for e in sample.events if e.event != "model"]
+        # every stored event exactly once, in order, with its id
+        assert [e.metadata["event_id"] for e in steps] == list(mine["event_id"])
+        assert sum(e.event == "model" for e in sample.events) == mine["n_calls"].sum()
+        assert {"w_total", "w_human"} <= set(sample.scores["work"].value)
+
+    log, sample = next(v for v in samples.values() if v[1].metadata["variant"] == "scaffolded-dr")
+    cells = [e for e in sample.events if e.event == "tool" and e.function == "execute_code"]
+    stored_cells = load_events(results, [sample.id]).query("action == 'execute_code'")
+    assert [e.id for e in cells] == [f"cell-{int(i)}" for i in stored_cells["cell_index"]] == ["cell-0", "cell-1"]
+    assert [e.result.strip() for e in cells] == ["42", "D-CELL"]
+    approvals = [(e.approver, e.decision, e.call.function, e.explanation) for e in sample.events if e.event == "approval"]
+    assert approvals == [("R", "escalate", "edit_result", "held as req-1 until R approves"),
+                         ("R", "approve", "edit_result", "matches the counts")]
+    info = {e.source for e in sample.events if e.event == "info"}
+    assert {"colabkit/memory_build", "colabkit/memory_frozen", "colabkit/session_end"} <= info
+    assert [m.text for m in sample.messages] == ["[R → ai] Yes, the 12th century fits.",
+                                                 "[ai → R] R, please sign the hypothesis."]
+    s_hyp = sample.scores["s_hyp"]
+    assert s_hyp.value == {"s_hyp": 0.5, "s_hyp_all": False}
+    assert s_hyp.metadata["judge_grade"] == "capable" and s_hyp.metadata["judge_model"] == "judgedouble/scripted"
+    links = {c["claim"]: c for c in s_hyp.metadata["evidence"]}
+    assert links[SUPPORTED]["event_ids"] == [f"{sample.id}-00008"] and links[SUPPORTED]["cell"] == 0
+    assert links[UNSUPPORTED]["supported"] is False and links[UNSUPPORTED]["event_ids"] == []
+
+
+def test_gold_only_with_the_flag_and_one_log_per_session(results, tmp_path):
+    logs = exported(results, tmp_path / "out", "--per-session", "--with-gold")
+    assert len(logs) == 2 and all(len(log.samples) == 1 for log in logs.values())
+    gold = load_tasks().gold_for(TASK_ID).hypothesis
+    assert {s.target for log in logs.values() for s in log.samples} == {gold}
+    again = exported(results, tmp_path / "out", "--per-session")  # re-export rewrites the same names
+    assert sorted(again) == sorted(logs) and {s.target for log in again.values() for s in log.samples} == {""}
+
+
+def test_a_missing_results_folder_is_a_one_line_error(tmp_path, capsys):
+    assert main(["export", str(tmp_path / "nowhere")]) == 2
+    assert "results folder not found" in capsys.readouterr().err
