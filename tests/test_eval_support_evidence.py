@@ -6,8 +6,8 @@ evidence (a failed cell, a cell that does not exist), is `supported=None`, never
 
 from helpers.trajectories import Trajectory
 
-from colabkit.evaluation.metrics.support import ClaimVerdict, claim_evidence, claim_item
 from colabkit.evaluation.metrics.process import successful_cells
+from colabkit.evaluation.metrics.support import ClaimVerdict, claim_evidence, claim_item
 
 
 def test_claims_link_to_the_cell_and_the_event_that_ran_it():
