@@ -7,6 +7,9 @@ The results folder is `make demo`-like (two variants, scored), built from stored
 
 from __future__ import annotations
 
+import shutil
+from collections import Counter
+
 import pytest
 from helpers.env import require
 from helpers.scored_results import SUPPORTED, UNSUPPORTED, scored_results
@@ -87,3 +90,30 @@ def test_gold_only_with_the_flag_and_one_log_per_session(results, tmp_path):
 def test_a_missing_results_folder_is_a_one_line_error(tmp_path, capsys):
     assert main(["export", str(tmp_path / "nowhere")]) == 2
     assert "results folder not found" in capsys.readouterr().err
+
+
+def test_a_fork_exports_with_its_parent_and_fork_point(results, tmp_path):
+    from helpers.scripted import use_scripted
+    from helpers.stored_session import WAIT, scaffolded_scripts
+
+    from colabkit.runner.fork import fork
+    from colabkit.session import Event
+    from colabkit.session.fork import FlipDecision
+
+    experiment = tmp_path / "demo"
+    shutil.copytree(results, experiment)
+    sessions = load_sessions(experiment)
+    parent = experiment / sessions.loc[sessions["variant"] == "scaffolded-dr", "session_id"].iloc[0]
+    events = [Event.model_validate_json(line) for line in (parent / "events.jsonl").read_text().splitlines()]
+    at = next(e.seq for e in events if e.action == "approve")
+    used = Counter(c.model.removeprefix("scripted/") for e in events[:at] for c in e.llm_calls)
+    use_scripted({name: outputs[used[name]:] for name, outputs in scaffolded_scripts().items()}, default=WAIT)
+    child = fork(parent, at=at, change=FlipDecision(reason="not supported"), seeds=[0], out=experiment,
+                 controls=False).changed[0]
+    logs = exported(experiment, tmp_path / "out")
+    sample = next(s for log in logs.values() for s in log.samples if s.id == child.name)
+    assert sample.metadata["fork"]["parent_id"] == parent.name and sample.metadata["fork"]["at"] == at
+    assert sample.metadata["fork"]["change"]["reason"] == "not supported"
+    assert any(e.event == "info" and e.source == "colabkit/fork_change" for e in sample.events)
+    decision = next(e for e in sample.events if e.event == "approval" and e.decision != "escalate")
+    assert (decision.decision, decision.explanation) == ("reject", "not supported")
