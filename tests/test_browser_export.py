@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers.env import require
-from helpers.lab import free_port, start_lab
+from helpers.lab import free_port, run_all_cells, start_lab, stop
 from helpers.scored_results import SUPPORTED, UNSUPPORTED, scored_results
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explore_trajectory.ipynb"
@@ -59,11 +59,7 @@ def inspect_view(log_dir: Path, log_path: Path):
                     time.sleep(0.5)
             yield base, server.pid
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server)
 
 
 def listening_addresses(pid: int) -> set[str]:
@@ -121,7 +117,6 @@ def lab(results, tmp_path):
 
 def test_the_explorer_lists_the_claims_linked_to_their_cells(chromium, lab, tmp_path):
     from PIL import Image
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect, sync_playwright
 
     url, scaffolded = lab
@@ -129,17 +124,7 @@ def test_the_explorer_lists_the_claims_linked_to_their_cells(chromium, lab, tmp_
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url, timeout=120_000)
-            page.locator(".jp-Notebook").wait_for(timeout=120_000)
-            select = page.get_by_role("button", name="Select Kernel", exact=True)
-            try:
-                select.wait_for(timeout=15_000)
-                select.click()
-            except PlaywrightTimeout:
-                pass
-            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_attached(timeout=120_000)
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_text("Run All Cells", exact=True).click()
+            run_all_cells(page, url)
             claims = page.locator(".ck-session:not(.widget-html-content .ck-session) .ck-claims")
             expect(claims).to_contain_text(scaffolded.name + "-00008", timeout=120_000)
             items = claims.locator(".ck-claim")
