@@ -117,3 +117,27 @@ def test_a_fork_exports_with_its_parent_and_fork_point(results, tmp_path):
     assert any(e.event == "info" and e.source == "colabkit/fork_change" for e in sample.events)
     decision = next(e for e in sample.events if e.event == "approval" and e.decision != "escalate")
     assert (decision.decision, decision.explanation) == ("reject", "not supported")
+
+
+def test_a_person_step_a_failed_cell_and_an_expired_request_have_their_own_events():
+    from helpers.trajectories import Trajectory
+
+    from colabkit.export.inspect_sample import step_events
+    from colabkit.session.seats.person import PersonStep, Stamp
+
+    t = Trajectory(("ai", "D"))
+    t.run("ai", "1/0", status="error")
+    t.request("ai", "edit_result", "D", text="h")
+    t.end()
+    stamp = Stamp(wall=1.0, monotonic=1.0)
+    person = PersonStep(participant_id="D", stage="step", observation_hash="o", rendered_hash=None, shown=stamp)
+    seated = t.say("D", "hello").model_copy(update={"person": person})
+    snapshot = {c.index: c for c in t.snapshot().cells}
+    requests: dict = {}
+    mapped = [step_events(e, snapshot, {}, requests, 0.0) for e in [*t.events, seated]]
+    cell, request, expired, end, message, seat = mapped
+    assert cell[0].event == "tool" and cell[0].failed and cell[0].error.message == "Error"
+    assert request[0].event == "approval" and request[0].approver == "D" and request[0].decision == "escalate"
+    assert expired[0].event == "info" and expired[0].source == "colabkit/request_expired"
+    assert [e.event for e in seat] == ["info", "tool"] and seat[0].source == "colabkit/person"
+    assert seat[0].data["participant_id"] == "D" and seat[1].function == "send_message"

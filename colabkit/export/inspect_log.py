@@ -125,7 +125,7 @@ def export_inspect(results: Path | str, out: Path | str | None = None, *, per_se
     groups: dict[str, list[tuple[EvalSample, SessionRecord]]] = defaultdict(list)
     for folder, record, events in sessions:
         query = suite.get(record.task_id).query if record.task_id in suite.ids else None
-        sample = session_sample(folder, record, events, read_snapshot(folder), stored_scores(folder), query=query,
+        sample = session_sample(record, events, read_snapshot(folder), stored_scores(folder), query=query,
                                 gold=gold.get(record.task_id) if with_gold else None, prompts=_prompts(folder))
         key = record.spec.variant.name + (f"_{record.session_id}" if per_session else "")
         groups[key].append((sample, record))

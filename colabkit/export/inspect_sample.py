@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from inspect_ai.event import ApprovalEvent, Event, InfoEvent, ModelEvent, ToolEvent
@@ -94,7 +93,7 @@ def _model_events(event: StepEvent, prompts: Mapping[str, list[dict[str, Any]]],
 def _cell_tool(event: StepEvent, cell: CellResult | None, base: dict[str, Any]) -> ToolEvent:
     code = str(event.args.get("code", ""))
     if cell is None:  # a cell that never reached the kernel (failed step): the step's result stands in
-        return ToolEvent(id=f"{event.event_id}", function="execute_code", arguments={"code": code},
+        return ToolEvent(id=event.event_id, function="execute_code", arguments={"code": code},
                          result=event.result, error=ToolCallError("unknown", event.result), **base)
     failed = cell.status != "ok"
     return ToolEvent(id=f"cell-{cell.index}", function="execute_code", arguments={"code": code},
@@ -188,7 +187,7 @@ def inspect_score(score: ScoreFile) -> Score:
     return Score(value=dict(result.values), explanation="; ".join(result.flags) or None, metadata=meta)
 
 
-def session_sample(folder: Path, record: SessionRecord, events: Sequence[StepEvent], snapshot: WorkspaceSnapshot,
+def session_sample(record: SessionRecord, events: Sequence[StepEvent], snapshot: WorkspaceSnapshot,
                    scores: Sequence[ScoreFile], *, query: str | None, gold: str | None,
                    prompts: Mapping[str, list[dict[str, Any]]]) -> EvalSample:
     """The sample of one session: input the task query, target the gold answer only when given."""
@@ -214,7 +213,6 @@ def session_sample(folder: Path, record: SessionRecord, events: Sequence[StepEve
         "models": {role: m.model for role, m in record.models.items()},
         "termination": spec.settings.termination, "ended_by": record.ended_by, "budget_side": record.budget_side,
         "memory_digest": record.memory_digest, "package_version": record.package_version,
-        "folder": str(folder),
         "fork": None if fork is None else {"parent_id": fork.point.parent_id, "at": fork.point.at,
                                            "change": fork.point.change.model_dump(mode="json"),
                                            "seed": fork.point.seed},
