@@ -236,7 +236,7 @@ def render_header(traj: Trajectory) -> str:
             f"{_pre(rec.get('final_hypothesis') or '(empty)', 'background:#fff8e0')}</div>")
 
 
-def claim_evidence(folder: Path) -> list[dict[str, Any]] | None:
+def stored_claim_links(folder: Path) -> list[dict[str, Any]] | None:
     """The newest S_hyp score's claims with their verdicts and supporting cells, or None when
     the session has no S_hyp score that stores them (unscored, or scored before version 2)."""
     scored = [s for s in stored_scores(folder) if s.scorer == "s_hyp" and "evidence" in s.result.details]
@@ -246,7 +246,10 @@ def claim_evidence(folder: Path) -> list[dict[str, Any]] | None:
 def render_claims(traj: Trajectory) -> str:
     """The submitted hypothesis claim by claim, each linked to the cell the judge found supports
     it (its code and output), or marked unsupported or not judged."""
-    evidence = claim_evidence(traj.folder) if traj.folder is not None else None
+    try:
+        evidence = stored_claim_links(traj.folder) if traj.folder is not None else None
+    except ColabkitError as exc:  # a damaged score file: the rest of the session still shows
+        return f'<div class="ck-claims"><i>claims unavailable: {_esc(exc)}</i></div>'
     if evidence is None:
         return '<div class="ck-claims"><i>no S_hyp score with claim links for this session (run colabkit score)</i></div>'
     cells = {c["index"]: c for c in traj.snapshot.get("cells", [])}
