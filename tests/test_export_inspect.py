@@ -132,10 +132,12 @@ def test_a_person_step_a_failed_cell_and_an_expired_request_have_their_own_event
     stamp = Stamp(wall=1.0, monotonic=1.0)
     person = PersonStep(participant_id="D", stage="step", observation_hash="o", rendered_hash=None, shown=stamp)
     seated = t.say("D", "hello").model_copy(update={"person": person})
+    t.failed("D", "approve")  # an approval of nothing (a failed step) is no gate decision
     snapshot = {c.index: c for c in t.snapshot().cells}
     requests: dict = {}
     mapped = [step_events(e, snapshot, {}, requests, 0.0) for e in [*t.events, seated]]
-    cell, request, expired, end, message, seat = mapped
+    cell, request, expired, end, message, no_decision, seat = mapped
+    assert no_decision[0].event == "tool" and no_decision[0].failed
     assert cell[0].event == "tool" and cell[0].failed and cell[0].error.message == "Error"
     assert request[0].event == "approval" and request[0].approver == "D" and request[0].decision == "escalate"
     assert expired[0].event == "info" and expired[0].source == "colabkit/request_expired"

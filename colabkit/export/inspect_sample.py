@@ -145,7 +145,7 @@ def step_events(event: StepEvent, cells: Mapping[int, CellResult], prompts: Mapp
         found.append(_info(event, f"colabkit/{event.action}", base))
     elif event.action in BUILD_ACTIONS:
         found.append(_info(event, "colabkit/memory_build", base))
-    elif event.status == "pending" or event.action in GATE_DECISIONS:
+    elif event.status == "pending" or (event.action in GATE_DECISIONS and event.decision is not None):
         found.append(_approval(event, requests, base))
     elif event.action == "execute_code":
         found.append(_cell_tool(event, cells.get(event.cell_index) if event.cell_index is not None else None, base))
