@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from helpers.lab import start_lab
+from helpers.lab import run_all_cells, start_lab
 from helpers.stored_session import record_scaffolded_session
 
 from colabkit.store import load_events
@@ -45,7 +45,6 @@ def lab(tmp_path):
 
 
 def test_the_explorer_renders_in_jupyterlab_and_stepping_changes_the_view(chromium, lab):
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect, sync_playwright
 
     url, folder = lab
@@ -55,17 +54,7 @@ def test_the_explorer_renders_in_jupyterlab_and_stepping_changes_the_view(chromi
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url, timeout=120_000)
-            page.locator(".jp-Notebook").wait_for(timeout=120_000)
-            select = page.get_by_role("button", name="Select Kernel", exact=True)
-            try:  # Lab may ask which kernel to start; the notebook's own (python3) is preselected
-                select.wait_for(timeout=15_000)
-                select.click()
-            except PlaywrightTimeout:
-                pass
-            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_attached(timeout=120_000)
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_text("Run All Cells", exact=True).click()
+            run_all_cells(page, url)
 
             counter = page.locator(".widget-html .ck-step-counter")
             expect(counter).to_have_text(f"step 1 of {n_all}", timeout=120_000)

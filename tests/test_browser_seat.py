@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers import seat_scenario as sc
-from helpers.lab import start_lab
+from helpers.lab import run_all_cells, start_lab
 from helpers.scripted import use_scripted
 from helpers.scripted_plugin import subprocess_env
 
@@ -61,7 +61,6 @@ def _turn(page, expect, number: int, what: str) -> None:
 
 
 def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_lab):
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect, sync_playwright
 
     (base, token), results = seat_lab
@@ -69,17 +68,7 @@ def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_l
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{base}/lab/tree/seat.ipynb?token={token}", timeout=120_000)
-            page.locator(".jp-Notebook").wait_for(timeout=120_000)
-            select = page.get_by_role("button", name="Select Kernel", exact=True)
-            try:
-                select.wait_for(timeout=15_000)
-                select.click()
-            except PlaywrightTimeout:
-                pass
-            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_attached(timeout=120_000)
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_text("Run All Cells", exact=True).click()
+            run_all_cells(page, f"{base}/lab/tree/seat.ipynb?token={token}")
 
             submit = page.locator(".ck-form button", has_text="Submit")
             _turn(page, expect, 1, "your memory proposal")

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "colabkit"
-ORDER = ["errors", "hashing", "environment", "tasks", "llm", "workspace", "team", "session", "store", "evaluation", "analysis",
-         "runner", "seat", "cli"]
+ORDER = ["errors", "hashing", "environment", "tasks", "llm", "workspace", "team", "session", "store", "evaluation",
+         "export", "analysis", "runner", "seat", "cli"]
 # `llm` is a base utility beside `tasks`; `analysis` and `runner` both sit on evaluation:
 # neither of a pair needs the other. `seat` (a person at a seat: its widgets and entry points) sits
-# beside the notebooks, above the runner it stores sessions through.
+# beside the notebooks, above the runner it stores sessions through. `export` (other tools' formats)
+# reads the store and the evaluation layer's scores; nothing below it needs it.
 INDEPENDENT = {("tasks", "llm"), ("llm", "tasks"), ("analysis", "runner"), ("runner", "analysis")}
 
 

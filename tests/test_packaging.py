@@ -27,9 +27,23 @@ def normalise(spec: str) -> str:
     return CONDA_TO_PIP.get(name, name)
 
 
+# Optional extras a conda user gets too (environment.yml lists them with the dependencies).
+CONDA_EXTRAS = ("inspect",)
+
+
 def pyproject_packages() -> set[str]:
     with (REPO / "pyproject.toml").open("rb") as handle:
-        return {normalise(spec) for spec in tomllib.load(handle)["project"]["dependencies"]}
+        project = tomllib.load(handle)["project"]
+    extras = project["optional-dependencies"]
+    return {normalise(spec) for spec in [*project["dependencies"], *(s for e in CONDA_EXTRAS for s in extras[e])]}
+
+
+def test_the_test_extra_includes_every_optional_extra():
+    """CI installs `.[test]`: an optional extra missing from it would turn its tests into skips."""
+    with (REPO / "pyproject.toml").open("rb") as handle:
+        extras = tomllib.load(handle)["project"]["optional-dependencies"]
+    for name, specs in extras.items():
+        assert name == "test" or set(specs) <= set(extras["test"]), f"extra {name!r} is not in the test extra"
 
 
 def environment_packages(text: str) -> set[str]:

@@ -54,7 +54,8 @@ def pin_environment(text: str, pins: dict[str, str]) -> str:
         name = match and canonical(match.group(2))
         pip_name = {v: k for k, v in CONDA_NAMES.items()}.get(name or "", name)
         if match and pip_name in pins and name not in ("python", "pip"):
-            line = f"{match.group(1)}{match.group(2)}=={pins[pip_name]}{match.group(4) or ''}"
+            comment = f"  {match.group(4).strip()}" if match.group(4) else ""
+            line = f"{match.group(1)}{match.group(2)}=={pins[pip_name]}{comment}"
         out.append(line)
     return "\n".join(out) + "\n"
 

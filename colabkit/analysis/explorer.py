@@ -21,6 +21,7 @@ from colabkit.analysis.trajectory import (
     Trajectory,
     experiments,
     load_trajectory,
+    render_claims,
     render_memory,
     render_session,
     render_step,
@@ -48,8 +49,9 @@ class TrajectoryExplorer:
         self.next = widgets.Button(description="next ▶")
         self.view = widgets.HTML()
         self.memory, self.thoughts, self.full = widgets.HTML(), widgets.HTML(), widgets.HTML()
-        tabs = widgets.Tab(children=[self.view, self.memory, self.thoughts, self.full])
-        for i, title in enumerate(("Step", "Memory", "Thoughts", "Whole session")):
+        self.claims = widgets.HTML()  # the submitted hypothesis claim by claim -> supporting cells
+        tabs = widgets.Tab(children=[self.view, self.memory, self.thoughts, self.full, self.claims])
+        for i, title in enumerate(("Step", "Memory", "Thoughts", "Whole session", "Claims")):
             tabs.set_title(i, title)
         self.widget = widgets.VBox([self.experiment, self.session, widgets.HBox([self.participant, self.phase]),
                                     widgets.HBox([self.previous, self.step, self.next]), tabs])
@@ -95,6 +97,7 @@ class TrajectoryExplorer:
         self.trajectory = load_trajectory(self.experiment.value, self.session.value)
         self.participant.options = [ALL, *self.trajectory.participants]
         self.memory.value = render_memory(self.trajectory)
+        self.claims.value = render_claims(self.trajectory)
         self.thoughts.value = "".join(render_thoughts(self.trajectory, p)
                                       for p in self.trajectory.participants if p != "system")
         self._on_filter()

@@ -24,6 +24,7 @@ import pandas as pd
 
 from colabkit.analysis.memory_dynamics import memory_versions
 from colabkit.errors import ColabkitError
+from colabkit.evaluation import stored_scores
 from colabkit.store import SESSION_FILE, SNAPSHOT_FILE, load_events, load_sessions
 
 ALL = "all"
@@ -40,6 +41,8 @@ class Trajectory:
     record: dict[str, Any]
     events: pd.DataFrame
     snapshot: dict[str, Any]
+    folder: Path | None = None
+    """The session's folder (its scores are read from there); None for a trajectory built in memory."""
 
     @property
     def participants(self) -> list[str]:
@@ -69,7 +72,7 @@ def load_trajectory(results: Path | str, session_id: str) -> Trajectory:
     record = json.loads((folder / SESSION_FILE).read_text(encoding="utf-8"))
     snapshot_path = folder / SNAPSHOT_FILE
     snapshot = json.loads(snapshot_path.read_text(encoding="utf-8")) if snapshot_path.is_file() else {}
-    return Trajectory(session_id, record, load_events(results, [session_id]), snapshot)
+    return Trajectory(session_id, record, load_events(results, [session_id]), snapshot, folder)
 
 
 def select_steps(traj: Trajectory, participant: str = ALL, phase: str = ALL) -> list[int]:
@@ -233,9 +236,43 @@ def render_header(traj: Trajectory) -> str:
             f"{_pre(rec.get('final_hypothesis') or '(empty)', 'background:#fff8e0')}</div>")
 
 
+def stored_claim_links(folder: Path) -> list[dict[str, Any]] | None:
+    """The newest S_hyp score's claims with their verdicts and supporting cells, or None when
+    the session has no S_hyp score that stores them (unscored, or scored before version 2)."""
+    scored = [s for s in stored_scores(folder) if s.scorer == "s_hyp" and "evidence" in s.result.details]
+    return list(scored[-1].result.details["evidence"]) if scored else None
+
+
+def render_claims(traj: Trajectory) -> str:
+    """The submitted hypothesis claim by claim, each linked to the cell the judge found supports
+    it (its code and output), or marked unsupported or not judged."""
+    try:
+        evidence = stored_claim_links(traj.folder) if traj.folder is not None else None
+    except ColabkitError as exc:  # a damaged score file: the rest of the session still shows
+        return f'<div class="ck-claims"><i>claims unavailable: {_esc(exc)}</i></div>'
+    if evidence is None:
+        return '<div class="ck-claims"><i>no S_hyp score with claim links for this session (run colabkit score)</i></div>'
+    cells = {c["index"]: c for c in traj.snapshot.get("cells", [])}
+    items = []
+    for claim in evidence:
+        if claim["supported"] is None:
+            verdict = '<span style="color:#666">? not judged (missing)</span>'
+            body = ""
+        elif not claim["supported"]:
+            verdict, body = '<span style="color:#b3261e">✘ unsupported</span>', ""
+        else:
+            ids = ", ".join(claim.get("event_ids") or ()) or "no event"
+            verdict = f'<span style="color:#2a8a3e">✔ supported by cell {claim["cell"]}</span> <code>{_esc(ids)}</code>'
+            cell = cells.get(claim["cell"], {})
+            body = _pre(cell.get("code", "")) + _pre(cell.get("output", ""), "background:#eef")
+        reason = f'<div style="color:#555"><i>{_esc(claim.get("reason"))}</i></div>' if claim.get("reason") else ""
+        items.append(f'<li class="ck-claim"><b>{_esc(claim["claim"])}</b> {verdict}{reason}{body}</li>')
+    return f'<div class="ck-claims"><b>Claims of the submitted hypothesis</b><ol>{"".join(items) or "<i>no claims</i>"}</ol></div>'
+
+
 def render_session(traj: Trajectory, participant: str = ALL, phase: str = ALL) -> str:
-    """The whole session statically: header, memory, every (filtered) event, each one's thoughts."""
+    """The whole session statically: header, claims, memory, every (filtered) event, each one's thoughts."""
     cards = "".join(render_event(traj, p) for p in select_steps(traj, participant, phase))
     thoughts = "".join(render_thoughts(traj, p) for p in traj.participants if p != "system")
-    return (f'<div class="ck-session">{render_header(traj)}{render_memory(traj)}'
+    return (f'<div class="ck-session">{render_header(traj)}{render_claims(traj)}{render_memory(traj)}'
             f"<h4>Events ({_esc(participant)}, phase {_esc(phase)})</h4>{cards}<h4>Thoughts</h4>{thoughts}</div>")

@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 def free_port() -> int:
@@ -48,9 +49,32 @@ def start_lab(workdir: Path, log_path: Path, env: dict[str, str] | None = None) 
                 time.sleep(0.5)
         yield base, token
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
         log.close()
+
+
+def stop(server: subprocess.Popen) -> None:
+    """Terminate a server this test started, killing it if it hangs."""
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def run_all_cells(page: Any, url: str) -> None:
+    """Open the notebook at `url` in JupyterLab on a playwright `page` and run all its cells."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    page.goto(url, timeout=120_000)
+    page.locator(".jp-Notebook").wait_for(timeout=120_000)
+    select = page.get_by_role("button", name="Select Kernel", exact=True)
+    try:  # Lab may ask which kernel to start; the notebook's own (python3) is preselected
+        select.wait_for(timeout=15_000)
+        select.click()
+    except PlaywrightTimeout:
+        pass
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_attached(timeout=120_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_text("Run All Cells", exact=True).click()

@@ -9,6 +9,11 @@ output supports it, and naming a cell that is not evidence is garbage (missing).
 
     S_hyp = #supported claims / #claims;   s_hyp_all = (every claim supported)
 
+Each claim's verdict is kept as evidence (`claim_evidence`): the claim, whether it is
+supported (None when the judge gave no usable answer, or named a cell that is not evidence:
+never supported by default), the supporting cell and the event id that ran it, so a reader
+(the explorer, the Inspect export) can follow a claim to its cell.
+
 Undelivered (empty editor) is 0 and not all-supported, as in Co-Gym's delivery convention.
 A delivered hypothesis with no successful cell behind it is 0 as well (nothing could support
 it; no judge is asked). A failed extraction or check, or an extraction with no claim, leaves
@@ -36,6 +41,7 @@ from colabkit.evaluation.metrics.process import (
 )
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
+from colabkit.session import Event
 from colabkit.workspace import CellResult
 
 METRIC = "s_hyp"
@@ -67,6 +73,21 @@ class SupportResult(BaseModel):
     n_claims: int | None
     n_supported: int | None
     flags: tuple[str, ...] = ()
+
+
+class ClaimEvidence(BaseModel):
+    """One claim of the submitted hypothesis and what the judge linked it to (stored in details)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    claim: str
+    supported: bool | None
+    """None: no usable verdict (missing, garbage, or a cell that is not evidence)."""
+    cell: int | None = None
+    """The supporting cell's index in the workspace snapshot (only when supported)."""
+    event_ids: tuple[str, ...] = ()
+    """The event(s) that ran that cell (`Event.event_id`)."""
+    reason: str | None = None
 
 
 def claim_item(index: int) -> str:
@@ -103,6 +124,27 @@ def hypothesis_support(
                          n_claims=len(claims), n_supported=supported)
 
 
+def claim_evidence(claims: Sequence[str], verdicts: Mapping[str, ClaimVerdict | None], cells: Sequence[CellResult],
+                   events: Sequence[Event]) -> list[ClaimEvidence]:
+    """Each claim with its verdict and, when supported, the cell and the event that ran it."""
+    ok = {c.index for c in cells}
+    ran: dict[int, list[str]] = {}
+    for event in events:
+        if event.action == "execute_code" and event.cell_index is not None:
+            ran.setdefault(event.cell_index, []).append(event.event_id)
+    found = []
+    for i, claim in enumerate(claims):
+        verdict = verdicts.get(claim_item(i))
+        if verdict is None or (verdict.supported and verdict.cell not in ok):
+            found.append(ClaimEvidence(claim=claim, supported=None, reason=None if verdict is None else verdict.reason))
+        elif verdict.supported and verdict.cell is not None:
+            found.append(ClaimEvidence(claim=claim, supported=True, cell=verdict.cell,
+                                       event_ids=tuple(ran.get(verdict.cell, ())), reason=verdict.reason))
+        else:
+            found.append(ClaimEvidence(claim=claim, supported=False, reason=verdict.reason))
+    return found
+
+
 CLAIMS_PROMPT = JudgePrompt(id="hypothesis_claims", version=1, instructions=f"""\
 You split a scientific hypothesis into atomic claims. The input is JSON with the team's
 question ("query") and the submitted "hypothesis". List every distinct statement the
@@ -135,7 +177,7 @@ class SupportScorer(Scorer):
     """S_hyp and s_hyp_all: claims extracted from the submission, each checked on the cells."""
 
     name = "s_hyp"
-    version = "1"
+    version = "2"  # 2: details carry each claim's evidence (claim -> cell -> event id)
     prompts = (CLAIMS_PROMPT, SUPPORT_PROMPT)
     columns = ("s_hyp", "s_hyp_all")
 
@@ -152,7 +194,8 @@ class SupportScorer(Scorer):
             claims = None if answer is None else [c.strip() for c in answer.claims if c.strip()]
             checks = await ask_each(ctx, SUPPORT_PROMPT, {claim_item(i): support_fields(c, ctx.hypothesis, cells)
                                                           for i, c in enumerate(claims or ())}, ClaimVerdict)
-        result = hypothesis_support(ctx.delivered, claims, values_of(checks), cells)
+        verdicts = values_of(checks)
+        result = hypothesis_support(ctx.delivered, claims, verdicts, cells)
         flags = [*result.flags, *verdict_flags(extraction, checks)]
         judgements = [Judgement.of(v, metric="s_hyp", item="claims",
                                    score=None if v.value is None else float(len(v.value.claims)))
@@ -163,4 +206,6 @@ class SupportScorer(Scorer):
         return ScoreResult(values={"s_hyp": result.s_hyp, "s_hyp_all": result.s_hyp_all}, flags=flags,
                            judgements=judgements, complete=not transient(flags),
                            details={"claims": claims, "n_claims": result.n_claims,
-                                    "n_supported": result.n_supported})
+                                    "n_supported": result.n_supported,
+                                    "evidence": [e.model_dump(mode="json") for e in
+                                                 claim_evidence(claims or (), verdicts, cells, ctx.events)]})
