@@ -1,0 +1,33 @@
+"""How human are the simulated humans? Behaviour fingerprints and fidelity cards.
+
+- `fingerprints`: one row per (session, human seat) from the stored events, `FEATURES`
+  defined in `FEATURE_DOCS`; who played the seat (`kind`: person or simulated; `simulator`).
+- `standardised_differences`, `classifier_test`, `chamfer_coverage`: two samples held
+  against each other (`compare`).
+- `person_cards`, `persona_cards`, `card_summary`: fidelity cards, people vs each simulator
+  per persona, and simulated D vs R (`card`).
+"""
+
+from colabkit.analysis.realism.card import FidelityCard, card_summary, make_card, person_cards, persona_cards
+from colabkit.analysis.realism.compare import (
+    ClassifierTest,
+    chamfer_coverage,
+    classifier_test,
+    standardised_differences,
+)
+from colabkit.analysis.realism.fingerprints import FEATURE_DOCS, FEATURES, fingerprints
+
+__all__ = [
+    "FEATURES",
+    "FEATURE_DOCS",
+    "ClassifierTest",
+    "FidelityCard",
+    "card_summary",
+    "chamfer_coverage",
+    "classifier_test",
+    "fingerprints",
+    "make_card",
+    "person_cards",
+    "persona_cards",
+    "standardised_differences",
+]

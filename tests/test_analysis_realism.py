@@ -1,0 +1,94 @@
+"""Sim-vs-person comparison on constructed fingerprints: the tests find what was put there."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from colabkit.analysis.realism import (
+    FEATURES,
+    card_summary,
+    chamfer_coverage,
+    classifier_test,
+    person_cards,
+    standardised_differences,
+)
+
+FEATS = ("share_message", "msg_words_mean", "question_share")
+
+
+def sample(n_tasks: int, per_task: int, rng: np.random.Generator, *, shift: float = 0.0) -> pd.DataFrame:
+    """Rows over `n_tasks` tasks, each task its own offset; `shift` moves msg_words_mean."""
+    rows = []
+    for t in range(n_tasks):
+        offset = rng.normal(0, 0.5)
+        for _ in range(per_task):
+            rows.append({"task_id": f"t{t}", "share_message": rng.normal(0.4 + offset / 10, 0.1),
+                         "msg_words_mean": rng.normal(20 + offset, 3) + shift,
+                         "question_share": rng.normal(0.2, 0.05)})
+    return pd.DataFrame(rows)
+
+
+def test_same_distribution_gives_auc_near_half_and_a_large_p():
+    rng = np.random.default_rng(1)
+    a, b = sample(12, 4, rng), sample(12, 4, rng)
+    test = classifier_test(a, b, FEATS, permutations=99)
+    assert abs(test.auc - 0.5) < 0.15 and test.p_value > 0.1 and test.conclusive
+
+
+def test_a_known_difference_gives_auc_near_one_and_a_small_p():
+    rng = np.random.default_rng(2)
+    a, b = sample(12, 4, rng), sample(12, 4, rng, shift=15.0)
+    test = classifier_test(a, b, FEATS, permutations=99)
+    assert test.auc > 0.95 and test.p_value <= 0.02
+    table = standardised_differences(a, b, FEATS).set_index("feature")
+    assert table.loc["msg_words_mean", "ci_low"] > 2  # the shifted feature, far from zero
+    assert table.loc["question_share", "ci_low"] < 0 < table.loc["question_share", "ci_high"]
+
+
+def test_grouped_folds_never_split_a_task():
+    rng = np.random.default_rng(3)
+    a, b = sample(7, 3, rng), sample(7, 3, rng, shift=1.0)
+    test = classifier_test(a, b, FEATS, permutations=5)
+    assert len(test.folds) == 5
+    for train, held_out in test.folds:
+        assert not train & held_out
+    assert set().union(*(held for _, held in test.folds)) == {f"t{i}" for i in range(7)}
+
+
+def test_few_rows_give_intervals_not_verdicts():
+    rng = np.random.default_rng(4)
+    a, b = sample(1, 1, rng), sample(3, 3, rng)
+    test = classifier_test(a, b, FEATS, permutations=5)
+    assert not test.conclusive and "too few" in test.note
+    table = standardised_differences(a, b, FEATS)  # one person: Glass's delta, a wide interval
+    assert (table["ci_high"] - table["ci_low"] > 3).all()
+    prints = pd.concat([a.assign(kind="person", simulator="person"), b.assign(kind="simulated", simulator="m")])
+    prints = prints.assign(participant="D", variant="default-d", task_id="t0")
+    cards = person_cards(prints, FEATS, permutations=5)
+    assert card_summary(cards)["verdict"].tolist() == ["intervals only"]
+
+
+def test_chamfer_is_small_for_one_distribution_and_grows_with_a_gap():
+    rng = np.random.default_rng(5)
+    a, same, far = sample(6, 4, rng), sample(6, 4, rng), sample(6, 4, rng, shift=30.0)
+    near, away = chamfer_coverage(a, same, FEATS), chamfer_coverage(a, far, FEATS)
+    assert near["a_to_b_ratio"] < 2 and away["a_to_b_ratio"] > 3 * near["a_to_b_ratio"]
+    assert away["chamfer"] > near["chamfer"]
+
+
+def test_every_feature_is_documented():
+    from colabkit.analysis.realism import FEATURE_DOCS
+
+    assert FEATURES == tuple(FEATURE_DOCS) and all(len(doc) > 20 for doc in FEATURE_DOCS.values())
+
+
+@pytest.mark.parametrize(("shift", "verdict"), [(0.0, "not distinguished"), (15.0, "distinguishable")])
+def test_a_card_renders_a_figure_and_a_verdict(shift, verdict):
+    rng = np.random.default_rng(6)
+    people = sample(6, 2, rng).assign(kind="person", simulator="person")
+    sims = sample(6, 2, rng, shift=shift).assign(kind="simulated", simulator="local/x")
+    prints = pd.concat([people, sims]).assign(participant="R", variant="default-r")
+    (card,) = person_cards(prints, FEATS, permutations=39)
+    assert card.figure().axes and card.summary()["n_a"] == 12 and card.verdict == verdict
