@@ -81,7 +81,7 @@ def test_chamfer_is_small_for_one_distribution_and_grows_with_a_gap():
 def test_every_feature_is_documented():
     from colabkit.analysis.realism import FEATURE_DOCS
 
-    assert FEATURES == tuple(FEATURE_DOCS) and all(len(doc) > 20 for doc in FEATURE_DOCS.values())
+    assert tuple(FEATURE_DOCS) == FEATURES and all(len(doc) > 20 for doc in FEATURE_DOCS.values())
 
 
 @pytest.mark.parametrize(("shift", "verdict"), [(0.0, "not distinguished"), (15.0, "distinguishable")])
@@ -92,3 +92,40 @@ def test_a_card_renders_a_figure_and_a_verdict(shift, verdict):
     prints = pd.concat([people, sims]).assign(participant="R", variant="default-r")
     (card,) = person_cards(prints, FEATS, permutations=39)
     assert card.figure().axes and card.summary()["n_a"] == 12 and card.verdict == verdict
+
+
+def event_table(rows: list[tuple]) -> pd.DataFrame:
+    """Task-phase events from (round, participant, action, status, args, extra fields)."""
+    import json
+
+    out = []
+    for seq, (rnd, who, action, status, args, extra) in enumerate(rows):
+        out.append({"seq": seq, "phase": "task", "round": rnd, "participant": who, "action": action,
+                    "status": status, "args_json": json.dumps(args), "signatory": None, "decision": None,
+                    "decision_reason": None, **extra})
+    return pd.DataFrame(out)
+
+
+def test_seat_features_count_replies_disclosure_failures_and_decisions():
+    from colabkit.analysis.realism.fingerprints import seat_features
+
+    briefings = {"D": "Query: axes\nColumn hoard_century gives the century of deposition", "R": "Query: axes",
+                 "ai": "Query: axes"}
+    events = event_table([
+        (1, "ai", "execute_code", "error", {"code": "1/0"}, {}),
+        (1, "D", "wait", "ok", {}, {}),  # a wait after the failed cell: not engaging
+        (2, "ai", "send_message", "ok", {"text": "D, which column?", "to": ["D"]}, {}),
+        (2, "D", "send_message", "ok", {"text": "hoard_century has the century of deposition", "to": None}, {}),
+        (3, "ai", "edit_result", "pending", {"text": "H"}, {"signatory": "D"}),
+        (3, "R", "send_message", "ok", {"text": "Is it?", "to": ["ai"]}, {}),
+        (4, "D", "send_message", "ok", {"text": "Yes?", "to": None}, {}),  # R's message was not to D
+        (4, "D", "approve", "approved", {}, {"decision": "approved", "decision_reason": "counts match"}),
+    ])
+    row = seat_features(events, "D", briefings)
+    assert row["n_steps"] == 4 and row["share_message"] == 0.5 and row["share_wait"] == 0.25
+    assert row["reply_share"] == 0.5 and row["question_share"] == 0.5
+    assert row["disclosure_share"] == 1.0 and row["disclosure_when"] == 0.5  # round 2 of 4
+    assert row["failure_reaction"] == 0.0
+    assert row["decision_rate"] == 1.0 and row["approval_share"] == 1.0 and row["reason_words"] == 2
+    assert row["steps_to_first_act"] == 1
+    assert np.isnan(seat_features(events, "R", briefings)["decision_rate"])  # never asked: missing, not 0

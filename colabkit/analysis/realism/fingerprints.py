@@ -52,15 +52,14 @@ FEATURE_DOCS: dict[str, str] = {
     "decision_rate": "requests addressed to it that it decided (approve or reject) over all requests addressed to it",
     "approval_share": "approvals over its decisions",
     "reason_words": "mean words of its decisions' stated reasons",
-    "steps_to_first_act": "its task-phase steps before its first step that was not a wait",
+    "steps_to_first_act": "its task-phase steps before its first step that was not a wait (all its steps when "
+                          "it never acted)",
 }
 FEATURES = tuple(FEATURE_DOCS)
 PROCESS_FEATURES = ("h_init_norm", "a_profile")
 """Session-level process metrics of the study (judged), joined from a score table when given."""
 _WORD = re.compile(r"[A-Za-z0-9_]+")
-_STOP = frozenset("""the and for with that this from are was were has have had not but its their there which
-what when where who will would into than then them they these those your you our can may each per all any
-column columns file files data dataset value values""".split())
+_STOP = frozenset(["the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "has", "have", "had", "not", "but", "its", "their", "there", "which", "what", "when", "where", "who", "will", "would", "into", "than", "then", "them", "they", "these", "those", "your", "you", "our", "can", "may", "each", "per", "all", "any", "column", "columns", "file", "files", "data", "dataset", "value", "values"])
 
 
 def words(text: object) -> list[str]:
