@@ -46,6 +46,7 @@ def _batch(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment, run_experiment
     from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines
+    from colabkit.runner.build import model_config
     from colabkit.runner.plan import make_plan
 
     exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
@@ -58,6 +59,10 @@ def _batch(args: argparse.Namespace) -> int:
     for arm in exp.arms:  # settings arms (`Experiment.arms`): the grid once per arm
         fields = ", ".join(f"{k}={v}" for k, v in arm.settings.items())
         print(f"  arm {arm.name}: {len(items) // len(exp.arms)} sessions ({fields})", flush=True)
+    for sim in exp.simulators:  # the simulator sweep (`Experiment.simulators`): the grid once per simulator
+        models = ", ".join(f"{role}={model_config(m).model}" for role, m in sim.models.items())
+        mine = sum(1 for spec, _ in items if exp.simulator_of(spec) == sim.name)
+        print(f"  simulator {sim.name}: {mine} sessions with simulated humans ({models})", flush=True)
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE, flush=True)
     if args.dry_run:

@@ -5,10 +5,20 @@
 - `standardised_differences`, `classifier_test`, `chamfer_coverage`: two samples held
   against each other (`compare`).
 - `person_cards`, `persona_cards`, `card_summary`: fidelity cards, people vs each simulator
-  per persona, and simulated D vs R (`card`).
+  per persona, and simulated D vs R (`card`); `outside_cards` for people from elsewhere.
+- `cogym_tables`: Co-Gym real-condition trajectories (`event_log.jsonl`) as events and
+  sessions tables, fingerprinted like colabkit's own (`cogym`).
 """
 
-from colabkit.analysis.realism.card import FidelityCard, card_summary, make_card, person_cards, persona_cards
+from colabkit.analysis.realism.card import (
+    FidelityCard,
+    card_summary,
+    make_card,
+    outside_cards,
+    person_cards,
+    persona_cards,
+)
+from colabkit.analysis.realism.cogym import cogym_tables
 from colabkit.analysis.realism.compare import (
     ClassifierTest,
     chamfer_coverage,
@@ -25,8 +35,10 @@ __all__ = [
     "card_summary",
     "chamfer_coverage",
     "classifier_test",
+    "cogym_tables",
     "fingerprints",
     "make_card",
+    "outside_cards",
     "person_cards",
     "persona_cards",
     "standardised_differences",

@@ -120,3 +120,17 @@ def persona_cards(prints: pd.DataFrame, features: Sequence[str] = FEATURES, **op
 def card_summary(cards: Sequence[FidelityCard]) -> pd.DataFrame:
     """One row per card: sizes, AUC and p, Chamfer and its ratios, verdict and note."""
     return pd.DataFrame([c.summary() for c in cards])
+
+
+def outside_cards(prints: pd.DataFrame, outside: pd.DataFrame, features: Sequence[str] = FEATURES,
+                  **options: object) -> list[FidelityCard]:
+    """People from elsewhere (`outside`, e.g. Co-Gym's real condition via `cogym_tables`) against
+    each simulator in the same seat, over all its tasks and variants: a looser comparison (other
+    tasks, another platform), titled so."""
+    cards = []
+    for persona, theirs in outside.groupby("participant", sort=True):
+        sims = prints[(prints["kind"] != PERSON) & (prints["participant"] == persona)]
+        for simulator, mine in sims.groupby("simulator", sort=True):
+            cards.append(make_card(f"{persona}: outside people vs {simulator} (other tasks)", theirs, mine,
+                                   "outside people", str(simulator), features, **options))  # type: ignore[arg-type]
+    return cards
