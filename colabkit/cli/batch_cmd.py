@@ -45,8 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _batch(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment, run_experiment
-    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines
     from colabkit.runner.build import model_config
+    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines
     from colabkit.runner.plan import make_plan
 
     exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
