@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from helpers.cogym_logs import line, write_session
 
 from colabkit.analysis.realism import cogym_tables, fingerprints
 from colabkit.errors import ColabkitError
-
-
-def line(role: str, action: str, status: str = "succeeded", kind: str = "collaborative", t: int = 0) -> str:
-    """One event_log.jsonl line as collaborative_gym/nodes/task_env.py writes it."""
-    return json.dumps({"role": role, "timestamp": f"2025-03-01 10:00:{t:02d}", "action": action,
-                       "action_status": status, "action_type": kind, "current_chat_history": [],
-                       "current_observation": {"jupyter_history": "", "result_editor": ""}})
-
-
-def write_session(root, name: str, lines: list[str]):
-    folder = root / f"env_{name}"
-    folder.mkdir(parents=True)
-    (folder / "event_log.jsonl").write_text("\n".join(lines) + "\n")
-    return folder
 
 
 def test_a_real_condition_log_becomes_a_person_fingerprint(tmp_path):

@@ -42,6 +42,7 @@ PARAMETERS = {
     "annotate_gates": ["experiment", "results"],
     "ablations": ["experiment", "results", "scores_file", "out"],
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
+    "realism": ["experiment", "results", "people", "cogym", "out"],
 }
 TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
           "living_memory")

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from helpers import seat_scenario as sc
 from helpers.scripted import use_scripted
@@ -30,6 +32,7 @@ from colabkit.store import load_events, load_sessions
 from colabkit.tasks import load_tasks
 
 TASK = load_tasks().get(sc.TASK_ID)
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PERSON_MESSAGE = "Shall I check the counts per century?"
 SIM_MESSAGES = ("I have reviewed the hoard table and the counts look consistent with the period labels overall.",
                 "The dataset contains axes in most hoards and the twelfth century has the largest share of them.",
@@ -114,3 +117,23 @@ def test_a_replayed_seat_session_beside_simulated_ones_gives_a_fidelity_card(res
     summary = card_summary([card])
     assert summary.loc[0, "n_a"] == 1 and summary.loc[0, "n_b"] == 3 and summary.loc[0, "verdict"] == "intervals only"
     assert not socket_guard
+
+
+def test_the_realism_notebook_renders_and_saves_the_cards(results, tmp_path):
+    import papermill
+    from helpers.cogym_logs import line, write_session
+
+    out, _ = results
+    write_session(tmp_path / "cogym", "s1", [line("agent", "SEND_TEAMMATE_MESSAGE(message=Ready?)"),
+                                             line("user_7", "SEND_TEAMMATE_MESSAGE(message=Yes, go ahead.)")])
+    saved = tmp_path / "saved"
+    papermill.execute_notebook(str(NOTEBOOKS / "realism.ipynb"), str(tmp_path / "realism.ipynb"), cwd=str(NOTEBOOKS),
+                               kernel_name="python3", progress_bar=False,
+                               parameters={"experiment": "", "results": str(out), "cogym": str(tmp_path / "cogym"),
+                                           "out": str(saved)})
+    names = {p.name for p in saved.iterdir()}
+    assert {"fingerprints.csv", "outside_fingerprints.csv", "cards.csv", "card-d-people-vs-scripted-d.csv",
+            "card-d-people-vs-scripted-d.png", "card-d-people-vs-scripted-d.svg"} <= names
+    cards = pd.read_csv(saved / "cards.csv")
+    assert cards["card"].tolist() == ["D: people vs scripted/D", "R: outside people vs scripted/R (other tasks)"]
+    assert set(cards["verdict"]) == {"intervals only"}

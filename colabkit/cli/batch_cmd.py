@@ -46,7 +46,7 @@ def _batch(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment, run_experiment
     from colabkit.runner.build import model_config
-    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines
+    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines, wants_realism
     from colabkit.runner.plan import make_plan
 
     exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
@@ -66,7 +66,8 @@ def _batch(args: argparse.Namespace) -> int:
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE, flush=True)
     if args.dry_run:
-        stages = f"run_variant x {len(variants or exp.variants)} ({exp.concurrency.notebooks} at once), then score + annotate_gates, then ablations"
+        stages = (f"run_variant x {len(variants or exp.variants)} ({exp.concurrency.notebooks} at once), then score + "
+                  f"annotate_gates, then ablations{' + realism' if wants_realism(exp) else ''}")
         print(f"  notebooks: {stages} -> {exp.folder() / 'notebooks'}")
         return 0
     try:

@@ -12,6 +12,7 @@
 
 from colabkit.analysis.realism.card import (
     FidelityCard,
+    card_outputs,
     card_summary,
     make_card,
     outside_cards,
@@ -25,13 +26,14 @@ from colabkit.analysis.realism.compare import (
     classifier_test,
     standardised_differences,
 )
-from colabkit.analysis.realism.fingerprints import FEATURE_DOCS, FEATURES, fingerprints
+from colabkit.analysis.realism.fingerprints import FEATURE_DOCS, FEATURES, fingerprints, stored_fingerprints
 
 __all__ = [
     "FEATURES",
     "FEATURE_DOCS",
     "ClassifierTest",
     "FidelityCard",
+    "card_outputs",
     "card_summary",
     "chamfer_coverage",
     "classifier_test",
@@ -42,4 +44,5 @@ __all__ = [
     "person_cards",
     "persona_cards",
     "standardised_differences",
+    "stored_fingerprints",
 ]

@@ -16,6 +16,7 @@ its `verdict` is "intervals only" when the samples are too few (`compare.MIN_ROW
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -134,3 +135,10 @@ def outside_cards(prints: pd.DataFrame, outside: pd.DataFrame, features: Sequenc
             cards.append(make_card(f"{persona}: outside people vs {simulator} (other tasks)", theirs, mine,
                                    "outside people", str(simulator), features, **options))  # type: ignore[arg-type]
     return cards
+
+
+def card_outputs(cards: Sequence[FidelityCard]) -> tuple[dict[str, pd.DataFrame], dict[str, Figure]]:
+    """Each card's table and figure under a file-safe name (`card-<title>`), plus the summary."""
+    names = [f"card-{re.sub(r'[^A-Za-z0-9]+', '-', c.title).strip('-').lower()}" for c in cards]
+    tables = {"cards": card_summary(cards), **{n: c.table for n, c in zip(names, cards, strict=True)}}
+    return tables, {n: c.figure() for n, c in zip(names, cards, strict=True)}

@@ -75,7 +75,7 @@ def _event(line: dict, seq: int, session_id: str, seat: str) -> dict:
 def _read(path: Path, seat: str) -> tuple[list[dict], dict]:
     log = path / EVENT_LOG if path.is_dir() else path
     session_id = (path if path.is_dir() else path.parent).name.removeprefix("env_")
-    rows = []
+    rows: list[dict] = []
     query = ""
     for number, text in enumerate(log.read_text(encoding="utf-8").splitlines(), 1):
         if not text.strip():

@@ -19,9 +19,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from colabkit.llm import ModelConfig
 
 HUMAN_SEATS = ("D", "R")
 PERSON = "person"
@@ -169,10 +172,15 @@ def _failure_reaction(task: pd.DataFrame, participant: str) -> float:
     return _share(engaged, seen)
 
 
-def _seat_model(models_json: str, participant: str) -> str:
+def simulator_label(models_json: str, participant: str) -> str:
+    """Who played the seat: its model string, plus the sampling fields that differ from that
+    model's defaults (a sweep may pit one model at two temperatures)."""
     models = json.loads(models_json or "{}")
     entry = models.get(participant) or models.get("default") or {}
-    return str(entry.get("model", entry) if isinstance(entry, dict) else entry)
+    config = ModelConfig.model_validate(entry if isinstance(entry, dict) else {"model": entry})
+    base = ModelConfig(model=config.model).model_dump(exclude={"timeout"})
+    diffs = [f"{k}={v}" for k, v in config.model_dump(exclude={"timeout"}).items() if v != base[k]]
+    return config.model + (f" [{', '.join(diffs)}]" if diffs else "")
 
 
 def fingerprints(events: pd.DataFrame, sessions: pd.DataFrame, scores: pd.DataFrame | None = None,
@@ -194,7 +202,7 @@ def fingerprints(events: pd.DataFrame, sessions: pd.DataFrame, scores: pd.DataFr
             person = bool((mine["actor_kind"] == PERSON).any())
             rows.append({"session_id": rec.session_id, "task_id": rec.task_id, "variant": rec.variant,
                          "seed": rec.seed, "participant": seat, "kind": PERSON if person else "simulated",
-                         "simulator": PERSON if person else _seat_model(rec.models_json, seat),
+                         "simulator": PERSON if person else simulator_label(rec.models_json, seat),
                          **seat_features(ev, seat, briefings)})
     frame = pd.DataFrame(rows, columns=["session_id", "task_id", "variant", "seed", "participant", "kind",
                                         "simulator", *FEATURES])
@@ -203,3 +211,16 @@ def fingerprints(events: pd.DataFrame, sessions: pd.DataFrame, scores: pd.DataFr
         present = [c for c in PROCESS_FEATURES if c in scores.columns]
         frame = frame.merge(scores[["session_id", *present]].drop_duplicates("session_id"), on="session_id", how="left")
     return frame
+
+
+def stored_fingerprints(*folders: Path | str, scores: pd.DataFrame | None = None) -> pd.DataFrame:
+    """`fingerprints` of every finished session in `folders` (results folders; a session found
+    in two is counted once)."""
+    from colabkit.store import load_events, load_sessions
+
+    found = [Path(f) for f in folders if Path(f).is_dir()]
+    events = pd.concat([load_events(f) for f in found]).drop_duplicates(["session_id", "seq"]) if found else None
+    sessions = pd.concat([load_sessions(f) for f in found]).drop_duplicates("session_id") if found else None
+    if events is None or sessions is None or sessions.empty:
+        return fingerprints(pd.DataFrame(columns=["session_id", "seq"]), pd.DataFrame(columns=["session_id"]), scores)
+    return fingerprints(events, sessions, scores)
