@@ -13,6 +13,7 @@ from colabkit.analysis.realism import (
     by_simulator,
     contrasts_by_simulator,
     simulator_effect,
+    simulator_failures,
     simulators,
     with_simulators,
 )
@@ -78,3 +79,14 @@ def test_the_ablations_notebook_shows_the_simulator_effect_and_each_simulators_c
     assert set(pd.read_csv(out / "contrasts_by_simulator.csv")[COLUMN]) == {"m1", "m2"}
     study = pd.read_csv(out / "study_table.csv")  # the study's tables: the first simulator only
     assert (study.loc[study["metric"] == "performance", "n"] == 16).all()
+
+
+def test_simulator_failures_are_counted_per_variant_and_a_missing_label_is_not_false():
+    scores = pd.DataFrame({"session_id": list("abcde"), "variant": ["default-dr"] * 3 + ["scaffolded-dr"] * 2,
+                           "sim_failure": pd.array([True, False, None, None, True], dtype="boolean"),
+                           "sim_failure_kind": ["wrong_fact", "none", None, None, "ended_or_blocked"]})
+    table = simulator_failures(scores).set_index("variant")
+    assert table.loc["default-dr", ["sessions", "labelled", "caused"]].tolist() == [3, 2, 1]
+    assert table.loc["default-dr", "caused_share"] == 0.5 and table.loc["default-dr", "kinds"] == "wrong_fact 1"
+    assert table.loc["scaffolded-dr", "labelled"] == 1 and table.loc["scaffolded-dr", "kinds"] == "ended_or_blocked 1"
+    assert simulator_failures(scores.drop(columns=["sim_failure"])).empty

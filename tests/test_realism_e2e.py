@@ -132,7 +132,7 @@ def test_the_realism_notebook_renders_and_saves_the_cards(results, tmp_path):
                                parameters={"experiment": "", "results": str(out), "cogym": str(tmp_path / "cogym"),
                                            "out": str(saved)})
     names = {p.name for p in saved.iterdir()}
-    assert {"fingerprints.csv", "outside_fingerprints.csv", "cards.csv", "card-d-people-vs-scripted-d.csv",
+    assert {"fingerprints.csv", "outside_fingerprints.csv", "simulator_failures.csv", "cards.csv", "card-d-people-vs-scripted-d.csv",
             "card-d-people-vs-scripted-d.png", "card-d-people-vs-scripted-d.svg"} <= names
     cards = pd.read_csv(saved / "cards.csv")
     assert cards["card"].tolist() == ["D: people vs scripted/D", "R: outside people vs scripted/R (other tasks)"]

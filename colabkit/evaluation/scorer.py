@@ -100,6 +100,8 @@ class Scorer(ABC):
     version: ClassVar[str]
     prompts: ClassVar[tuple[JudgePrompt, ...]] = ()
     columns: ClassVar[tuple[str, ...]] = ()
+    opt_in: ClassVar[bool] = False
+    """Scored only when named (`--metrics`, an experiment's `metrics`), not by default."""
 
     @property
     def uses_judge(self) -> bool:
@@ -163,15 +165,16 @@ def register_scorer(factory: Callable[[], Scorer]) -> Callable[[], Scorer]:
     return factory
 
 
-def available_metrics() -> tuple[str, ...]:
+def available_metrics(*, opt_in: bool = False) -> tuple[str, ...]:
+    """The metrics scored by default; with `opt_in`, every metric that may be named."""
     _load_builtin_scorers()
-    return tuple(sorted(_REGISTRY))
+    return tuple(sorted(n for n, factory in _REGISTRY.items() if opt_in or not factory().opt_in))
 
 
 def scorers_for(metrics: list[str] | None = None) -> list[Scorer]:
-    """Fresh scorer instances for `metrics` (all registered ones when None), in that order."""
+    """Fresh scorer instances for `metrics` (the default ones when None), in that order."""
     _load_builtin_scorers()
-    names = sorted(_REGISTRY) if metrics is None else list(dict.fromkeys(metrics))
+    names = list(available_metrics()) if metrics is None else list(dict.fromkeys(metrics))
     unknown = [n for n in names if n not in _REGISTRY]
     if unknown:
         raise ColabkitError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(sorted(_REGISTRY))}")

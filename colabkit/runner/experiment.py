@@ -52,7 +52,9 @@ from colabkit.team import VARIANT_NAMES
 
 EXPERIMENT_SCHEMA_VERSION: Final = 1
 METRICS = available_metrics()
-"""Metric names an experiment may ask for: the evaluation layer's scorers (`colabkit score --metrics`)."""
+"""The metrics an experiment scores by default: the evaluation layer's default scorers."""
+ALL_METRICS = available_metrics(opt_in=True)
+"""Metric names an experiment may ask for (`colabkit score --metrics`), opt-in ones included."""
 SESSION_ROLES = ("default", "ai", "D", "R")
 SIMULATED_ROLES = ("D", "R")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -205,9 +207,9 @@ class Experiment(_Strict):
     @field_validator("metrics")
     @classmethod
     def _metrics(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [m for m in value if m not in METRICS]
+        unknown = [m for m in value if m not in ALL_METRICS]
         if unknown:
-            raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: {', '.join(METRICS)}")
+            raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: {', '.join(ALL_METRICS)}")
         return _unique(value, "metric")
 
     # -- what it runs ---------------------------------------------------------------------

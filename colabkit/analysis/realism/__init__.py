@@ -7,7 +7,8 @@
 - `person_cards`, `persona_cards`, `card_summary`: fidelity cards, people vs each simulator
   per persona, and simulated D vs R (`card`); `outside_cards` for people from elsewhere.
 - `with_simulators`, `by_simulator`, `simulator_effect`, `contrasts_by_simulator`: outcomes
-  and the study's contrasts per simulator of a sweep (`simulators`).
+  and the study's contrasts per simulator of a sweep; `simulator_failures`: the judged
+  simulator-caused failures counted per variant (`simulators`).
 - `cogym_tables`: Co-Gym real-condition trajectories (`event_log.jsonl`) as events and
   sessions tables, fingerprinted like colabkit's own (`cogym`).
 """
@@ -33,6 +34,7 @@ from colabkit.analysis.realism.simulators import (
     by_simulator,
     contrasts_by_simulator,
     simulator_effect,
+    simulator_failures,
     simulators,
     stored_sessions,
     with_simulators,
@@ -56,6 +58,7 @@ __all__ = [
     "person_cards",
     "persona_cards",
     "simulator_effect",
+    "simulator_failures",
     "simulators",
     "standardised_differences",
     "stored_fingerprints",

@@ -15,6 +15,8 @@ different models are joined "D=...; R=..."; a session without a simulated human 
 - `contrasts_by_simulator`: the study's contrasts (`contrasts`, Scaffolded - Default per
   composition) computed under each simulator: does the headline survive a change of
   simulated human? Each simulator's table is its own Holm family.
+- `simulator_failures`: the judged label `sim_failure` (`colabkit.evaluation.metrics.simfailure`)
+  counted per variant (and simulator).
 """
 
 from __future__ import annotations
@@ -112,3 +114,23 @@ def stored_sessions(folder: Path | str) -> pd.DataFrame:
 
     path = Path(folder)
     return load_sessions(path) if path.is_dir() else pd.DataFrame(columns=["session_id", "humans", "models_json"])
+
+
+def simulator_failures(scores: pd.DataFrame) -> pd.DataFrame:
+    """The judged simulator-caused failures (`sim_failure`, an opt-in metric) counted per
+    variant (and simulator, in a sweep): sessions, labelled ones, caused ones, their share and
+    the kinds; a missing label (the judge could not answer) is counted apart, never as False."""
+    keys = ["variant", *([COLUMN] if simulators(scores) else [])]
+    columns = [*keys, "sessions", "labelled", "caused", "caused_share", "kinds"]
+    if "sim_failure" not in scores.columns or scores["sim_failure"].isna().all():
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for key, group in scores.groupby(keys, sort=False, dropna=False):
+        label = group["sim_failure"].dropna().astype(bool)
+        kinds = group.loc[group["sim_failure"].fillna(False).astype(bool), "sim_failure_kind"].value_counts()
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)),
+                     "sessions": len(group), "labelled": len(label), "caused": int(label.sum()),
+                     "caused_share": label.mean() if len(label) else float("nan"),
+                     "kinds": ", ".join(f"{k} {n}" for k, n in kinds.items())})
+    out = pd.DataFrame(rows, columns=columns)
+    return out.set_index("variant").loc[variant_order(out["variant"])].reset_index()[columns]
