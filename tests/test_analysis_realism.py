@@ -129,3 +129,20 @@ def test_seat_features_count_replies_disclosure_failures_and_decisions():
     assert row["decision_rate"] == 1.0 and row["approval_share"] == 1.0 and row["reason_words"] == 2
     assert row["steps_to_first_act"] == 1
     assert np.isnan(seat_features(events, "R", briefings)["decision_rate"])  # never asked: missing, not 0
+
+
+def test_fingerprints_name_who_played_each_seat_and_join_the_judged_process_metrics():
+    import json
+
+    from colabkit.analysis.realism import fingerprints
+
+    events = event_table([(1, "D", "send_message", "ok", {"text": "hi", "to": None}, {}),
+                          (1, "R", "wait", "ok", {}, {})]).assign(session_id="s1", actor_kind="model")
+    events.loc[0, "actor_kind"] = "person"
+    models = {"ai": {"model": "x"}, "D": {"model": "person/p-1"}, "R": {"model": "local/m", "temperature": 1.0}}
+    sessions = pd.DataFrame({"session_id": ["s1"], "task_id": ["t"], "variant": ["default-dr"], "seed": [0],
+                             "briefings_json": ["{}"], "models_json": [json.dumps(models)]})
+    scores = pd.DataFrame({"session_id": ["s1"], "h_init_norm": [0.4], "a_profile": [0.5]})
+    prints = fingerprints(events, sessions, scores).set_index("participant")
+    assert prints.loc["D", "kind"] == "person" and prints.loc["R", "simulator"] == "local/m [temperature=1.0]"
+    assert (prints["h_init_norm"] == 0.4).all() and prints.loc["D", "structure"] == "default"
