@@ -42,9 +42,10 @@ PARAMETERS = {
     "annotate_gates": ["experiment", "results"],
     "ablations": ["experiment", "results", "scores_file", "out"],
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
+    "realism": ["experiment", "results", "people", "cogym", "out"],
 }
 TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
-          "living_memory")
+          "living_memory", "simulator_effect", "contrasts_by_simulator")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 
 
@@ -134,6 +135,7 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert sum("image/png" in o.get("data", {}) for o in shown) == len(FIGURES)  # figures displayed too
     assert pd.read_csv(out / "termination.csv").empty  # one rule only: nothing to compare
     assert pd.read_csv(out / "living_memory.csv").empty  # no Dynamic variants: no such family
+    assert pd.read_csv(out / "simulator_effect.csv").empty  # no simulator sweep: nothing to compare
 
 
 def test_ablations_contrasts_dynamic_with_scaffolded_when_the_experiment_has_both(tmp_path):

@@ -45,7 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _batch(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment, run_experiment
-    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines
+    from colabkit.runner.build import model_config
+    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines, wants_realism
     from colabkit.runner.plan import make_plan
 
     exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
@@ -58,10 +59,15 @@ def _batch(args: argparse.Namespace) -> int:
     for arm in exp.arms:  # settings arms (`Experiment.arms`): the grid once per arm
         fields = ", ".join(f"{k}={v}" for k, v in arm.settings.items())
         print(f"  arm {arm.name}: {len(items) // len(exp.arms)} sessions ({fields})", flush=True)
+    for sim in exp.simulators:  # the simulator sweep (`Experiment.simulators`): the grid once per simulator
+        models = ", ".join(f"{role}={model_config(m).model}" for role, m in sim.models.items())
+        mine = sum(1 for spec, _ in items if exp.simulator_of(spec) == sim.name)
+        print(f"  simulator {sim.name}: {mine} sessions with simulated humans ({models})", flush=True)
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE, flush=True)
     if args.dry_run:
-        stages = f"run_variant x {len(variants or exp.variants)} ({exp.concurrency.notebooks} at once), then score + annotate_gates, then ablations"
+        stages = (f"run_variant x {len(variants or exp.variants)} ({exp.concurrency.notebooks} at once), then score + "
+                  f"annotate_gates, then ablations{' + realism' if wants_realism(exp) else ''}")
         print(f"  notebooks: {stages} -> {exp.folder() / 'notebooks'}")
         return 0
     try:

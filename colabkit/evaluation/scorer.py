@@ -100,6 +100,8 @@ class Scorer(ABC):
     version: ClassVar[str]
     prompts: ClassVar[tuple[JudgePrompt, ...]] = ()
     columns: ClassVar[tuple[str, ...]] = ()
+    opt_in: ClassVar[bool] = False
+    """Scored only when named (`--metrics`, an experiment's `metrics`), not by default."""
 
     @property
     def uses_judge(self) -> bool:

@@ -36,10 +36,11 @@ GATES_PARQUET = "gate_annotations.parquet"
 SESSION_KEYS = ("session_id", "task_id", "variant", "structure", "composition", "seed", "termination")
 METRIC_COLUMNS = ("delivered", "performance", "hms", "h_init_norm", "h_init_zero_rule", "ca_plus",
                   "ca_minus", "a_profile", "c_wf", "s_hyp", "s_hyp_all", "w_total", "w_human",
-                  "approval_rate", "rejection_rate", "n_gated")
+                  "approval_rate", "rejection_rate", "n_gated", "sim_failure", "sim_failure_kind",
+                  "sim_failure_events")
 JUDGE_COLUMNS = ("judge_model", "judge_grade", "judge_reliable", "flags")
 SCORE_COLUMNS = (*SESSION_KEYS, *METRIC_COLUMNS, *JUDGE_COLUMNS)
-BOOL_COLUMNS = ("delivered", "s_hyp_all", "judge_reliable")
+BOOL_COLUMNS = ("delivered", "s_hyp_all", "sim_failure", "judge_reliable")
 JUDGEMENT_COLUMNS = ("session_id", "task_id", "variant", "scorer", "scorer_id", "metric", "item", "repeat",
                      "label", "score", "flag", "raw", "prompt_id", "prompt_version", "judge_model",
                      "judge_grade", "judge_reliable")

@@ -299,8 +299,9 @@ def _persona_findings(specs: Sequence[SessionSpec]) -> list[Finding]:
 def audit_experiment(exp: Experiment, *, task_id: str | None = None, seed: int | None = None,
                      variants: Sequence[str] | None = None) -> dict[str, AuditReport]:
     """The audit of `exp`'s variants on one task (default: its first) and seed (default: its
-    first), one report per settings arm ("" without arms): within an arm only the design may
-    differ; between arms the settings differ by design."""
+    first), one report per settings arm and simulator ("arm/simulator", either part left out
+    when the experiment has none; "" with neither): within one only the design may differ;
+    between them the settings or the simulated humans' models differ by design."""
     suite = exp.load_suite()
     task = suite.get(task_id) if task_id is not None else suite.tasks[0]
     names = tuple(variants) if variants else exp.variants
@@ -308,10 +309,10 @@ def audit_experiment(exp: Experiment, *, task_id: str | None = None, seed: int |
     if unknown:
         raise ColabkitError(f"variant(s) {', '.join(map(repr, unknown))} not in experiment {exp.name!r}")
     chosen_seed = exp.seeds[0] if seed is None else seed
-    models = exp.model_configs()
-    return {arm: audit_specs([build_spec(task.id, name, chosen_seed, models=models, settings=settings)
-                              for name in names], task)
-            for arm, settings in exp.arm_settings().items()}
+    return {"/".join(part for part in (arm, sim) if part):
+            audit_specs([build_spec(task.id, name, chosen_seed, models=models, settings=settings)
+                         for name in names], task)
+            for arm, settings in exp.arm_settings().items() for sim, models in exp.simulator_models().items()}
 
 
 def _families(chosen: set[str], everyone: Sequence[str]) -> str:

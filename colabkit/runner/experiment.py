@@ -20,6 +20,13 @@ Settings arms: `arms` (optional) runs the whole grid once per arm, each arm the 
 part of each of its sessions' spec, hence of the session identity: the two arms' sessions
 never collide, and a later experiment asking for one arm finds the sessions already run. The
 arm a session belongs to is read back from its spec (`SessionSettings`), never from a name.
+
+Simulator sweep: `simulators` (optional) runs the grid once per simulator, each naming the
+models that play D and R (`experiments/simulators.yaml`); the AI's model stays the
+experiment's. The models are part of the spec, so each simulator's sessions are its own, and
+a session whose team has no simulated human (the single agent) is the same session under
+every simulator: it runs once. As with arms, the simulator of a session is read back from
+its spec's models, never from a name.
 """
 
 from __future__ import annotations
@@ -45,8 +52,11 @@ from colabkit.team import VARIANT_NAMES
 
 EXPERIMENT_SCHEMA_VERSION: Final = 1
 METRICS = available_metrics()
-"""Metric names an experiment may ask for: the evaluation layer's scorers (`colabkit score --metrics`)."""
+"""The metrics an experiment scores by default: the evaluation layer's default scorers."""
+ALL_METRICS = available_metrics(opt_in=True)
+"""Metric names an experiment may ask for (`colabkit score --metrics`), opt-in ones included."""
 SESSION_ROLES = ("default", "ai", "D", "R")
+SIMULATED_ROLES = ("D", "R")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -109,6 +119,23 @@ class SettingsArm(_Strict):
     settings: dict[str, Any] = Field(min_length=1)
 
 
+class SimulatorArm(_Strict):
+    """One simulator of a sweep: a name and the models that play the simulated humans."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    models: dict[str, str | ModelConfig] = Field(min_length=1)
+    """Model per simulated-human role ("D", "R"): a litellm string or ModelConfig fields."""
+
+    @field_validator("models")
+    @classmethod
+    def _human_roles(cls, value: dict[str, str | ModelConfig]) -> dict[str, str | ModelConfig]:
+        others = [r for r in value if r not in SIMULATED_ROLES]
+        if others:
+            raise ValueError(f"a simulator plays only {' and '.join(SIMULATED_ROLES)}, not {', '.join(map(repr, others))} "
+                             "(the AI's model is the experiment's `models`)")
+        return _no_person_seats(value)
+
+
 class Experiment(_Strict):
     """One experiment config (see the module docstring); build with `load_experiment`."""
 
@@ -124,6 +151,8 @@ class Experiment(_Strict):
     """Every session's settings (action budgets, rounds, observation profile, kernel limits)."""
     arms: tuple[SettingsArm, ...] = ()
     """Optional settings arms (see the module docstring); none: one grid under `settings`."""
+    simulators: tuple[SimulatorArm, ...] = ()
+    """Optional simulator sweep (see the module docstring); none: the humans play `models`."""
     llm_budget: LLMBudget = LLMBudget()
     judge: str | ModelConfig = DEFAULT_MODEL
     metrics: tuple[str, ...] = METRICS
@@ -166,24 +195,21 @@ class Experiment(_Strict):
         if unknown:
             raise ValueError(f"unknown role(s) {', '.join(map(repr, unknown))}; valid: {', '.join(SESSION_ROLES)} "
                              "(the judge has its own field)")
-        persons = [role for role, m in value.items() if (m if isinstance(m, str) else m.model).startswith("person/")]
-        if persons:  # a batch runs headless (papermill, Dask): nobody would be at the seat
-            raise ValueError(f"role(s) {', '.join(persons)} are person seats: a batch never waits for a person; "
-                             "run a person's session with notebooks/take_a_seat.ipynb (colabkit seat)")
-        return value
+        return _no_person_seats(value)
 
     @model_validator(mode="after")
     def _arms(self) -> Experiment:
         _unique(tuple(arm.name for arm in self.arms), "arm")
+        _unique(tuple(sim.name for sim in self.simulators), "simulator")
         self.arm_settings()  # every arm's fields must make valid settings
         return self
 
     @field_validator("metrics")
     @classmethod
     def _metrics(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [m for m in value if m not in METRICS]
+        unknown = [m for m in value if m not in ALL_METRICS]
         if unknown:
-            raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: {', '.join(METRICS)}")
+            raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: {', '.join(ALL_METRICS)}")
         return _unique(value, "metric")
 
     # -- what it runs ---------------------------------------------------------------------
@@ -212,6 +238,27 @@ class Experiment(_Strict):
     def model_configs(self) -> dict[str, ModelConfig]:
         return {role: model_config(m) for role, m in self.models.items()}
 
+    def simulator_models(self) -> dict[str, dict[str, ModelConfig]]:
+        """The model map per simulator name ({"": models} without a sweep)."""
+        base = self.model_configs()
+        if not self.simulators:
+            return {"": base}
+        return {sim.name: {**base, **{role: model_config(m) for role, m in sim.models.items()}}
+                for sim in self.simulators}
+
+    def simulator_of(self, spec: SessionSpec) -> str | None:
+        """The simulator whose models play `spec`'s simulated humans (None: it has none, or no
+        simulator of this experiment plays them)."""
+        for name, models in self.simulator_models().items():
+            probe = build_spec(spec.task_id, spec.variant.name, spec.seed, models=models, settings=spec.settings)
+            if spec.variant.humans and all(probe.model_for(r) == spec.model_for(r) for r in spec.variant.humans):
+                return name
+        return None
+
+    def all_model_configs(self) -> list[ModelConfig]:
+        """Every model a session of this experiment may talk to (each simulator's included)."""
+        return [m for models in self.simulator_models().values() for m in models.values()]
+
     def kernel_cap(self) -> KernelCap:
         """The live-kernel cap: the config's, or derived from this machine and the sandbox limits."""
         if self.concurrency.kernels is not None:
@@ -233,7 +280,10 @@ class Experiment(_Strict):
             "seeds": self.seeds, "models": {r: m.model_dump(mode="json") for r, m in self.model_configs().items()},
             "settings": self.settings.model_dump(mode="json"),
             **({"arms": {name: s.model_dump(mode="json") for name, s in self.arm_settings().items()}}
-               if self.arms else {})})
+               if self.arms else {}),
+            **({"simulators": {name: {r: m.model_dump(mode="json") for r, m in models.items()}
+                               for name, models in self.simulator_models().items()}}
+               if self.simulators else {})})
 
     @property
     def experiment_id(self) -> str:
@@ -252,23 +302,26 @@ class Experiment(_Strict):
 
     def sessions(self, variants: Sequence[str] | None = None,
                  suite: TaskSuite | None = None) -> list[tuple[SessionSpec, Task]]:
-        """Every (spec, task) of the grid, variant by variant, then arm, then task, then seed."""
+        """Every (spec, task) of the grid, variant by variant, then arm, then simulator, then task,
+        then seed; a session the same under several simulators (no simulated human) once."""
         chosen = self.variants if variants is None else tuple(variants)
         unknown = [v for v in chosen if v not in self.variants]
         if unknown:
             raise ColabkitError(f"variant(s) {', '.join(map(repr, unknown))} not in experiment {self.name!r} "
                                 f"({', '.join(self.variants)})")
         suite = suite or self.load_suite()
-        arms, models = self.arm_settings().values(), self.model_configs()
-        return [(build_spec(task.id, name, seed, models=models, settings=settings), task)
-                for name in chosen for settings in arms for task in suite.tasks for seed in self.seeds]
+        arms, simulators = self.arm_settings().values(), self.simulator_models().values()
+        items = [(build_spec(task.id, name, seed, models=models, settings=settings), task)
+                 for name in chosen for settings in arms for models in simulators
+                 for task in suite.tasks for seed in self.seeds]
+        return list({spec.session_id: (spec, task) for spec, task in items}.values())
 
     def session_ids(self) -> list[str]:
         """The ids of the grid's sessions: what the experiment's tables and statistics cover."""
         return [spec.session_id for spec, _ in self.sessions()]
 
     def uses_embedded_model(self) -> bool:
-        configs = [*self.model_configs().values(), self.judge_config()]
+        configs = [*self.all_model_configs(), self.judge_config()]
         return any(m.provider == "local" for m in configs) or "default" not in self.models
 
     def dump_yaml(self) -> str:
@@ -279,6 +332,14 @@ class Experiment(_Strict):
 
 def _embedded_for_all() -> dict[str, str | ModelConfig]:
     return {"default": DEFAULT_MODEL}
+
+
+def _no_person_seats(value: dict[str, str | ModelConfig]) -> dict[str, str | ModelConfig]:
+    persons = [role for role, m in value.items() if (m if isinstance(m, str) else m.model).startswith("person/")]
+    if persons:  # a batch runs headless (papermill, Dask): nobody would be at the seat
+        raise ValueError(f"role(s) {', '.join(persons)} are person seats: a batch never waits for a person; "
+                         "run a person's session with notebooks/take_a_seat.ipynb (colabkit seat)")
+    return value
 
 
 def _unique(values: tuple, what: str) -> tuple:

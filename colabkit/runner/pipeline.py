@@ -2,7 +2,8 @@
 
 The study's work is a sequence of parameterised notebooks: `run_variant` once per variant
 (parallel processes, at most `concurrency.notebooks` at once), then `score` and
-`annotate_gates`, then `ablations`. Every notebook gets `experiment` (the config, copied
+`annotate_gates`, then `ablations` (and `realism` beside it when the experiment sweeps
+simulators or its folder holds sessions with a person in a seat). Every notebook gets `experiment` (the config, copied
 with absolute paths into the experiment folder as `experiment.yaml`) and `results` (the
 results root, so `load_experiment(experiment, results=results).folder()` is the experiment
 folder); `run_variant` also gets `variant`. Executed notebooks are kept under
@@ -18,6 +19,7 @@ finished is lost; the next run sweeps the work area and redoes the unfinished se
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -37,11 +39,13 @@ from colabkit.runner.progress import close_bar, journal_spend, progress_bar, rea
 from colabkit.runner.recorder import reopen_for_retry
 from colabkit.runner.workarea import sweep
 from colabkit.session import SessionSpec
-from colabkit.store import atomic_write_text, is_finished, session_dir
+from colabkit.store import SESSION_FILE, atomic_write_text, is_finished, session_dir
 
 RUN_VARIANT = "run_variant"
 AFTER_SESSIONS = (("score", "annotate_gates"), ("ablations",))
 """Notebooks run after every variant's sessions, stage by stage (a stage's notebooks in parallel)."""
+REALISM = "realism"
+"""Run beside `ablations` when `wants_realism`: the fidelity cards of the simulated humans."""
 CONFIG_COPY = "experiment.yaml"
 NOTEBOOKS_DIR = "notebooks"
 REPO_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -94,7 +98,23 @@ def notebook_jobs(exp: Experiment, config: Path, notebooks: Path,
                            parameters={**common, **extra})
 
     runs = [job(RUN_VARIANT, f"-{v}", variant=v) for v in variants]
-    return runs, [[job(name) for name in stage] for stage in AFTER_SESSIONS]
+    stages = [[job(name) for name in stage] for stage in AFTER_SESSIONS]
+    if wants_realism(exp):
+        stages[-1].append(job(REALISM))
+    return runs, stages
+
+
+def wants_realism(exp: Experiment) -> bool:
+    """Whether the batch renders the realism notebook: the experiment sweeps simulators, or its
+    folder holds finished sessions with a person in a seat (stored there by `colabkit seat`)."""
+    folder = exp.folder()
+    if exp.simulators:
+        return True
+    if not folder.is_dir():
+        return False
+    return any(str(m.get("model", "")).startswith("person/")
+               for path in folder.glob(f"*/{SESSION_FILE}")
+               for m in json.loads(path.read_text(encoding="utf-8")).get("models", {}).values())
 
 
 def sweep_partials(folder: Path) -> None:

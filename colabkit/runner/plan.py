@@ -162,7 +162,7 @@ def make_plan(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]] | None 
             sent_prompt += totals.prompt_tokens if totals.suite_replays == 0 else 0
             seen += 1
     bound = _budgeted_calls(exp, [spec for spec, _ in items])
-    models = list(exp.model_configs().values())
+    models = exp.all_model_configs()
     if seen and calls:
         share = cached / sent_prompt if sent_prompt else ASSUMED_CACHED_SHARE
         sessions = _estimate(models, calls / seen, max(bound, calls / seen), prompt / calls, completion / calls, share,

@@ -1,0 +1,67 @@
+"""How human are the simulated humans? Behaviour fingerprints and fidelity cards.
+
+- `fingerprints`: one row per (session, human seat) from the stored events, `FEATURES`
+  defined in `FEATURE_DOCS`; who played the seat (`kind`: person or simulated; `simulator`).
+- `standardised_differences`, `classifier_test`, `chamfer_coverage`: two samples held
+  against each other (`compare`).
+- `person_cards`, `persona_cards`, `card_summary`: fidelity cards, people vs each simulator
+  per persona, and simulated D vs R (`card`); `outside_cards` for people from elsewhere.
+- `with_simulators`, `by_simulator`, `simulator_effect`, `contrasts_by_simulator`: outcomes
+  and the study's contrasts per simulator of a sweep; `simulator_failures`: the judged
+  simulator-caused failures counted per variant (`simulators`).
+- `cogym_tables`: Co-Gym real-condition trajectories (`event_log.jsonl`) as events and
+  sessions tables, fingerprinted like colabkit's own (`cogym`).
+"""
+
+from colabkit.analysis.realism.card import (
+    FidelityCard,
+    card_outputs,
+    card_summary,
+    make_card,
+    outside_cards,
+    person_cards,
+    persona_cards,
+)
+from colabkit.analysis.realism.cogym import cogym_tables
+from colabkit.analysis.realism.compare import (
+    ClassifierTest,
+    chamfer_coverage,
+    classifier_test,
+    standardised_differences,
+)
+from colabkit.analysis.realism.fingerprints import FEATURE_DOCS, FEATURES, fingerprints, stored_fingerprints
+from colabkit.analysis.realism.simulators import (
+    by_simulator,
+    contrasts_by_simulator,
+    simulator_effect,
+    simulator_failures,
+    simulators,
+    stored_sessions,
+    with_simulators,
+)
+
+__all__ = [
+    "FEATURES",
+    "FEATURE_DOCS",
+    "ClassifierTest",
+    "FidelityCard",
+    "by_simulator",
+    "card_outputs",
+    "card_summary",
+    "chamfer_coverage",
+    "classifier_test",
+    "cogym_tables",
+    "contrasts_by_simulator",
+    "fingerprints",
+    "make_card",
+    "outside_cards",
+    "person_cards",
+    "persona_cards",
+    "simulator_effect",
+    "simulator_failures",
+    "simulators",
+    "standardised_differences",
+    "stored_fingerprints",
+    "stored_sessions",
+    "with_simulators",
+]
