@@ -2,7 +2,8 @@
 
 Started with the test's environment (e.g. the scripted provider plugin, so the notebook's
 kernel answers `scripted/...` models), on a free local port with a random token; stopped
-(and killed if it hangs) when the `with` block ends.
+(and killed if it hangs) when the `with` block ends. Like `make lab`, it reads the project's
+own Jupyter config (`jupyter/`, which allows root) and not the user's: no `--allow-root`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+PROJECT_CONFIG = REPO / "jupyter"
+
+
+def project_config_env(env: dict[str, str] | None, user_dir: Path) -> dict[str, str]:
+    """`env` with the project's Jupyter config searched first and an empty user config dir."""
+    user_dir.mkdir(parents=True, exist_ok=True)
+    return {**(env or os.environ), "JUPYTER_CONFIG_PATH": str(PROJECT_CONFIG), "JUPYTER_CONFIG_DIR": str(user_dir)}
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -26,15 +36,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def start_lab(workdir: Path, log_path: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
-    """(base url, token) of a JupyterLab serving `workdir`; its output goes to `log_path`."""
+def start_lab(workdir: Path, log_path: Path, env: dict[str, str] | None = None,
+              command: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(base url, token) of a JupyterLab serving `workdir`; its output goes to `log_path`.
+    `command` replaces `python -m jupyter lab` (e.g. `make lab`'s own)."""
     port, token = free_port(), secrets.token_hex(16)
     log = log_path.open("wb")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workdir}", "--allow-root",
+        [*(command or [sys.executable, "-m", "jupyter", "lab"]), "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workdir}",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env={**(env or os.environ), "JUPYTER_NO_CONFIG": "1"})
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+        env=project_config_env(env, log_path.parent / "jupyter-user-config"))
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
