@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,6 +165,8 @@ class SessionHost:
             (folder / SOCKET).unlink(missing_ok=True)
             (folder / PID).unlink(missing_ok=True)
             os.close(lock)
+            if self.ended is not None and self.ended["folder"]:  # stored: nothing here is needed again
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def ended_message(session: asyncio.Future[Path]) -> dict[str, Any]:
