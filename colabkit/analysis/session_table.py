@@ -65,6 +65,6 @@ def render_session_table(table: pd.DataFrame, selected: str | None = None) -> st
 
 
 def _cell(value: object) -> str:
-    if value is None or (not isinstance(value, str) and pd.isna(value)):  # type: ignore[call-overload]
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
         return "–"
     return f"{value:.2f}" if isinstance(value, float) else str(value)
