@@ -230,6 +230,8 @@ def test_a_participant_reloads_the_voila_page_mid_session_and_carries_on(chromiu
             content = page.content()
             assert "take_seat(" not in content and "Run all cells" not in content  # no code, no researcher text
             assert "Welcome" in content
+            briefing = page.locator(".ck-view .ck-seat pre").first  # words wrap whole, never "data_chan ging"
+            assert briefing.evaluate("e => getComputedStyle(e).wordBreak") == "normal"
             for i, box in enumerate(page.locator(".ck-form textarea").all()):
                 box.fill(f"PERSON-SLOT-{i}")
             submit.click()

@@ -9,6 +9,7 @@ private folder named by a hash of the results folder and the session id.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -101,4 +102,7 @@ class SeatPlan(BaseModel):
         key = sha256_hex({"out": str(Path(self.out).resolve()), "session": self.spec().session_id})[:16]
         folder = Path(tempfile.gettempdir()) / f"colabkit-seat-{key}"
         folder.mkdir(mode=0o700, exist_ok=True)
+        stat = folder.stat()
+        if stat.st_uid != os.getuid() or stat.st_mode & 0o077:  # the channel trusts what it reads there
+            raise ColabkitError(f"{folder} is not a private folder of this user: remove it and try again")
         return folder
