@@ -55,6 +55,13 @@ def seat_lab(tmp_path):
         sc.stop_hosts(results)
 
 
+def _stored_person_steps(results: Path) -> tuple[Path, list[Event]]:
+    """The stored session under `results` and its person events."""
+    folder = next(p for p in results.iterdir() if (p / "session.json").is_file())
+    events = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    return folder, [e for e in events if e.person is not None]
+
+
 def _fill(box, text: str, expect) -> None:
     """Fill a field once the kernel has shown it for the chosen action (the form's layout is synced)."""
     expect(box).to_be_visible(timeout=30_000)
@@ -127,9 +134,7 @@ def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_l
         finally:
             browser.close()
 
-    folder = next(p for p in results.iterdir() if (p / "session.json").is_file())
-    events = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    person = [e for e in events if e.person is not None]
+    folder, person = _stored_person_steps(results)
     assert [e.action for e in person if e.action != "wait"] == list(sc.PLAN)
     assert all(e.participant == "D" and e.person.participant_id == sc.PARTICIPANT for e in person)
     for event in person:
@@ -152,11 +157,8 @@ def voila(tmp_path):
     """Serve participant pages as `colabkit seat` prints (a notebook copy per person, a Voilà each)."""
     import shlex
     import subprocess
-    import time
-    import urllib.error
-    import urllib.request
 
-    from helpers.lab import free_port
+    from helpers.lab import free_port, stop, wait_serving
 
     from colabkit.seat import participant_notebook, voila_command
 
@@ -170,28 +172,15 @@ def voila(tmp_path):
         server = subprocess.Popen(shlex.split(voila_command(notebook, port)), cwd=notebook.parent, stdout=log,
                                   stderr=subprocess.STDOUT, env=subprocess_env(default=sc.DEFAULT, scripts=scripts))
         servers.append((server, log))
-        deadline = time.monotonic() + 120
-        while True:
-            try:  # any answer means it is serving (the page itself would join the session: not asked here)
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/voila/static/", timeout=2):
-                    break
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(Path(log.name).read_text(errors="replace")[-3000:]) from None
-                time.sleep(0.5)
+        # any answer means it is serving (the page itself would join the session: not asked here)
+        wait_serving(f"http://127.0.0.1:{port}/voila/static/", server, Path(log.name))
         return f"http://127.0.0.1:{port}/"
 
     try:
         yield serve, results
     finally:
         for server, log in servers:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server)
             log.close()
         sc.stop_hosts(results)
 
@@ -267,9 +256,8 @@ def test_a_participant_reloads_the_voila_page_mid_session_and_carries_on(chromiu
         finally:
             browser.close()
 
-    folder = next(p for p in results.iterdir() if (p / "session.json").is_file())
-    events = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    assert [e.action for e in events if e.person is not None and e.action != "wait"] == list(sc.PLAN)
+    _, person = _stored_person_steps(results)
+    assert [e.action for e in person if e.action != "wait"] == list(sc.PLAN)
     assert sum(1 for p in results.iterdir() if (p / "session.json").is_file()) == 1  # one session, resumed
 
 
@@ -325,9 +313,7 @@ def test_d_and_r_played_by_two_people_from_two_pages_finish_a_session(chromium, 
         finally:
             browser.close()
 
-    folder = next(p for p in results.iterdir() if (p / "session.json").is_file())
-    events = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    person = [e for e in events if e.person is not None]
+    _, person = _stored_person_steps(results)
     assert {(e.participant, e.person.participant_id) for e in person} == {("D", "p-d"), ("R", "p-r")}
     assert sorted((e.participant, e.action) for e in person if e.phase == "build") == [
         ("D", "propose_memory"), ("D", "ratify_memory"), ("R", "propose_memory"), ("R", "ratify_memory")]

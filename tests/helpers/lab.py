@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,20 +51,32 @@ def start_lab(workdir: Path, log_path: Path, env: dict[str, str] | None = None,
         env=project_config_env(env, log_path.parent / "jupyter-user-config"))
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log_path.read_text(errors="replace")[-3000:]) from None
-                time.sleep(0.5)
+        wait_serving(f"{base}/api/status?token={token}", server, log_path)
         yield base, token
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
         log.close()
+
+
+def wait_serving(url: str, server: subprocess.Popen, log_path: Path, timeout_s: float = 120) -> None:
+    """Return once `url` answers (any HTTP status); fail with the log's tail if the server died."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(log_path.read_text(errors="replace")[-3000:]) from None
+            time.sleep(0.5)
+
+
+def stop(server: subprocess.Popen) -> None:
+    """Terminate a server this test started, and kill it if it hangs."""
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
