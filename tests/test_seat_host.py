@@ -151,3 +151,44 @@ def test_d_and_r_both_persons_from_two_pages_finish_a_session(tmp_path, order):
     builds = [(e.participant, e.action) for e in person if e.phase == "build"]
     assert sorted(builds) == [("D", "propose_memory"), ("D", "ratify_memory"),
                               ("R", "propose_memory"), ("R", "ratify_memory")]
+
+
+def test_a_page_starts_the_host_process_and_a_stopped_host_is_resumed_by_the_next_visit(tmp_path, monkeypatch):
+    """`channel.connect` starts the host as its own process when none runs; SIGTERM stops it
+    cleanly (no socket or pid left), and the next page starts a new one on the same question."""
+    import os
+    import signal
+    import time
+
+    from helpers.scripted_plugin import subprocess_env
+
+    from colabkit.seat.channel import PID, connect
+
+    for key, value in subprocess_env(default=sc.DEFAULT, scripts=sc.scripts()).items():
+        monkeypatch.setenv(key, value)
+    plan = plan_for(tmp_path, {"D": sc.PARTICIPANT})
+    runtime = plan.runtime_dir()
+
+    async def first_question() -> dict[str, Any]:
+        reader, writer = await connect(plan)
+        page = Page(plan, "D")
+        page.reader, page.writer = reader, writer
+        await send(writer, {"op": "claim", "seat": "D", "take_over": False})
+        message = await page.next()
+        writer.close()
+        return message
+
+    try:
+        shown = asyncio.run(first_question())
+        assert shown["op"] == "question" and shown["number"] == 1
+        pid = int((runtime / PID).read_text())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while (runtime / SOCKET).exists() or (runtime / PID).exists():
+            assert time.monotonic() < deadline, (runtime / "host.log").read_text()
+            time.sleep(0.1)
+        again = asyncio.run(first_question())  # a new host, the same unanswered question
+        assert again["op"] == "question" and again["number"] == 1 and again["question"].stage == "propose"
+        assert int((runtime / PID).read_text()) != pid
+    finally:
+        sc.stop_hosts(plan.out)

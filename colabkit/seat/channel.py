@@ -76,7 +76,7 @@ def start_host(plan: SeatPlan) -> subprocess.Popen[bytes]:
     folder = plan.runtime_dir()
     (folder / PLAN).write_text(plan.model_dump_json())
     with open(folder / LOG, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "colabkit.seat.host", str(folder / PLAN)],
+        return subprocess.Popen([sys.executable, "-m", "colabkit.seat", str(folder / PLAN)],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=folder)
 

@@ -1,6 +1,6 @@
 """The session host: one process runs a seat session and serves its persons' pages.
 
-`python -m colabkit.seat.host PLAN.json` (started by the first page that finds none, see
+`python -m colabkit.seat PLAN.json` (started by the first page that finds none, see
 `channel.connect`) runs the session with a `PersonSeat` per person whose desk is a
 `RemoteDesk`: a question is kept as the seat's current one and sent to the page holding
 the seat, if any. A page that connects later (a reload, a second visit, the other person)
@@ -21,7 +21,7 @@ import contextlib
 import json
 import os
 import shutil
-import sys
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,11 +189,17 @@ async def _send_quietly(writer: asyncio.StreamWriter, message: dict[str, Any]) -
         await send(writer, message)
 
 
-def main(argv: list[str]) -> int:
-    plan_file = Path(argv[0])
+async def serve(plan_file: Path) -> int:
+    """Run the host of the plan in `plan_file`; a SIGTERM stops it cleanly (socket and pid removed)."""
     plan = SeatPlan.model_validate_json(plan_file.read_text())
-    return asyncio.run(SessionHost(plan).run(plan_file.parent))
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)  # type: ignore[union-attr]
+    try:
+        return await SessionHost(plan).run(plan_file.parent)
+    except asyncio.CancelledError:
+        print("stopped by SIGTERM; the next visit resumes", flush=True)
+        return 143
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def main(argv: list[str]) -> int:
+    """`python -m colabkit.seat PLAN.json` (see `channel.start_host`)."""
+    return asyncio.run(serve(Path(argv[0])))
