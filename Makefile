@@ -62,8 +62,10 @@ test: $(STAMP)
 	$(VPY) -m mypy
 	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
+# The project's own Jupyter config (jupyter/: allow_root, so a container's root can run it),
+# not the user's; tests/test_lab_root.py starts this recipe's command as root.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
 clean:
 	rm -rf $(VENV)

@@ -84,3 +84,31 @@ def test_missing_values_of_any_kind_are_left_out_of_a_card(stored):
     events["cell_index"] = events["cell_index"].astype("Int64")  # nullable, as newer stores write it
     card = render_event(type(traj)(traj.session_id, traj.record, events, traj.snapshot), code)
     assert "print(6 * 7)" in card and "cell 0 → ok" in card and "note" not in card  # found by code and time
+
+
+def test_the_explorer_opens_on_a_session_table_with_team_sessions_first_and_one_selected(stored, tmp_path):
+    import shutil
+
+    from helpers.stored import store_session
+    from helpers.stored_session import TASK_ID
+
+    from colabkit.analysis.session_table import session_table
+
+    root, folder = stored
+    exp = tmp_path / "exp"
+    shutil.copytree(folder, exp / folder.name)
+    singles = [store_session(exp, TASK_ID, "single answer", seed=s).name for s in range(4)]
+    assert min(singles) < folder.name  # by hash, a single session would come first
+    table = session_table(exp)
+    assert list(table["session_id"]) == [folder.name, *singles]  # then by seed
+    team = table.iloc[0]
+    assert team["variant"] == "scaffolded-dr" and team["human_steps"] > 0 and team["messages"] > 0
+    assert team["hypothesis"] == HYPOTHESIS and pd.isna(team["performance"])  # not scored yet
+
+    explorer = TrajectoryExplorer(tmp_path)
+    assert explorer.session.value == folder.name and explorer.trajectory is not None  # the team session
+    shown = explorer.sessions.value
+    assert shown.count("<tr") == 1 + 5 and 'class="ck-selected"' in shown
+    assert shown.index(folder.name) < min(shown.index(s) for s in singles)
+    explorer.show(session_id=singles[0])
+    assert 'class="ck-selected"' in explorer.sessions.value.split(singles[0])[0].rsplit("<tr", 1)[1]

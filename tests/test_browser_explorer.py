@@ -3,8 +3,9 @@
 A JupyterLab server is started on a copy of `explore_trajectory.ipynb` parameterised to a
 stored session (scripted participants, real kernel); Debian's `chromium`, driven by playwright
 through its executable path (never `playwright install`, which downloads a browser), opens
-the notebook, runs all cells, and checks that the widgets render and that stepping changes
-what is shown.
+the notebook, runs all cells, and checks that it opens on the session table with the team
+session (not the single-agent sessions that sort first by hash) selected, that the widgets
+render and that stepping changes what is shown.
 
 Setup on a fresh machine: the `chromium` fixture (tests/conftest.py) installs Debian's
 `chromium` package with apt-get when it is missing and the tests run as root (as the Makefile
@@ -20,7 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers.lab import run_all_cells, start_lab
-from helpers.stored_session import record_scaffolded_session
+from helpers.stored import store_session
+from helpers.stored_session import TASK_ID, record_scaffolded_session
 
 from colabkit.store import load_events
 
@@ -35,6 +37,8 @@ def lab(tmp_path):
     from papermill.parameterize import parameterize_notebook
 
     folder = record_scaffolded_session(tmp_path / "results" / "exp")
+    singles = [store_session(folder.parent, TASK_ID, "single answer", seed=s).name for s in range(4)]
+    assert min(singles) < folder.name  # first by hash: the explorer must still open on the team session
     workdir = tmp_path / "lab"
     workdir.mkdir()
     nb = parameterize_notebook(load_notebook_node(str(NOTEBOOK)),
@@ -56,6 +60,11 @@ def test_the_explorer_renders_in_jupyterlab_and_stepping_changes_the_view(chromi
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             run_all_cells(page, url)
 
+            table = page.locator(".ck-session-table .ck-sessions")  # it opens on the session table
+            expect(table).to_be_visible(timeout=120_000)
+            expect(table.locator("tbody tr")).to_have_count(5)
+            expect(table.locator("tbody tr").first).to_contain_text("scaffolded-dr")  # team sessions first
+            expect(table.locator("tr.ck-selected")).to_contain_text(folder.name)  # and the first one selected
             counter = page.locator(".widget-html .ck-step-counter")
             expect(counter).to_have_text(f"step 1 of {n_all}", timeout=120_000)
             step = page.locator(".widget-html .ck-step")

@@ -3,11 +3,14 @@
 A JupyterLab server is started on a copy of `take_a_seat.ipynb` parameterised for the
 scenario in `helpers.seat_scenario` (scaffolded-dr on a demo task; the AI agent and R are
 scripted models, served in the notebook's kernel by the scripted provider plugin; the
-workspace kernel is real). Debian's chromium, driven by playwright through its executable
+workspace kernel is real; the session itself runs in the session host the page's kernel
+starts). Debian's chromium, driven by playwright through its executable
 path (never `playwright install`), runs all cells and then, as the person, writes a memory
 proposal, ratifies the draft, sends a message, runs a cell and approves the request addressed
 to D, by filling the widget forms and clicking Submit. The stored log must have those person
 events with their fields, and replaying the session offline must give identical events.
+On Voilà participant pages (served as `colabkit seat` prints): a participant reloads the page
+mid-session and carries on; and two people play D and R from two pages to the session's end.
 Setup as in `test_browser_explorer.py` (the `chromium` fixture is in conftest.py, the server in helpers/lab.py).
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -44,8 +48,18 @@ def seat_lab(tmp_path):
         "participant_id": sc.PARTICIPANT, "out": str(results), "action_budget": 10, "max_rounds": 10})
     nbformat.write(nb, workdir / "seat.ipynb")
     env = subprocess_env(default=sc.DEFAULT, scripts=sc.scripts())
-    with start_lab(workdir, tmp_path / "lab.log", env=env) as base:
-        yield base, results
+    try:
+        with start_lab(workdir, tmp_path / "lab.log", env=env) as base:
+            yield base, results
+    finally:
+        sc.stop_hosts(results)
+
+
+def _stored_person_steps(results: Path) -> tuple[Path, list[Event]]:
+    """The stored session under `results` and its person events."""
+    folder = next(p for p in results.iterdir() if (p / "session.json").is_file())
+    events = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    return folder, [e for e in events if e.person is not None]
 
 
 def _fill(box, text: str, expect) -> None:
@@ -109,9 +123,7 @@ def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_l
         finally:
             browser.close()
 
-    folder = next(p for p in results.iterdir() if (p / "session.json").is_file())
-    events = [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    person = [e for e in events if e.person is not None]
+    folder, person = _stored_person_steps(results)
     assert [e.action for e in person if e.action != "wait"] == list(sc.PLAN)
     assert all(e.participant == "D" and e.person.participant_id == sc.PARTICIPANT for e in person)
     for event in person:
@@ -130,60 +142,168 @@ def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_l
 
 
 @pytest.fixture
-def voila_page(tmp_path):
-    """The participant page: `colabkit seat`'s notebook copy served by Voilà (its printed command)."""
+def voila(tmp_path):
+    """Serve participant pages as `colabkit seat` prints (a notebook copy per person, a Voilà each)."""
     import shlex
     import subprocess
-    import time
-    import urllib.error
-    import urllib.request
 
-    from helpers.lab import free_port
+    from helpers.lab import free_port, stop, wait_serving
 
     from colabkit.seat import participant_notebook, voila_command
 
-    notebook = participant_notebook(tmp_path / "seats", {
-        "task": sc.TASK_ID, "variant": sc.VARIANT, "seat": sc.SEAT, "seed": sc.seed(), "models": sc.models(),
-        "participant_id": sc.PARTICIPANT, "out": str(tmp_path / "results")})
-    port = free_port()
-    log = (tmp_path / "voila.log").open("wb")
-    server = subprocess.Popen(shlex.split(voila_command(notebook, port)), cwd=notebook.parent, stdout=log,
-                              stderr=subprocess.STDOUT, env=subprocess_env(default=sc.DEFAULT, scripts=sc.scripts()))
+    servers: list[tuple[subprocess.Popen, object]] = []
+    results = tmp_path / "results"
+
+    def serve(parameters: dict, scripts: dict) -> str:
+        notebook = participant_notebook(tmp_path / "pages", {**parameters, "out": str(results)})
+        port = free_port()
+        log = (tmp_path / f"voila-{port}.log").open("wb")
+        server = subprocess.Popen(shlex.split(voila_command(notebook, port)), cwd=notebook.parent, stdout=log,
+                                  stderr=subprocess.STDOUT, env=subprocess_env(default=sc.DEFAULT, scripts=scripts))
+        servers.append((server, log))
+        # any answer means it is serving (the page itself would join the session: not asked here)
+        wait_serving(f"http://127.0.0.1:{port}/voila/static/", server, Path(log.name))
+        return f"http://127.0.0.1:{port}/"
+
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:  # any answer means it is serving (the page itself would start a session: not asked here)
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/voila/static/", timeout=2):
-                    break
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((tmp_path / "voila.log").read_text(errors="replace")[-3000:]) from None
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/"
+        yield serve, results
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        for server, log in servers:
+            stop(server)
+            log.close()
+        sc.stop_hosts(results)
 
 
-def test_the_voila_participant_page_shows_the_seat_without_code_and_takes_answers(chromium, voila_page):
+def _seat_parameters(seat: str, participant: str, **extra) -> dict:
+    return {"task": sc.TASK_ID, "variant": sc.VARIANT, "seat": seat, "seed": sc.seed(), "participant_id": participant,
+            "action_budget": 10, "max_rounds": 10, **extra}
+
+
+def _resume(page, expect, number: int, what: str) -> None:
+    """After a reload: the page is back on question `number`, directly or after taking the seat over."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    status = page.locator(".ck-status")
+    expect(status).to_contain_text(re.compile(r"\(question|open in another window"), timeout=180_000)
+    if "open in another window" in status.inner_text():
+        page.locator(".ck-take-over button, button.ck-take-over").first.click()
+    try:
+        _turn(page, expect, number, what)
+    except PlaywrightTimeout:
+        raise AssertionError(f"after the reload the page shows: {status.inner_text()}") from None
+
+
+def test_a_participant_reloads_the_voila_page_mid_session_and_carries_on(chromium, voila):
     from playwright.sync_api import expect, sync_playwright
 
+    serve, results = voila
+    url = serve({**_seat_parameters(sc.SEAT, sc.PARTICIPANT), "models": sc.models()}, sc.scripts())
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(voila_page, timeout=120_000)
+            page.goto(url, timeout=120_000)
+            submit = page.locator(".ck-form button", has_text="Submit")
             _turn(page, expect, 1, "your memory proposal")
+            content = page.content()
+            assert "take_seat(" not in content and "Run all cells" not in content  # no code, no researcher text
+            assert "Welcome" in content
+            briefing = page.locator(".ck-view .ck-seat pre").first  # words wrap whole, never "data_chan ging"
+            assert briefing.evaluate("e => getComputedStyle(e).wordBreak") == "normal"
             for i, box in enumerate(page.locator(".ck-form textarea").all()):
                 box.fill(f"PERSON-SLOT-{i}")
-            page.locator(".ck-form button", has_text="Submit").click()
-            _turn(page, expect, 2, "your ratification")  # the answer reached the session through Voilà
-            assert "take_seat(" not in page.content()  # no code on the participant page
+            submit.click()
+            _turn(page, expect, 2, "your ratification")
+
+            page.reload(timeout=120_000)  # mid-session: the same question comes back, not a new session
+            _resume(page, expect, 2, "your ratification")
+            expect(page.locator(".ck-view")).to_contain_text("Consolidated memory")
+            submit.click()
+
+            form = page.locator(".ck-form")
+            _turn(page, expect, 3, "your step")
+            form.locator("select").first.select_option("send_message")
+            _fill(form.locator("textarea[placeholder^='at most']"), sc.MESSAGE, expect)
+            submit.click()
+            _turn(page, expect, 4, "your step")
+            page.reload(timeout=120_000)  # a second reload, in the task phase
+            _resume(page, expect, 4, "your step")
+            expect(page.locator(".ck-view .ck-chat")).to_contain_text(sc.MESSAGE)  # the view so far is back
+            form.locator("select").first.select_option("execute_code")
+            _fill(form.get_by_placeholder("Python for the shared kernel"), sc.CODE, expect)
+            submit.click()
+            _turn(page, expect, 5, "your step")
+            form.locator("select").first.select_option("approve")
+            _fill(form.locator("textarea[placeholder^='at most']"), sc.APPROVAL, expect)
+            submit.click()
+            expect(page.locator(".ck-ended")).to_contain_text("The session has ended (finish)", timeout=180_000)
+            expect(page.locator(".ck-questionnaire")).to_be_visible()
+
+            page.reload(timeout=120_000)  # a visit after the end: its end and the questionnaire
+            expect(page.locator(".ck-ended")).to_contain_text("The session has ended (finish)", timeout=120_000)
+            expect(page.locator(".ck-questionnaire")).to_be_visible()
         finally:
             browser.close()
+
+    _, person = _stored_person_steps(results)
+    assert [e.action for e in person if e.action != "wait"] == list(sc.PLAN)
+    assert sum(1 for p in results.iterdir() if (p / "session.json").is_file()) == 1  # one session, resumed
+
+
+def _play(page, state: dict) -> bool:
+    """Answer the page's question if it shows a new one: slots, accept, approve a request, else wait."""
+    status = page.locator(".ck-status").inner_text()
+    asked = re.search(r"Your turn .*\(question (\d+)\)", status)
+    if asked is None or int(asked.group(1)) <= state["done"]:
+        return False
+    form = page.locator(".ck-form")
+    if "memory proposal" in status:
+        for i, box in enumerate(form.locator("textarea").all()):
+            box.fill(f"{state['seat']}-SLOT-{i}")
+    elif "your step" in status:
+        if page.locator(".ck-view .ck-requests").count():
+            form.locator("select").first.select_option("approve")
+            box = form.locator("textarea[placeholder^='at most']")
+            box.wait_for(state="visible", timeout=30_000)
+            box.fill(f"{state['seat']} checked it")
+        else:
+            form.locator("select").first.select_option("wait")
+    form.locator("button", has_text="Submit").click()
+    state["done"] = int(asked.group(1))
+    return True
+
+
+def test_d_and_r_played_by_two_people_from_two_pages_finish_a_session(chromium, voila):
+    import time
+
+    from playwright.sync_api import expect, sync_playwright
+
+    serve, results = voila
+    persons = {"D": "p-d", "R": "p-r"}
+    models = {"ai": "scripted/ai"}
+    scripts = {"ai": sc.scripts()["ai"]}
+    urls = {seat: serve({**_seat_parameters(seat, who, persons=persons), "models": models}, scripts)
+            for seat, who in persons.items()}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        try:
+            pages = {seat: browser.new_page(viewport={"width": 1400, "height": 1000}) for seat in persons}
+            for seat, page in pages.items():
+                page.goto(urls[seat], timeout=120_000)
+            states = {seat: {"seat": seat, "done": 0} for seat in persons}
+            deadline = time.monotonic() + 600
+            while not all(page.locator(".ck-ended").count() for page in pages.values()):
+                assert time.monotonic() < deadline, {s: pg.locator(".ck-status").inner_text() for s, pg in pages.items()}
+                if not any(_play(pages[seat], states[seat]) for seat in persons):
+                    time.sleep(0.5)
+            for page in pages.values():
+                expect(page.locator(".ck-ended")).to_contain_text("The session has ended")
+                expect(page.locator(".ck-questionnaire")).to_be_visible()
+        finally:
+            browser.close()
+
+    _, person = _stored_person_steps(results)
+    assert {(e.participant, e.person.participant_id) for e in person} == {("D", "p-d"), ("R", "p-r")}
+    assert sorted((e.participant, e.action) for e in person if e.phase == "build") == [
+        ("D", "propose_memory"), ("D", "ratify_memory"), ("R", "propose_memory"), ("R", "ratify_memory")]
+    assert any(e.participant in persons for e in person if e.phase == "task")

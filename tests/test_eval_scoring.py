@@ -481,3 +481,25 @@ def test_scoring_on_real_archaeology_tasks_with_their_answer_key(tmp_path):
             other = suite.gold_for(case.other_task_id or "")
             assert other is not None and other.hypothesis != suite.gold_for(case.task_id).hypothesis
     assert by_seed(load_scores(tmp_path))["performance"].tolist() == [1.0, 0.0]
+
+
+def test_scoring_an_empty_folder_is_one_line_and_a_non_zero_exit_without_asking_the_judge(tmp_path, capsys):
+    asked: list[str] = []
+    use_judge_double({}, fallback=lambda prompt_id, payload: asked.append(prompt_id) or perfect_answer(prompt_id, payload))
+    assert main(["score", str(tmp_path), "--judge", PERFECT.model]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"colabkit: error: no stored sessions under {tmp_path}: nothing to score "
+                   "(colabkit run or colabkit batch stores them)"]
+    assert asked == [] and list(tmp_path.iterdir()) == []  # no judge call, no table, no temporary
+
+
+def test_an_export_removes_the_temporaries_a_killed_export_left_behind(tmp_path):
+    import os
+
+    store_session(tmp_path, TASK, GOLD, seed=0)
+    stale, fresh = tmp_path / ".scores.parquet.0123456789ab.tmp", tmp_path / ".scores.parquet.ba9876543210.tmp"
+    stale.write_bytes(b"torn")
+    fresh.write_bytes(b"being written")
+    os.utime(stale, (0, 0))
+    tables_module.export_tables(tmp_path)
+    assert not stale.exists() and fresh.exists()  # a live writer's temporary is left alone

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -70,3 +71,15 @@ def test_batch_on_a_tiny_demo_config_renders_notebooks_table_and_figure(tmp_path
     assert str(folder / "notebooks") in run.stdout
     assert str(analysis / "study_table.csv") in run.stdout and str(figure) in run.stdout
     assert "plumbing-grade" not in run.stdout  # said only of the embedded model (tests/test_runner_cli.py)
+    assert "score + annotate_gates: finished in" in run.stdout and "ablations: finished in" in run.stdout
+
+    executed = {p.name: p.stat().st_mtime_ns for p in (folder / "notebooks").glob("*.ipynb")}
+    started = time.monotonic()
+    again = subprocess.run([sys.executable, "-m", "colabkit", "batch", str(path), "--quiet"], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - started
+    assert again.returncode == 0, again.stdout + again.stderr
+    skipped = {line.split(":")[0] for line in again.stdout.splitlines() if "skipped (its inputs are unchanged" in line}
+    assert skipped == {p.removesuffix(".ipynb") for p in executed}  # every notebook, and said so
+    assert {p.name: p.stat().st_mtime_ns for p in (folder / "notebooks").glob("*.ipynb")} == executed
+    assert took < 30, f"a rerun with nothing new took {took:.0f} s"

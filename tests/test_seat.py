@@ -275,9 +275,44 @@ def test_colabkit_seat_prints_how_to_start_jupyterlab_and_voila(tmp_path):
                            "--seat", "D", "--participant", "p-9", "--folder", str(tmp_path), "--out",
                            str(tmp_path / "res")], capture_output=True, text=True, timeout=120, env=_env())
     assert done.returncode == 0, done.stderr
-    assert "-m voila" in done.stdout and "jupyter lab" in done.stdout
+    assert "-m voila" in done.stdout and "jupyter lab" in done.stdout and "JUPYTER_CONFIG_PATH=" in done.stdout
     copy = tmp_path / "seat-p-9.ipynb"
     assert copy.is_file() and "p-9" in copy.read_text()
+
+
+def test_colabkit_seat_takes_a_data_root_the_run_settings_and_two_persons_and_writes_under_out(tmp_path):
+    import nbformat
+    from helpers.env import shared_data
+
+    from colabkit.seat import SeatPlan
+
+    root = shared_data()
+    task = "archaeology/3/0"
+    done = subprocess.run([sys.executable, "-m", "colabkit", "seat", "--task", task, "--data-root", str(root),
+                           "--variant", "scaffolded-dr", "--seat", "D", "--participant", "p-1", "--seat", "R",
+                           "--participant", "p-2", "--action-budget", "12", "--max-rounds", "20",
+                           "--out", str(tmp_path / "res")], capture_output=True, text=True, timeout=120, env=_env(),
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    pages = sorted((tmp_path / "res" / "pages").iterdir())
+    assert [p.name for p in pages] == ["seat-p-1.ipynb", "seat-p-2.ipynb"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]  # nothing written where it was run
+    assert "--port=8866" in done.stdout and "--port=8867" in done.stdout  # one page (and link) per person
+    plans = []
+    for page in pages:
+        nb = nbformat.read(page, as_version=4)
+        text = "\n".join(c.source for c in nb.cells)
+        assert "Run all cells" not in text and "Voil" not in text and "colabkit.store" not in text  # no researcher text
+        injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+        params: dict = {}
+        exec(injected.source, {}, params)
+        plans.append(SeatPlan(task=params["task"], variant=params["variant"], seed=params["seed"],
+                              persons=params["persons"], out=params["out"], data_root=params["data_root"],
+                              settings={"action_budget": params["action_budget"], "max_rounds": params["max_rounds"]}))
+        assert params["data_root"] == str(root.resolve())
+    assert plans[0].spec().session_id == plans[1].spec().session_id  # both pages join one session
+    assert plans[0].spec().settings.action_budget == 12 and plans[0].spec().settings.max_rounds == 20
+    assert plans[0].spec().session_id in done.stdout
 
 
 def _env() -> dict[str, str]:
@@ -316,8 +351,8 @@ def test_a_timed_out_memory_build_answer_is_missing_and_logged_as_the_persons(tm
 
 
 def test_the_questionnaire_answers_are_stored_with_the_session(person_session):
-    from colabkit.seat import PERSON_FILE, QUESTIONS
-    from colabkit.seat.launch import questionnaire
+    from colabkit.seat import QUESTIONS, person_file
+    from colabkit.seat.pages import questionnaire
 
     folder, spec = person_session
     form = questionnaire(folder, spec, "D")
@@ -326,7 +361,7 @@ def test_the_questionnaire_answers_are_stored_with_the_session(person_session):
     for value, scale in enumerate(scales, start=2):
         scale.value = value
     next(w for w in form.children if getattr(w, "description", "") == "Send answers").click()
-    stored = json.loads((folder / PERSON_FILE).read_text())
+    stored = json.loads((folder / person_file("D")).read_text())
     assert stored["session_id"] == spec.session_id and stored["terms"]["participant_id"] == sc.PARTICIPANT
     assert stored["questionnaire"]["ratings"] == dict(zip(QUESTIONS, range(2, 2 + len(QUESTIONS))))
 

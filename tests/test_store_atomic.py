@@ -101,3 +101,24 @@ def test_a_batch_ended_by_an_error_keeps_and_syncs_what_was_written(tmp_path, sy
         raise RuntimeError("scorer crashed")
     assert (tmp_path / "a.json").read_text() == "{}"
     assert synced[-1] == ("folder", tmp_path)
+
+
+def test_a_sigterm_during_a_cli_command_leaves_no_temporary_behind(tmp_path):
+    """`colabkit` turns SIGTERM into an unwinding exit, so an atomic write's cleanup runs."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import os, signal, time
+        from pathlib import Path
+        from colabkit.cli import exit_cleanly_on_sigterm
+        from colabkit.store import atomic_path
+        with exit_cleanly_on_sigterm(), atomic_path(Path({str(tmp_path)!r}) / "scores.parquet") as tmp:
+            tmp.write_bytes(b"half")
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 143, done.stderr
+    assert list(tmp_path.iterdir()) == []  # neither the target nor a .tmp

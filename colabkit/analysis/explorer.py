@@ -1,6 +1,8 @@
 """An ipywidgets stepper over stored sessions; all of what it shows comes from `trajectory`.
 
-Pick an experiment (a results folder under a root) and a session, filter by participant and
+It opens on a table of the experiment's sessions (`session_table`: team sessions first) with
+the first row's session selected. Pick an experiment (a results folder under a root) and a
+session, filter by participant and
 phase, then step through the events with the slider or the buttons: the step view shows the
 event (thought, code and output, message, editor text, gate and decision) and the workspace
 at that moment; tabs hold the frozen memory, each participant's thoughts and the whole
@@ -14,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+import pandas as pd
 
+from colabkit.analysis.session_table import render_session_table, session_table
 from colabkit.analysis.trajectory import (
     ALL,
     PHASES,
@@ -27,7 +31,6 @@ from colabkit.analysis.trajectory import (
     render_step,
     render_thoughts,
     select_steps,
-    session_list,
 )
 
 
@@ -37,10 +40,13 @@ class TrajectoryExplorer:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
         self.trajectory: Trajectory | None = None
+        self.table = pd.DataFrame()
         self.steps: list[int] = []
         found = experiments(self.root)
         self.experiment = widgets.Dropdown(description="experiment", options=[(str(p), p) for p in found],
                                            layout=widgets.Layout(width="60%"))
+        self.sessions = widgets.HTML()  # the experiment's session table
+        self.sessions.add_class("ck-session-table")
         self.session = widgets.Dropdown(description="session", layout=widgets.Layout(width="60%"))
         self.participant = widgets.Dropdown(description="participant", options=[ALL])
         self.phase = widgets.ToggleButtons(description="phase", options=list(PHASES))
@@ -53,7 +59,7 @@ class TrajectoryExplorer:
         tabs = widgets.Tab(children=[self.view, self.memory, self.thoughts, self.full, self.claims])
         for i, title in enumerate(("Step", "Memory", "Thoughts", "Whole session", "Claims")):
             tabs.set_title(i, title)
-        self.widget = widgets.VBox([self.experiment, self.session, widgets.HBox([self.participant, self.phase]),
+        self.widget = widgets.VBox([self.experiment, self.sessions, self.session, widgets.HBox([self.participant, self.phase]),
                                     widgets.HBox([self.previous, self.step, self.next]), tabs])
         self.experiment.observe(self._on_experiment, names="value")
         self.session.observe(self._on_session, names="value")
@@ -79,12 +85,13 @@ class TrajectoryExplorer:
         self.step.value = max(self.step.min, min(self.step.max, self.step.value + delta))
 
     def _on_experiment(self, _: Any = None) -> None:
-        """List the experiment's finished sessions and select the first: a Dropdown whose
-        options change selects nothing, which would leave the explorer (and the notebook's
-        default `session_id=""`, "its first") showing no session."""
-        rows = session_list(self.experiment.value)
-        self.session.options = [(f"{r.session_id} · {r.variant} · {r.task_id} · seed {r.seed}", r.session_id)
-                                for r in rows.itertuples()]
+        """Show the experiment's session table and select its first row (a team session when
+        there is one): a Dropdown whose options change selects nothing, which would leave the
+        explorer (and the notebook's default `session_id=""`) showing no session."""
+        rows = session_table(self.experiment.value)
+        self.table = rows
+        self.session.options = [(f"{r.variant} · {r.task_id} · seed {r.seed} · {r.ending} · {r.session_id}",
+                                 r.session_id) for r in rows.itertuples()]
         if len(rows):
             self.session.value = rows["session_id"].iloc[0]
         else:
@@ -94,6 +101,7 @@ class TrajectoryExplorer:
     def _on_session(self, _: Any = None) -> None:
         if self.session.value is None:
             return
+        self.sessions.value = render_session_table(self.table, self.session.value)
         self.trajectory = load_trajectory(self.experiment.value, self.session.value)
         self.participant.options = [ALL, *self.trajectory.participants]
         self.memory.value = render_memory(self.trajectory)

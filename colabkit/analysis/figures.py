@@ -6,9 +6,13 @@ it returns. The layer writes no files: `figure_bytes` and `artefacts` render fig
 tables to bytes, and the caller (a notebook, the batch) writes them atomically.
 
 Error bars are the task-clustered SE (the study samples tasks; `colabkit.analysis.inference.stats`),
-and a mean or contrast over fewer than two tasks is a point marked "no interval". Every figure
+and a mean or contrast over fewer than two tasks is a point marked "no interval". A panel
+with nothing to plot says "no values", and a team composition a metric does not apply to
+(no value in any session of it, e.g. the humans' initiative of the single agent) is named
+"N/A for this composition" in its panel, so a missing point is never silent. Every figure
 has a caption line under it saying what its bars are and, when the judge behind its numbers
-is plumbing-grade or failed its sanity check, that too (`colabkit.analysis.judging`).
+is plumbing-grade or failed its sanity check, that too (`colabkit.analysis.judging`): only
+under figures that show a judged metric.
 """
 
 from __future__ import annotations
@@ -26,10 +30,28 @@ from colabkit.analysis.gates import check_gates, gate_summary
 from colabkit.analysis.inference.stats import study_table
 from colabkit.analysis.judging import judge_status, judge_warning, scores_warning
 from colabkit.analysis.scores import COMPOSITIONS, METRIC_LABELS, STRUCTURES, check_scores
+from colabkit.evaluation import scorers_for
 
 QUALITY_METRICS = ("h_init_norm", "s_hyp", "performance", "hms")
 WORK_METRICS = ("w_total", "w_human", "delivered")
 FIGURE_FORMATS = ("png", "svg")
+# Columns a judging scorer writes without asking its judge: whether a hypothesis was delivered.
+_NOT_JUDGED = frozenset({"delivered"})
+
+
+def judged_metrics(metrics: Iterable[str]) -> list[str]:
+    """Those of `metrics` whose values come from the judge (their figures carry its warning)."""
+    by_column = {column: scorer.uses_judge for scorer in scorers_for(None) for column in scorer.columns}
+    return [m for m in metrics if by_column.get(m, False) and m not in _NOT_JUDGED]
+
+
+def _note(ax: Axes, text: str, *, centre: bool = False) -> None:
+    """A grey note inside a panel: "no values" in its middle, or a line at its foot."""
+    if centre:
+        ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="grey")
+    else:
+        ax.text(0.02, 0.02, text, transform=ax.transAxes, ha="left", va="bottom", fontsize=7, color="grey",
+                wrap=True)
 
 
 def caption(fig: Figure, *lines: str | None) -> Figure:
@@ -59,6 +81,11 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics):
         rows = means[means["metric"] == metric]
+        present = set(rows.loc[rows["mean"].notna(), "composition"])
+        if not present:
+            _note(ax, "no values", centre=True)
+        elif missing := [c for c in compositions if c not in present]:
+            _note(ax, f"N/A for this composition: {', '.join(missing)}")
         for offset, composition in zip(offsets, compositions):
             cells = rows[(rows["composition"] == composition) & rows["mean"].notna()]
             x = [structures.index(s) + offset for s in cells["structure"]]
@@ -70,16 +97,19 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
         ax.set_xticks(range(len(structures)), structures, rotation=30)
         ax.set_title(METRIC_LABELS.get(metric, metric))
         ax.set_ylabel("mean ± task-clustered SE")
+        ax.set_xlim(-0.5, len(structures) - 0.5)  # every structure's place, with or without a point
+        ax.margins(y=0.15)
     axes[-1].legend(title="team", loc="upper left", bbox_to_anchor=(1.02, 1))
     return caption(fig, "Error bars: task-clustered SE (CR1) over the sessions with a value; "
-                        "'no interval': fewer than two tasks.", scores_warning(table))
+                        "'no interval': fewer than two tasks.",
+                   scores_warning(table) if judged_metrics(metrics) else None)
 
 
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
     """Forest plot of A - B per composition (mean paired difference and its 95% CI from the
     task-clustered SE on G - 1 df), a panel per metric."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
-    warning = judge_warning(*judge_status(contrast_table))
+    warning = judge_warning(*judge_status(contrast_table)) if judged_metrics(metrics) else None
     if not metrics:  # the grid has no pair of variants to contrast
         fig = Figure(figsize=(4, 1.5))
         fig.text(0.5, 0.5, "no contrast: the grid lacks one of each pair", ha="center", va="center")
@@ -95,11 +125,15 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
             if np.isnan(row["ci_low"]) and not np.isnan(row["diff"]):
                 _no_interval(ax, row["diff"], float(y))
         ax.axvline(0, color="grey", linewidth=0.8, linestyle="--")
+        if rows["diff"].isna().all():
+            _note(ax, "no values", centre=True)
         if ax is axes[0]:
             ax.set_yticks(range(len(rows)), [f"{r.a} − {r.b}" for r in rows.itertuples()])
             ax.invert_yaxis()
         ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.set_xlabel("paired difference (95% CI, task-clustered)")
+        ax.margins(x=0.2)  # no point or interval end on the panel's edge
+        ax.locator_params(axis="x", nbins=4)
+    fig.supxlabel("paired difference (95% CI, task-clustered)", fontsize=10)  # one label for every panel
     return caption(fig, "Intervals: task-clustered SE (CR1), t on tasks - 1 df; 'no interval': fewer than "
                         "two tasks or no spread.", warning)
 

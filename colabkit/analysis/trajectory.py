@@ -25,7 +25,7 @@ import pandas as pd
 from colabkit.analysis.memory_dynamics import memory_versions
 from colabkit.errors import ColabkitError
 from colabkit.evaluation import stored_scores
-from colabkit.store import SESSION_FILE, SNAPSHOT_FILE, load_events, load_sessions
+from colabkit.store import SESSION_FILE, SNAPSHOT_FILE, load_events
 
 ALL = "all"
 PHASES = (ALL, "build", "task")
@@ -57,11 +57,6 @@ def experiments(root: Path | str) -> list[Path]:
         return []
     candidates = [root, *sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))]
     return [c for c in candidates if any((s / SESSION_FILE).is_file() for s in c.iterdir() if s.is_dir())]
-
-
-def session_list(results: Path | str) -> pd.DataFrame:
-    """The finished sessions of a results folder: id, task, variant, seed and how each ended."""
-    return load_sessions(results)[["session_id", "task_id", "variant", "seed", "ended_by"]]
 
 
 def load_trajectory(results: Path | str, session_id: str) -> Trajectory:

@@ -14,10 +14,13 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from colabkit import __version__
 from colabkit.errors import ColabkitError
@@ -54,9 +57,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (the console script passes it to sys.exit)."""
     args = build_parser().parse_args(argv)
+    with exit_cleanly_on_sigterm():
+        try:
+            return int(args.func(args) or 0)
+        except ColabkitError as exc:
+            message = " ".join(str(exc).split())
+            print(f"colabkit: error: {message}", file=sys.stderr)
+            return 2
+
+
+@contextlib.contextmanager
+def exit_cleanly_on_sigterm() -> Iterator[None]:
+    """While a command runs, a SIGTERM (`kill`, a scheduler's stop) unwinds like Ctrl-C, so every
+    `finally` and every atomic write's cleanup runs: no temporaries are left behind (exit status
+    143, as by the signal). The previous handler is back afterwards (`main` called in-process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        return int(args.func(args) or 0)
-    except ColabkitError as exc:
-        message = " ".join(str(exc).split())
-        print(f"colabkit: error: {message}", file=sys.stderr)
-        return 2
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -39,12 +39,16 @@ def _score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from colabkit.evaluation import judge_config, load_scores, score_results
+    from colabkit.evaluation.storage import finished_sessions
 
     repeats = parse_int(args.repeats, "--repeats", minimum=1)
     sanity_tasks = parse_int(args.sanity_tasks, "--sanity-tasks", minimum=1)
     metrics = [m for item in args.metrics or () for m in item.split(",") if m] or None
     if not args.results.is_dir():
         raise ColabkitError(f"results folder not found: {args.results}")
+    if not finished_sessions(args.results):  # before any judge is loaded or asked
+        raise ColabkitError(f"no stored sessions under {args.results}: nothing to score "
+                            "(colabkit run or colabkit batch stores them)")
     if not args.quiet:
         print(f"scoring {args.results} (a judged job first checks the judge on known answers)",
               file=sys.stderr, flush=True)

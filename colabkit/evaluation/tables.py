@@ -27,7 +27,7 @@ from colabkit.evaluation.records import ScoreFile
 from colabkit.evaluation.reliability import SanityCheck, load_sanity_check
 from colabkit.evaluation.storage import SCORES_DIR, finished_sessions, stored_scores
 from colabkit.session.events import INFRASTRUCTURE_ENDINGS
-from colabkit.store import SESSION_FILE, atomic_path
+from colabkit.store import SESSION_FILE, atomic_path, remove_stale_temporaries
 
 SCORES_PARQUET = "scores.parquet"
 JUDGEMENTS_PARQUET = "judgements.parquet"
@@ -183,6 +183,7 @@ def export_tables(results: Path | str) -> dict[str, Path]:
     results = Path(results)
     written = {}
     for name, frame in _build(results).items():
+        remove_stale_temporaries(results / name)  # a killed earlier export's leftovers
         with atomic_path(results / name) as tmp:
             frame.to_parquet(tmp, index=False)
         written[name] = results / name

@@ -9,7 +9,9 @@ results root, so `load_experiment(experiment, results=results).folder()` is the 
 folder); `run_variant` also gets `variant`. Executed notebooks are kept under
 `<experiment folder>/notebooks/`. papermill cannot resume a notebook or run several at
 once (papermill #824, #578), so resumption comes from the store (finished sessions and
-scores are skipped on rerun) and parallelism from separate processes.
+scores are skipped on rerun) and parallelism from separate processes. A notebook whose
+inputs are unchanged since its last successful run is not executed again at all
+(`stages.NotebookStamps`), and each stage after the sessions shows its own named bar.
 
 Each papermill process is tied to this one (Linux `PR_SET_PDEATHSIG`): if the batch is
 killed, its notebooks die with it, their kernels notice their parent is gone (ipykernel's
@@ -37,6 +39,7 @@ from colabkit.llm import Spend
 from colabkit.runner.experiment import Experiment
 from colabkit.runner.progress import close_bar, journal_spend, progress_bar, read_journal
 from colabkit.runner.recorder import reopen_for_retry
+from colabkit.runner.stages import NotebookStamps, folder_state, stage_watch
 from colabkit.runner.workarea import sweep
 from colabkit.session import SessionSpec
 from colabkit.store import SESSION_FILE, atomic_write_text, is_finished, session_dir
@@ -280,14 +283,34 @@ def run_batch(exp: Experiment, *, notebooks: Path = REPO_NOTEBOOKS, variants: Se
     watcher = threading.Thread(target=_watch, args=([s for s, _ in items], folder, done, progress, started),
                                daemon=True)
     watcher.start()
+    stamps = NotebookStamps(folder / NOTEBOOKS_DIR, config)
+    state = folder_state(folder, skip=[NOTEBOOKS_DIR])
     try:
-        failed += _run_all(children, runs, exp.concurrency.notebooks, kernel)
-        for stage in stages:
-            failed += _run_all(children, stage, len(stage), kernel)
+        todo = _unchanged_skipped(stamps, runs, state, say)
+        failed += _run_all(children, todo, exp.concurrency.notebooks, kernel)
     finally:
         done.set()
         watcher.join()
+    for stage in stages:
+        if todo:  # the stage before ran: the folder changed
+            state = folder_state(folder, skip=[NOTEBOOKS_DIR])
+        todo = _unchanged_skipped(stamps, stage, state, say)
+        if todo:
+            with stage_watch(exp, [job.name for job in todo], enabled=progress, say=say):
+                failed += _run_all(children, todo, len(todo), kernel)
+    stamps.record([job for job in (*runs, *(j for stage in stages for j in stage)) if job.name not in failed],
+                  folder_state(folder, skip=[NOTEBOOKS_DIR]))
     return failed
+
+
+def _unchanged_skipped(stamps: NotebookStamps, jobs: list[NotebookJob], state: str,
+                       say: Callable[[str], None]) -> list[NotebookJob]:
+    """The jobs to run: those whose inputs changed; the others are named as skipped."""
+    todo = [job for job in jobs if not stamps.unchanged(job, state)]
+    for job in jobs:
+        if job not in todo:
+            say(f"{job.name}: skipped (its inputs are unchanged since its last successful run)")
+    return todo
 
 
 def _run_all(children: _Children, jobs: list[NotebookJob], workers: int, kernel: str) -> list[str]:

@@ -4,13 +4,15 @@
 time: the persona's view (`view.question_html`) and the form for that question
 (`form.FORMS`). The HTML shown is hashed into the step's record (`rendered_hash`), so the
 record says exactly what the person was looking at. Between questions the page says whose
-turn it is, so the person knows the session is alive while the others act.
+turn it is, so the person knows the session is alive while the others act. A page opened
+while another window holds the seat says so, with a button to take it over here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -35,7 +37,8 @@ class WidgetDesk:
         self.current: Form | None = None
         self.asked = 0
 
-    def present(self, question: Question[Any]) -> Presentation[Any]:
+    def present(self, question: Question[Any], number: int | None = None) -> Presentation[Any]:
+        """Show `question` (the seat's `number`-th, counted by the session) and its form."""
         loop = asyncio.get_running_loop()
         shown = question_html(question)
         presentation: Presentation[Any] = Presentation(future=loop.create_future(), rendered_hash=sha256_hex(shown))
@@ -43,7 +46,7 @@ class WidgetDesk:
         self.current = FORMS[question.stage](question, presentation, loop)
         self.current.on_sent = lambda: setattr(self.status, "value", "<b>Sent. The others are acting...</b>")
         self.form_box.children = [self.current.widget]
-        self.asked += 1
+        self.asked = number if number is not None else self.asked + 1
         what = {"step": "your step", "propose": "your memory proposal", "ratify": "your ratification"}[question.stage]
         self.status.value = (f'<b class="ck-your-turn">Your turn ({html.escape(question.participant)}): {what}</b> '
                              f"(question {self.asked}). The others wait until you submit.")
@@ -53,6 +56,30 @@ class WidgetDesk:
         if self.current is not None and self.current.presentation is presentation:
             self.current.close(html.escape(reason))
             self.status.value = f"<b>{html.escape(reason)}</b>"
+
+    def withdraw_current(self, reason: str) -> None:
+        if self.current is not None:
+            self.withdraw(self.current.presentation, reason)
+
+    def waiting(self) -> None:
+        """Nothing is asked of this seat now: the others are acting."""
+        self.form_box.children = []
+        self.status.value = "<b>The others are acting... your turn comes next.</b>"
+
+    def busy(self, take_over: Callable[[], None]) -> None:
+        """Another window holds this seat: say so, and offer to continue here instead."""
+        button = widgets.Button(description="Continue in this window", button_style="warning")
+        button.add_class("ck-take-over")
+
+        def clicked(_: Any) -> None:
+            button.disabled = True
+            self.status.value = "<b>Taking the seat over...</b>"
+            take_over()
+
+        button.on_click(clicked)
+        self.status.value = ('<b class="ck-busy">This seat is open in another window.</b> Continue there, '
+                             "or take it over here (the other window then stops).")
+        self.form_box.children = [button]
 
     def ended(self, text: str) -> None:
         """The session is over: say so and take the last form away."""

@@ -1,92 +1,54 @@
-"""Take a seat: run a session in the notebook's kernel with a person playing D or R.
+"""Take a seat: a person's page of a seat session (JupyterLab or a Voilà page).
 
-`take_seat(...)` names the seat in the spec (`person_model`, so the session id and the record
-say a person played it), starts the session as an asyncio task on the kernel's own loop and
-returns at once: the cell never awaits (awaiting a widget inside a cell deadlocks, since comm
-messages are not processed while a cell runs). The person's form resolves the future the
-seat awaits; the others wait meanwhile (turn-gated). When the session ends it is stored like
-any other (`colabkit.runner.arecord_session`) and an optional questionnaire (Co-Gym-style
-1-5 ratings and a comment) is offered; its answers go to `person.json` in the session folder.
+The session itself runs in the session host (`colabkit.seat.host`), started by the first
+page that finds none; `take_seat(...)` connects this kernel's page to it and returns at
+once (the cell never awaits: awaiting a widget inside a cell deadlocks, since comm messages
+are not processed while a cell runs). The page shows the question waiting for its seat,
+sends the person's valid answer, and shows whose turn it is meanwhile (turn-gated). So a
+reload or a second visit resumes the person's view of the running session; a page opened
+while another window holds the seat says so and offers to take it over. A session that has
+ended shows its end and the questionnaire (`pages.questionnaire`).
 
-`voila_command` prints how to serve the same notebook as the participant page (Voilà: one
-kernel per visitor, no code shown, no execute requests from the page).
+Both D and R may be persons (`persons={"D": "p-1", "R": "p-2"}`): one page each, the same
+plan, one host.
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
-import json
 import os
-import shlex
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
-from pydantic import ValidationError
 
 from colabkit.errors import ColabkitError, one_line
-from colabkit.llm import ModelConfig
-from colabkit.runner import arecord_session, build_spec
-from colabkit.runner.build import ModelSpec, model_config
+from colabkit.runner.build import ModelSpec
+from colabkit.seat.channel import connect, receive, send
 from colabkit.seat.desk import WidgetDesk
+from colabkit.seat.host import ending_text
+from colabkit.seat.pages import answered, questionnaire
+from colabkit.seat.plan import SeatPlan
 from colabkit.session import SessionSettings, SessionSpec
-from colabkit.session.seats.person import Fallback, SeatTerms, person_model
-from colabkit.session.seats.policy import PersonSeat, stamp
-from colabkit.store import atomic_write_text
-from colabkit.tasks import Task, load_tasks
-from colabkit.team import variant as variant_config
-
-PERSON_FILE = "person.json"
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "take_a_seat.ipynb"
-# Co-Gym's real-condition participants rated the outcome and the collaboration on 1-5 scales
-# with free-text feedback (SALT-NLP/cogym-real-trajectories); these are the same kinds of item.
-QUESTIONS = {
-    "outcome": "How satisfied are you with the team's final result?",
-    "collaboration": "How well did the AI agent collaborate with you?",
-    "communication": "How clear was the team's communication?",
-    "control": "How much control did you have over what the team did?",
-}
-
-
-def seat_spec(task_id: str, variant: str, seat: str, seed: int, *, participant_id: str,
-              models: Mapping[str, ModelSpec] | str | None = None, timeout_s: float | None = None,
-              fallback: Fallback = "wait", settings: SessionSettings | None = None) -> SessionSpec:
-    """The spec of a session with a person in `seat` ("D" or "R"; the AI agent stays a model).
-
-    `models` maps roles to models as everywhere (a string: every role's). The seat's own
-    entry (else the default) is the persona's model: it sizes the observation profile, so the
-    person sees what the simulated persona would have, and takes timed-out steps under
-    `fallback="model"`.
-    """
-    config = variant_config(variant)
-    if seat not in config.humans:
-        raise ColabkitError(f"seat {seat!r} is not a simulated human of {variant}: a person plays one of "
-                            f"{', '.join(config.humans) or '(none: the single agent has no human seat)'}")
-    given: dict[str, ModelSpec] = {"default": models} if isinstance(models, str) else dict(models or {})
-    persona = model_config(given.get(seat) or given.get("default") or ModelConfig())
-    try:
-        terms = SeatTerms(participant_id=participant_id, timeout_s=timeout_s, fallback=fallback, persona_model=persona)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise ColabkitError(f"seat {'.'.join(map(str, error['loc']))}: {error['msg']} "
-                            f"(got {error.get('input')!r})") from None
-    return build_spec(task_id, variant, seed, models={**given, seat: person_model(terms)}, settings=settings)
+from colabkit.session.seats.person import Fallback
+from colabkit.session.seats.policy import Presentation
+from colabkit.store import is_finished
+from colabkit.tasks import load_tasks
 
 
 @dataclass
 class SeatRun:
-    """A running session with a person in `seat`: display `widget`; `done` resolves to the folder."""
+    """This page's view of a seat session: display `widget`; `done` resolves to the stored folder."""
 
-    spec: SessionSpec
+    plan: SeatPlan
     seat: str
-    out: Path
-    desk: WidgetDesk
-    done: asyncio.Future[Path]
+    spec: SessionSpec
+    desk: WidgetDesk = field(default_factory=WidgetDesk)
     result: widgets.VBox = field(default_factory=widgets.VBox)
+    done: asyncio.Future[Path | None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    tasks: set[asyncio.Future[Any]] = field(default_factory=set)
 
     @property
     def widget(self) -> widgets.VBox:
@@ -94,19 +56,81 @@ class SeatRun:
         box.add_class("ck-seat-run")
         return box
 
-    def finished(self, task: asyncio.Future[Path]) -> None:
-        """Show how the session ended and offer the questionnaire."""
-        if task.cancelled():
-            self.desk.ended("The session was cancelled.")
+    @property
+    def folder(self) -> Path:
+        return Path(self.plan.out) / self.spec.session_id
+
+    def start(self, take_over: bool = False) -> None:
+        self._keep(self.attend(take_over))
+
+    def _keep(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def attend(self, take_over: bool) -> None:
+        """Claim the seat at the host and follow the session until it ends or the page lets go."""
+        if is_finished(self.folder):
+            self.show_end(self.folder, ending_text(self.folder))
             return
-        error = task.exception()
-        if error is not None:
-            self.desk.ended(f"The session stopped: {one_line(error)}")
+        try:
+            reader, writer = await connect(self.plan)
+        except ColabkitError as exc:
+            self.desk.ended(f"The session could not start: {one_line(exc)}")
             return
-        folder = task.result()
-        record = json.loads((folder / "session.json").read_text())
-        self.desk.ended(f"The session has ended ({record['ended_by']}). Thank you!")
-        self.result.children = [questionnaire(folder, self.spec, self.seat)]
+        try:
+            await send(writer, {"op": "claim", "seat": self.seat, "take_over": take_over})
+            while (message := await receive(reader)) is not None:
+                if not self.handle(message, writer):
+                    return
+            if is_finished(self.folder):
+                self.show_end(self.folder, ending_text(self.folder))
+            else:
+                self.desk.ended("The connection to the session was lost: reload this page to carry on.")
+        finally:
+            writer.close()
+
+    def handle(self, message: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
+        """Show one message from the host; False when this page is done with the session."""
+        op = message["op"]
+        if op == "question":
+            presentation = self.desk.present(message["question"], number=message["number"])
+            presentation.future.add_done_callback(lambda _: self._keep(self.answer(writer, message["number"],
+                                                                                   presentation)))
+        elif op == "waiting":
+            self.desk.waiting()
+        elif op == "withdrawn":
+            self.desk.withdraw_current(message["reason"])
+        elif op == "busy":
+            self.desk.busy(lambda: self.start(take_over=True))
+            return False
+        elif op == "taken":
+            self.desk.ended("This seat is now open in another window; this window no longer takes part.")
+            return False
+        elif op == "ended":
+            self.show_end(Path(message["folder"]) if message["folder"] else None, message["text"])
+            return False
+        else:
+            self.desk.ended(f"The session refused this page: {message.get('reason', op)}")
+            return False
+        return True
+
+    async def answer(self, writer: asyncio.StreamWriter, number: int, presentation: Presentation[Any]) -> None:
+        if presentation.future.cancelled():
+            return
+        await send(writer, {"op": "answer", "number": number,
+                            "value": presentation.future.result().model_dump(mode="json"),
+                            "first_interaction": presentation.first_interaction,
+                            "invalid_attempts": list(presentation.invalid_attempts)})
+
+    def show_end(self, folder: Path | None, text: str) -> None:
+        """How the session ended, and the questionnaire (or a thank-you once it is answered)."""
+        self.desk.ended(text)
+        if folder is not None:
+            self.result.children = [widgets.HTML("<b>Your answers to the questions are saved. Thank you!</b>")
+                                    if answered(folder, self.seat) else questionnaire(folder, self.spec, self.seat)]
+        if not self.done.done():
+            self.done.set_result(folder)
 
 
 def headless() -> bool:
@@ -126,11 +150,16 @@ def headless() -> bool:
 
 def take_seat(task_id: str, variant: str, seat: str, seed: int = 0, *, participant_id: str, out: Path | str,
               models: Mapping[str, ModelSpec] | str | None = None, timeout_s: float | None = None,
-              fallback: Fallback = "wait", settings: SessionSettings | None = None,
-              data_root: Path | str | None = None, task: Task | None = None) -> SeatRun:
-    """Start the session as a task on the kernel's loop and return its `SeatRun` at once."""
+              fallback: Fallback = "wait", settings: SessionSettings | Mapping[str, Any] | None = None,
+              data_root: Path | str | None = None, persons: Mapping[str, str] | None = None,
+              idle_exit_s: float = 3600.0) -> SeatRun:
+    """This page's seat in the session (started if it is not running); returns its `SeatRun` at once.
+
+    `persons` names every seat a person plays ({seat: participant id}; default: only `seat`),
+    so the pages of one session build the same plan.
+    """
     try:
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()
     except RuntimeError:
         raise ColabkitError("take_seat runs in a notebook kernel (JupyterLab or Voilà): "
                             "it needs the kernel's event loop to wait for the person") from None
@@ -138,69 +167,16 @@ def take_seat(task_id: str, variant: str, seat: str, seed: int = 0, *, participa
         raise ColabkitError("a seat session waits for a person, and this notebook was executed headless "
                             "(papermill/nbclient): a batch never waits for a person; open it in JupyterLab "
                             "or serve it with Voila (colabkit seat prints how)")
-    spec = seat_spec(task_id, variant, seat, seed, participant_id=participant_id, models=models,
-                     timeout_s=timeout_s, fallback=fallback, settings=settings)
-    task_def = task or load_tasks(data_root).get(task_id)
-    desk = WidgetDesk()
-    terms = SeatTerms.model_validate(spec.model_for(seat).extra["seat"])
-    done = loop.create_task(arecord_session(spec, task_def, out=out, seats={seat: PersonSeat(terms, desk)}))
-    run = SeatRun(spec=spec, seat=seat, out=Path(out), desk=desk, done=done)
-    done.add_done_callback(run.finished)
+    persons = dict(persons or {seat: participant_id})
+    if persons.get(seat) != participant_id:
+        raise ColabkitError(f"persons {persons} does not seat participant {participant_id!r} at {seat}")
+    knobs = settings.model_dump() if isinstance(settings, SessionSettings) else dict(settings or {})
+    plan = SeatPlan(task=task_id, variant=variant, seed=seed, persons=persons,
+                    models=dict(models) if isinstance(models, Mapping) else models, timeout_s=timeout_s,
+                    fallback=fallback, settings=knobs, data_root=None if data_root is None else str(data_root),
+                    out=str(Path(out).resolve()), idle_exit_s=idle_exit_s)
+    spec = plan.spec()  # bad names are one clear line here, before a host starts
+    load_tasks(data_root).get(task_id)
+    run = SeatRun(plan=plan, seat=seat, spec=spec)
+    run.start()
     return run
-
-
-def questionnaire(folder: Path, spec: SessionSpec, seat: str) -> widgets.VBox:
-    """The optional post-session questionnaire; its answers are written to `person.json`."""
-    scales = {key: widgets.ToggleButtons(options=[1, 2, 3, 4, 5], value=None, description="", style={"button_width": "40px"})
-              for key in QUESTIONS}
-    comment = widgets.Textarea(placeholder="Anything else you want to tell us (optional)",
-                               layout=widgets.Layout(width="95%"))
-    note = widgets.HTML()
-    send = widgets.Button(description="Send answers", button_style="primary")
-    shown = stamp()
-
-    def submit(_: Any) -> None:
-        ratings = {key: scale.value for key, scale in scales.items()}
-        save_person_record(folder, spec, seat, {"ratings": ratings, "comment": comment.value,
-                                                "shown": shown.model_dump(), "submitted": stamp().model_dump()})
-        for widget in (*scales.values(), comment, send):
-            widget.disabled = True
-        note.value = "<b>Thank you: your answers are saved.</b>"
-
-    send.on_click(submit)
-    rows: list[widgets.Widget] = [widgets.HTML("<h4>A few questions (optional; 1 = not at all, 5 = fully)</h4>")]
-    for key, text in QUESTIONS.items():
-        rows += [widgets.HTML(html.escape(text)), scales[key]]
-    box = widgets.VBox([*rows, comment, send, note])
-    box.add_class("ck-questionnaire")
-    return box
-
-
-def save_person_record(folder: Path, spec: SessionSpec, seat: str, questionnaire: dict[str, Any] | None) -> Path:
-    """Write `person.json` (who sat where, on what terms, and the questionnaire) atomically."""
-    terms = SeatTerms.model_validate(spec.model_for(seat).extra["seat"])
-    path = folder / PERSON_FILE
-    atomic_write_text(path, json.dumps({"schema_version": 1, "session_id": spec.session_id, "seat": seat,
-                                        "terms": terms.model_dump(mode="json"), "questionnaire": questionnaire},
-                                       indent=1))
-    return path
-
-
-def voila_command(notebook: Path, port: int = 8866) -> str:
-    """The command that serves a parameterised seat notebook as the participant page."""
-    return shlex.join([sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}",
-                       "--Voila.ip=127.0.0.1"])
-
-
-def participant_notebook(folder: Path | str, parameters: Mapping[str, Any]) -> Path:
-    """A copy of take_a_seat.ipynb with `parameters` set (papermill's parameterisation), for Voilà."""
-    import nbformat
-    from papermill.iorw import load_notebook_node
-    from papermill.parameterize import parameterize_notebook
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    nb = parameterize_notebook(load_notebook_node(str(NOTEBOOK)), dict(parameters))
-    name = f"seat-{parameters.get('participant_id', 'person')}.ipynb"
-    nbformat.write(nb, folder / name)
-    return folder / name

@@ -24,6 +24,7 @@ STYLE = """<style>
 .ck-seat {font-family: system-ui, sans-serif; font-size: 13px; max-width: 1100px}
 .ck-seat h4 {margin: 10px 0 4px 0; font-size: 14px}
 .ck-seat pre {white-space: pre-wrap; background: #f6f8fa; padding: 6px; margin: 2px 0; border-radius: 4px}
+.ck-seat, .ck-seat * {word-break: normal !important; overflow-wrap: break-word !important}
 .ck-seat .ck-cell {border-left: 3px solid #6a9fb5; padding-left: 6px; margin: 6px 0}
 .ck-seat .ck-msg {margin: 2px 0}
 .ck-seat .ck-request {border-left: 3px solid #d08770; padding-left: 6px}
@@ -69,7 +70,7 @@ def observation_html(obs: Observation) -> str:
         parts.append(_section("Activity", _pre("\n".join(a.line for a in obs.activity)), "ck-activity"))
     if obs.feedback:
         parts.append(_section("Your last step", _pre(obs.feedback), "ck-feedback"))
-    parts.append("<details><summary>Exactly what the persona's model would read</summary>"
+    parts.append("<details><summary>All of the above as plain text</summary>"
                  f"{_pre(obs.render(), 'ck-prompt')}</details></div>")
     return "".join(parts)
 

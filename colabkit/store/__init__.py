@@ -19,6 +19,7 @@ from colabkit.store.atomic import (
     atomic_write_bytes,
     atomic_write_text,
     fsync_dir,
+    remove_stale_temporaries,
 )
 from colabkit.store.layout import (
     CACHE_DIR,
@@ -52,5 +53,6 @@ __all__ = [
     "is_finished",
     "load_events",
     "load_sessions",
+    "remove_stale_temporaries",
     "session_dir",
 ]

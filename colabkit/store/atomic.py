@@ -41,6 +41,19 @@ def _temporary(target: Path) -> Path:
     return target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
 
 
+def remove_stale_temporaries(target: Path | str, older_than_s: float = 600.0) -> int:
+    """Delete `target`'s temporaries left by a writer that died (SIGKILL, power loss) before
+    its cleanup ran; a live writer's temporary is younger than `older_than_s`. Returns how many."""
+    target = Path(target)
+    removed, cutoff = 0, time.time() - older_than_s
+    for tmp in target.parent.glob(f".{target.name}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            if tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+                removed += 1
+    return removed
+
+
 def _create(path: Path) -> int:
     # Created like any file (mode 0o666 minus the umask), not 0o600 as mkstemp would: results
     # folders are shared with colleagues.

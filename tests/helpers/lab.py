@@ -2,7 +2,8 @@
 
 Started with the test's environment (e.g. the scripted provider plugin, so the notebook's
 kernel answers `scripted/...` models), on a free local port with a random token; stopped
-(and killed if it hangs) when the `with` block ends.
+(and killed if it hangs) when the `with` block ends. Like `make lab`, it reads the project's
+own Jupyter config (`jupyter/`, which allows root) and not the user's: no `--allow-root`.
 """
 
 from __future__ import annotations
@@ -13,11 +14,21 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT_CONFIG = REPO / "jupyter"
+
+
+def project_config_env(env: dict[str, str] | None, user_dir: Path) -> dict[str, str]:
+    """`env` with the project's Jupyter config searched first and an empty user config dir."""
+    user_dir.mkdir(parents=True, exist_ok=True)
+    return {**(env or os.environ), "JUPYTER_CONFIG_PATH": str(PROJECT_CONFIG), "JUPYTER_CONFIG_DIR": str(user_dir)}
 
 
 def free_port() -> int:
@@ -27,34 +38,44 @@ def free_port() -> int:
 
 
 @contextmanager
-def start_lab(workdir: Path, log_path: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
-    """(base url, token) of a JupyterLab serving `workdir`; its output goes to `log_path`."""
+def start_lab(workdir: Path, log_path: Path, env: dict[str, str] | None = None,
+              command: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(base url, token) of a JupyterLab serving `workdir`; its output goes to `log_path`.
+    `command` replaces `python -m jupyter lab` (e.g. `make lab`'s own)."""
     port, token = free_port(), secrets.token_hex(16)
     log = log_path.open("wb")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workdir}", "--allow-root",
+        [*(command or [sys.executable, "-m", "jupyter", "lab"]), "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workdir}",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env={**(env or os.environ), "JUPYTER_NO_CONFIG": "1"})
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+        env=project_config_env(env, log_path.parent / "jupyter-user-config"))
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log_path.read_text(errors="replace")[-3000:]) from None
-                time.sleep(0.5)
+        wait_serving(f"{base}/api/status?token={token}", server, log_path)
         yield base, token
     finally:
         stop(server)
         log.close()
 
 
+def wait_serving(url: str, server: subprocess.Popen, log_path: Path, timeout_s: float = 120) -> None:
+    """Return once `url` answers (any HTTP status); fail with the log's tail if the server died."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(log_path.read_text(errors="replace")[-3000:]) from None
+            time.sleep(0.5)
+
+
 def stop(server: subprocess.Popen) -> None:
-    """Terminate a server this test started, killing it if it hangs."""
+    """Terminate a server this test started, and kill it if it hangs."""
     server.terminate()
     try:
         server.wait(timeout=20)

@@ -44,4 +44,22 @@ def models() -> dict[str, str]:
 
 DEFAULT = WAIT
 __all__ = ["APPROVAL", "CODE", "DEFAULT", "HYPOTHESIS", "MESSAGE", "PARTICIPANT", "PLAN", "SEAT", "TASK_ID",
-           "VARIANT", "models", "scripts", "seed"]
+           "VARIANT", "models", "scripts", "seed", "stop_hosts"]
+
+
+def stop_hosts(out) -> None:
+    """Stop the session hosts serving results folder `out` (a test that failed midway leaves its
+    host waiting for a person): each by the pid its host file names."""
+    import json
+    import os
+    import signal
+    import tempfile
+    from pathlib import Path
+
+    for plan_file in Path(tempfile.gettempdir()).glob("colabkit-seat-*/plan.json"):
+        pid_file = plan_file.with_name("host.pid")
+        try:
+            if json.loads(plan_file.read_text())["out"] == str(Path(out).resolve()) and pid_file.is_file():
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        except (OSError, ValueError, KeyError):
+            pass
