@@ -5,13 +5,11 @@ standing carried into every table. Arithmetic is written out where it can be."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
-import statsmodels.formula.api as smf
 from helpers.score_tables import score_table
 from scipy import stats
 
@@ -31,7 +29,6 @@ from colabkit.analysis import (
     tasks_needed,
     variance_components,
 )
-from colabkit.analysis.inference.mixed import LLF_TOLERANCE, fit_robustly, slope_model_contrast
 
 NAN = math.nan
 # default-d and scaffolded-d on three tasks x two seeds; default-d has one missing score.
@@ -100,7 +97,7 @@ def test_the_random_slope_model_estimates_the_difference_in_a_balanced_design():
     result = mixed_model_contrast(balanced_table(), "scaffolded-dr", "default-dr", "performance")
     assert result["mixed_coef"] == pytest.approx(0.1 + 0.04 / 12, abs=1e-6)
     assert 0 < result["mixed_se"] < 0.02 and result["mixed_p_unadjusted"] < 1e-4
-    assert result["mixed_optimiser"] in ("bfgs", "lbfgs", "powell", "nm")
+    assert result["mixed_optimiser"].split("+")[0] in ("bfgs", "lbfgs", "powell", "nm")
 
 
 def test_the_mixed_p_uses_t_on_tasks_minus_one_df():
@@ -114,45 +111,6 @@ def test_the_mixed_model_fails_closed_on_too_little_data():
     one_task = balanced_table().query("task_id == 't0'")
     result = mixed_model_contrast(one_task, "scaffolded-dr", "default-dr", "performance")
     assert math.isnan(result["mixed_coef"]) and result["mixed_flags"] == "mixedlm_too_little_data"
-
-
-# Nine tasks x three seeds per arm (rounded draws of a null grid): statsmodels' own fit() reports
-# "converged" (its first optimisers fail, the next stops short), below the REML optimum that
-# Powell and Nelder-Mead agree on.
-SHORT = {"t0": ([.59, .47, .56], [.52, .46, .58]), "t1": ([.54, .49, .54], [.45, .51, .43]),
-         "t2": ([.53, .42, .56], [.66, .37, .36]), "t3": ([.59, .56, .52], [.52, .49, .57]),
-         "t4": ([.64, .44, .41], [.45, .58, .48]), "t5": ([.58, .39, .51], [.6, .51, .58]),
-         "t6": ([.44, .55, .48], [.49, .49, .55]), "t7": ([.6, .51, .62], [.5, .44, .54]),
-         "t8": ([.64, .53, .53], [.48, .44, .57])}
-
-
-def short_data() -> pd.DataFrame:
-    return pd.DataFrame([{"task_id": task, "treated": float(arm), "y": y}
-                         for task, arms in SHORT.items() for arm, values in enumerate(arms) for y in values])
-
-
-def test_a_fit_the_default_optimiser_stops_short_is_reported_at_the_better_optimum():
-    data = short_data()
-    model = smf.mixedlm("y ~ treated", data, groups=data["task_id"], re_formula="~treated")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        default = model.fit(reml=True)  # what a plain statsmodels call reports
-    fit = fit_robustly(model)
-    assert default.converged and fit.result.llf > default.llf + 0.01  # the default stopped short
-    assert "mixedlm_default_failed" in fit.flags and fit.optimiser in ("powell", "nm")
-    assert fit.result.llf == max(v for v in fit.llf.values() if v is not None)  # no tried optimiser beats it
-    reported = slope_model_contrast(data)
-    assert reported["mixed_optimiser"] == fit.optimiser and "mixedlm_default_failed" in reported["mixed_flags"]
-    assert reported["mixed_se"] == pytest.approx(float(fit.result.bse_fe["treated"]))
-
-
-def test_optimisers_that_disagree_call_the_fallbacks_and_the_best_is_kept():
-    data = short_data()
-    model = smf.mixedlm("y ~ treated", data, groups=data["task_id"], re_formula="~treated")
-    fit = fit_robustly(model, optimisers=("bfgs", "lbfgs"), fallbacks=("powell",))
-    assert set(fit.llf) == {"bfgs", "lbfgs", "powell"}  # a failure among the first two: fallbacks ran
-    best = max(v for v in fit.llf.values() if v is not None)
-    assert fit.result.llf == pytest.approx(best, abs=LLF_TOLERANCE)
 
 
 # --- Holm families -----------------------------------------------------------------------------
