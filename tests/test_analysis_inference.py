@@ -15,7 +15,7 @@ from scipy import stats
 
 from colabkit.analysis import (
     DECOMPOSITION,
-    FAMILIES,
+    analysis_plan,
     contrasts,
     format_study_table,
     holm,
@@ -127,36 +127,39 @@ def test_holm_by_hand_with_a_failed_test_counted_as_p_one():
 def test_the_same_contrast_has_the_same_adjusted_p_in_every_table():
     scores = score_table()
     metrics = ["performance", "hms"]
-    main = contrasts(scores, metrics=metrics)
-    everything = contrasts(scores, DECOMPOSITION, metrics=metrics)
-    only_memory = contrasts(scores, DECOMPOSITION[1:2], metrics=metrics)
+    plan = analysis_plan(metrics=metrics)
+    main = contrasts(scores, metrics=metrics, plan=plan, mixed_families=())
+    everything = contrasts(scores, DECOMPOSITION, metrics=metrics, plan=plan, mixed_families=())
+    only_memory = contrasts(scores, DECOMPOSITION[1:2], metrics=metrics, plan=plan, mixed_families=())
     key = ["a", "b", "metric"]
-    assert set(main["family"]) == {"scaffolded-default"} and len(main) == 3 * 2
+    assert set(main["family"]) == {"primary", "scaffolded-default"} and len(main) == 3 * 2
     joined = main.merge(everything, on=key, suffixes=("", "_all"))
     assert len(joined) == len(main)
     assert np.allclose(joined["p_holm"], joined["p_holm_all"], equal_nan=True)
     memory = everything[everything["component"] == "memory alone"].merge(only_memory, on=key, suffixes=("", "_one"))
     assert len(memory) == 3 * 2 and np.allclose(memory["p_holm"], memory["p_holm_one"], equal_nan=True)
-    # each family is adjusted over its own tests: 3 compositions x 2 metrics x its pairs
-    for family, size in (("scaffolded-default", 6), ("decomposition", 24)):
+    # each family is adjusted over its own planned tests: all present here
+    for family, size in (("primary", 3), ("scaffolded-default", 3), ("decomposition", 24)):
         rows = everything[everything["family"] == family]
-        assert len(rows) == size == 3 * 2 * len(FAMILIES[family])
+        assert len(rows) == size
         assert np.allclose(rows["p_holm"], holm(rows["p_unadjusted"].to_numpy())[0], equal_nan=True)
 
 
 def test_a_failed_test_stays_in_its_family():
     scores = score_table(n_tasks=4)
     scores.loc[scores["variant"] == "scaffolded-d", "hms"] = np.nan  # no pairs: the test cannot run
-    table = contrasts(scores, metrics=["performance", "hms"], mixed_families=())
+    plan = analysis_plan(metrics=["performance", "hms"])
+    table = contrasts(scores, metrics=["performance", "hms"], plan=plan, mixed_families=())
     failed = table[(table["a"] == "scaffolded-d") & (table["metric"] == "hms")].iloc[0]
     assert math.isnan(failed["p_unadjusted"]) and math.isnan(failed["p_holm"]) and failed["note"]
     assert set(table["mixed_flags"]) == {"mixedlm_not_requested"}
-    ran = table["p_unadjusted"].notna().to_numpy()
+    family = table[table["family"] == "scaffolded-default"]
+    ran = family["p_unadjusted"].notna().to_numpy()
     assert not ran.all()
-    expected = holm(table["p_unadjusted"].to_numpy())[0]  # the failed test counted as p = 1
-    assert np.allclose(table["p_holm"].to_numpy()[ran], expected[ran])
-    dropped = holm(table["p_unadjusted"].to_numpy()[ran])[0]  # what leaving it out would give
-    assert (table["p_holm"].to_numpy()[ran] >= dropped - 1e-12).all()
+    expected = holm(family["p_unadjusted"].to_numpy())[0]  # the failed test counted as p = 1
+    assert np.allclose(family["p_holm"].to_numpy()[ran], expected[ran])
+    dropped = holm(family["p_unadjusted"].to_numpy()[ran])[0]  # what leaving it out would give
+    assert (family["p_holm"].to_numpy()[ran] >= dropped - 1e-12).all()
 
 
 # --- power -------------------------------------------------------------------------------------
@@ -188,7 +191,7 @@ def test_the_power_table_of_a_grid():
     assert list(table["composition"]) == ["d", "r", "dr"] and (table["tasks_now"] == 6).all()
     assert (table["seeds_now"] == 3).all() and (table["sd_within_task"] > 0).all()
     for row in table.itertuples():
-        assert row.tasks_needed == tasks_needed(3, row.sd_between_tasks ** 2, row.sd_within_task ** 2, 0.05)
+        assert row.tasks_needed == tasks_needed(3, row.sd_between_tasks ** 2, row.sd_within_task ** 2, 0.05, row.alpha)
         assert "tasks x" in row.answer
     unreachable = table[table["seeds_needed"] == math.inf]
     assert unreachable["answer"].str.startswith("no number of seeds reaches").all()
@@ -202,7 +205,7 @@ def test_judge_columns_reach_the_study_table_and_the_contrasts():
     study = study_table(scores, ["performance"])
     assert set(study["judge_grade"]) == {"plumbing"} and set(study["judge_reliable"]) == {False}
     wide = format_study_table(study)
-    assert list(wide.columns[-2:]) == ["judge_grade", "judge_reliable"]
+    assert list(wide.columns[-3:]) == ["judge_grade", "judge_reliable", "plan_hash"]
     table = contrasts(scores, metrics=["performance"])
     assert set(table["judge_grade"]) == {"plumbing"} and set(table["judge_reliable"]) == {False}
     capable = scores.assign(judge_grade="capable", judge_reliable=True)
@@ -218,4 +221,5 @@ def test_each_cell_of_the_formatted_table_shows_its_own_n():
     scores.loc[scores["variant"] == "default-d", "hms"] = [0.13, np.nan]  # one session has a value
     wide = format_study_table(study_table(scores, ["performance", "hms"]))
     assert wide.loc["default-d", "sessions"] == 2
-    assert wide.loc["default-d", "HMS"] == "0.13 (n=1)" and wide.loc["default-d", "Performance"].endswith("(n=2)")
+    assert wide.loc["default-d", "HMS"] == "0.13 (n=1, 1 task)"
+    assert wide.loc["default-d", "Performance"].endswith("(n=2, 2 tasks)")

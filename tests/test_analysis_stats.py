@@ -21,7 +21,6 @@ from colabkit.analysis import (
     gate_summary,
     load_score_table,
     rubber_stamp_rate,
-    standard_error,
     study_table,
 )
 from colabkit.analysis.gates import JUDGE_LABELS
@@ -45,14 +44,6 @@ def small_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_standard_error_over_sessions_by_hand():
-    # default-d: 0.5 0.7 0.2 0.4 0.9 (the NaN is dropped), mean 2.7 / 5 = 0.54
-    # squared deviations .0016 + .0256 + .1156 + .0196 + .1296 = .292; var = .292 / 4 = .073
-    expected = math.sqrt(0.073 / 5)  # 0.12083
-    assert standard_error([0.5, 0.7, 0.2, 0.4, 0.9, NAN]) == pytest.approx(expected, abs=1e-12)
-    assert math.isnan(standard_error([0.3, NAN]))  # one value: no SE, not 0
-
-
 def test_task_clustered_standard_error_by_hand_and_as_statsmodels_has_it():
     values, tasks = [0.5, 0.7, 0.2, 0.4, 0.9, NAN], ["t1", "t1", "t2", "t2", "t3", "t3"]
     # residuals from 0.54 summed per task: t1 -.04 + .16 = .12, t2 -.34 - .14 = -.48, t3 .36
@@ -65,21 +56,21 @@ def test_task_clustered_standard_error_by_hand_and_as_statsmodels_has_it():
     assert math.isnan(clustered_standard_error([0.1, 0.2], ["t1", "t1"]))  # one cluster
 
 
-def test_the_study_table_reports_mean_se_and_task_se_per_variant():
+def test_the_study_table_reports_mean_and_task_se_per_variant_never_a_session_se():
     table = study_table(small_table(), metrics=["performance", "delivered"])
     row = table[(table["variant"] == "default-d") & (table["metric"] == "performance")].iloc[0]
     assert (row["n"], row["n_tasks"]) == (5, 3)
     assert row["mean"] == pytest.approx(0.54)
-    assert row["se"] == pytest.approx(math.sqrt(0.073 / 5))
+    assert "se" not in table.columns  # an SE over sessions treats a task's seeds as independent
     assert row["se_task"] == pytest.approx(math.sqrt(1.5 * 0.3744) / 5)
     delivered = table[(table["variant"] == "default-d") & (table["metric"] == "delivered")].iloc[0]
     assert delivered["mean"] == pytest.approx(5 / 6) and delivered["n"] == 6  # a rate over all sessions
     assert list(table["variant"].unique()) == ["default-d", "scaffolded-d"]  # the study's order
     wide = format_study_table(table)
-    assert wide.loc["default-d", "Performance"] == "0.54 ± 0.12 [0.15] (n=5)"
-    assert list(wide.columns) == ["sessions", "Performance", "Delivery", "judge_grade", "judge_reliable"]
+    assert wide.loc["default-d", "Performance"] == "0.54 ± 0.15 (n=5, 3 tasks)"
+    assert list(wide.columns) == ["sessions", "Performance", "Delivery", "judge_grade", "judge_reliable", "plan_hash"]
     one = format_study_table(study_table(small_table().query("seed == 0 and task_id == 't1'"), ["performance"]))
-    assert one.loc["default-d", "Performance"] == "0.50 (n=1)"  # one session: no SE to show
+    assert one.loc["default-d", "Performance"] == "0.50 (n=1, 1 task)"  # one session: no SE to show
 
 
 def test_gate_summary_and_rubber_stamps_by_hand():

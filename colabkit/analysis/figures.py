@@ -23,6 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from colabkit.analysis.gates import check_gates, gate_summary
+from colabkit.analysis.inference.plan import AnalysisPlan
 from colabkit.analysis.inference.stats import study_table
 from colabkit.analysis.judging import judge_status, judge_warning, scores_warning
 from colabkit.analysis.scores import COMPOSITIONS, METRIC_LABELS, STRUCTURES, check_scores
@@ -45,12 +46,13 @@ def _no_interval(ax: Axes, x: float, y: float) -> None:
     ax.annotate("no interval", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color="grey")
 
 
-def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS) -> Figure:
+def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS,
+                    plan: AnalysisPlan | None = None) -> Figure:
     """Mean ± task-clustered SE per coordination structure, a line per team composition, a
-    panel per metric."""
+    panel per metric; the caption names the analysis plan."""
     metrics = list(metrics)
     table = check_scores(scores, metrics)
-    means = study_table(table, metrics)
+    means = study_table(table, metrics, plan=plan)
     structures = [s for s in STRUCTURES if s in set(table["structure"])]
     compositions = [c for c in COMPOSITIONS if c in set(table["composition"])]
     palette = dict(zip(compositions, sns.color_palette(n_colors=len(compositions))))
@@ -71,13 +73,16 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
         ax.set_title(METRIC_LABELS.get(metric, metric))
         ax.set_ylabel("mean ± task-clustered SE")
     axes[-1].legend(title="team", loc="upper left", bbox_to_anchor=(1.02, 1))
-    return caption(fig, "Error bars: task-clustered SE (CR1) over the sessions with a value; "
-                        "'no interval': fewer than two tasks.", scores_warning(table))
+    return caption(fig, "Error bars: task-clustered SE (CR1) over the sessions with a value, levels (task "
+                        "difficulty included), not paired differences: the contrasts figure tests those; "
+                        f"'no interval': fewer than two tasks. Analysis plan {means['plan_hash'].iloc[0]}.",
+                   scores_warning(table))
 
 
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
-    """Forest plot of A - B per composition (mean paired difference and its 95% CI from the
-    task-clustered SE on G - 1 df), a panel per metric."""
+    """Forest plot of A - B per composition (mean paired difference and its interval from the
+    task-clustered SE on G - 1 df: simultaneous over its Holm family when the table has them,
+    else 95% unadjusted, said so), a panel per metric; the caption names the analysis plan."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
     warning = judge_warning(*judge_status(contrast_table))
     if not metrics:  # the grid has no pair of variants to contrast
@@ -87,10 +92,12 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(2.2 * len(metrics) + 2, 0.5 * contrast_table.groupby("metric").size().max() + 1.5),
                  layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
+    low, high = ("sim_ci_low", "sim_ci_high") if "sim_ci_low" in contrast_table.columns else ("ci_low", "ci_high")
+    kind = "simultaneous over each Holm family (Bonferroni)" if low == "sim_ci_low" else "95%, unadjusted"
     for ax, metric in zip(axes, metrics):  # every metric has the same rows, in the same order
         rows = contrast_table[contrast_table["metric"] == metric].reset_index(drop=True)
         ax.errorbar(rows["diff"], range(len(rows)), fmt="o", color="black", capsize=3,
-                    xerr=[(rows["diff"] - rows["ci_low"]).fillna(0), (rows["ci_high"] - rows["diff"]).fillna(0)])
+                    xerr=[(rows["diff"] - rows[low]).fillna(0), (rows[high] - rows["diff"]).fillna(0)])
         for y, row in rows.iterrows():
             if np.isnan(row["ci_low"]) and not np.isnan(row["diff"]):
                 _no_interval(ax, row["diff"], float(y))
@@ -99,9 +106,10 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
             ax.set_yticks(range(len(rows)), [f"{r.a} − {r.b}" for r in rows.itertuples()])
             ax.invert_yaxis()
         ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.set_xlabel("paired difference (95% CI, task-clustered)")
-    return caption(fig, "Intervals: task-clustered SE (CR1), t on tasks - 1 df; 'no interval': fewer than "
-                        "two tasks or no spread.", warning)
+        ax.set_xlabel("paired difference (CI, task-clustered)")
+    plan = f" Analysis plan {contrast_table['plan_hash'].iloc[0]}." if "plan_hash" in contrast_table.columns else ""
+    return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; 'no interval': fewer "
+                        f"than two tasks or no spread.{plan}", warning)
 
 
 def gate_figure(gates: pd.DataFrame) -> Figure:

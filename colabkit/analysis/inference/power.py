@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.contrasts import paired_differences
+from colabkit.analysis.inference.contrasts import DEFAULT_PLAN, paired_differences
+from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
 from colabkit.analysis.judging import with_judge_columns
 from colabkit.analysis.scores import COMPOSITIONS, RATE_METRICS, check_scores
 
@@ -152,13 +153,21 @@ def _answer(tasks: int, seeds: int, need_tasks: float, need_seeds: float, power:
     return f"needs {need_tasks:.0f} tasks x {seeds} seeds{more}, or {tasks} tasks x {need_seeds:.0f} seeds"
 
 
-def power_table(scores: pd.DataFrame, metrics: Iterable[str] = RATE_METRICS, delta: float = 0.05,
-                alpha: float = 0.05, power: float = 0.8, pair: tuple[str, str] = ("scaffolded", "default"),
-                tasks_available: int | None = None) -> pd.DataFrame:
+def power_table(scores: pd.DataFrame, metrics: Iterable[str] = RATE_METRICS, delta: float | None = None,
+                alpha: float | None = None, power: float | None = None,
+                pair: tuple[str, str] = ("scaffolded", "default"), tasks_available: int | None = None,
+                plan: AnalysisPlan | None = None) -> pd.DataFrame:
     """Per composition and metric: how many tasks x seeds detect `delta` in the paired contrast
     `pair` (Scaffolded - Default by default) at `power` and per-test level `alpha`, from the
     observed components and at the upper end of sb^2's interval (`*_upper`); a design needing
-    more than `tasks_available` tasks is flagged (`more_tasks_than_exist`)."""
+    more than `tasks_available` tasks is flagged (`more_tasks_than_exist`). What is not given
+    comes from `plan` (default: the default plan): alpha is its primary family's first Holm
+    step, not the nominal 0.05."""
+    plan = plan or DEFAULT_PLAN
+    delta = plan.power_delta if delta is None else delta
+    alpha = plan.first_step_alpha if alpha is None else alpha
+    power = plan.power_target if power is None else power
+    tasks_available = plan.tasks_available if tasks_available is None else tasks_available
     metrics = list(metrics)
     table = check_scores(scores, metrics)
     present = set(table["variant"])
@@ -186,4 +195,4 @@ def power_table(scores: pd.DataFrame, metrics: Iterable[str] = RATE_METRICS, del
                          "tasks_needed": need_t, "tasks_needed_upper": need_upper, "seeds_needed": need_s,
                          "more_tasks_than_exist": bool(tasks_available is not None and worst > tasks_available),
                          "answer": _answer(tasks, seeds, need_t, need_s, power, tasks_available)})
-    return with_judge_columns(pd.DataFrame(rows, columns=list(POWER_COLUMNS)), table)
+    return with_plan(with_judge_columns(pd.DataFrame(rows, columns=list(POWER_COLUMNS)), table), plan)

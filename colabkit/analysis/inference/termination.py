@@ -16,6 +16,7 @@ import pandas as pd
 
 from colabkit.analysis.inference.contrasts import task_contrast
 from colabkit.analysis.inference.families import holm
+from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
 from colabkit.analysis.scores import STUDY_METRICS, check_scores, variant_order
 
 COLUMN = "termination"
@@ -38,7 +39,8 @@ def by_termination(scores: pd.DataFrame, rule: str = PRIMARY) -> pd.DataFrame:
     return scores[scores[COLUMN] == rule]
 
 
-def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) -> pd.DataFrame:
+def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS,
+                         plan: AnalysisPlan | None = None) -> pd.DataFrame:
     """Per variant and metric: mean under each rule and the paired difference all_sides - either_side.
 
     Pairs are the same (task, seed) under both rules, tested at the task level like every
@@ -50,7 +52,7 @@ def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_ME
     columns = ["variant", "metric", f"mean_{PRIMARY}", f"mean_{ALTERNATIVE}", "n_pairs", "n_tasks", "diff",
                "se_task", "ci_low", "ci_high", "p_unadjusted", "p_holm"]
     if not {PRIMARY, ALTERNATIVE} <= set(termination_rules(scores)):
-        return pd.DataFrame(columns=columns)
+        return with_plan(pd.DataFrame(columns=columns), plan or AnalysisPlan())
     table = check_scores(scores, metrics)
     rows = []
     for variant in variant_order(table["variant"]):
@@ -62,4 +64,4 @@ def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_ME
                          **task_contrast(runs, ALTERNATIVE, PRIMARY, metric)})
     out = pd.DataFrame(rows)
     out["p_holm"], _ = holm(out["p_unadjusted"].to_numpy(dtype="float64"))
-    return out[columns]
+    return with_plan(out[columns], plan or AnalysisPlan())
