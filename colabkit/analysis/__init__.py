@@ -32,9 +32,22 @@ from colabkit.analysis.figures import (
     gate_figure,
 )
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
-from colabkit.analysis.inference.contrasts import contrasts, mixed_model_contrast, paired_differences, task_contrast
+from colabkit.analysis.inference.contrasts import (
+    SHOWN_COLUMNS,
+    contrasts,
+    mixed_model_contrast,
+    paired_differences,
+    task_contrast,
+)
 from colabkit.analysis.inference.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
-from colabkit.analysis.inference.plan import AnalysisPlan, analysis_plan, planned_tests, read_plan
+from colabkit.analysis.inference.plan import (
+    AnalysisPlan,
+    analysis_plan,
+    plan_for,
+    plan_summary,
+    planned_tests,
+    read_plan,
+)
 from colabkit.analysis.inference.power import power_of, power_table, seeds_needed, tasks_needed, variance_components
 from colabkit.analysis.inference.signflip import sign_flip_p
 from colabkit.analysis.inference.stats import clustered_standard_error, format_study_table, study_table
@@ -57,6 +70,7 @@ __all__ = [
     "MEMORY_DYNAMICS_COLUMNS",
     "QUALITY_METRICS",
     "RATE_METRICS",
+    "SHOWN_COLUMNS",
     "STUDY_METRICS",
     "WORK_METRICS",
     "AnalysisPlan",
@@ -83,6 +97,8 @@ __all__ = [
     "memory_versions",
     "mixed_model_contrast",
     "paired_differences",
+    "plan_for",
+    "plan_summary",
     "planned_tests",
     "power_of",
     "power_table",

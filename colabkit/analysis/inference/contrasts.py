@@ -29,7 +29,8 @@ p-value and interval reported here accounts for that:
 Families come from the analysis plan (`colabkit.analysis.inference.plan`), never from the data:
 a planned test whose variants or scores are absent counts as p = 1 in its family, so a test's
 adjusted p is the same whatever metrics are asked and whatever variants are present. Secondary
-families are significant only through the plan's gate (`gate` column). Fewer than two tasks
+families are significant only through the plan's gate (`gate`: "primary", or "open" / "closed"
+for a secondary family, by the plan's rule). Fewer than two tasks
 give no interval and no p-value (`note` says why; p = 1 in the family). No spread between
 tasks (a constant shift, exact or in floating point, within the plan's tolerance) has no t:
 its p is the exact sign-flip p, 2/2^G for a non-zero shift, and `note` flags it.
@@ -59,6 +60,10 @@ __all__ = ["CONTRAST_COLUMNS", "DECOMPOSITION", "contrasts", "mixed_model_contra
 CONTRAST_COLUMNS = ("family", "composition", "metric", "a", "b", "component", "n_pairs", "n_tasks", "diff",
                     "se_task", "df", "ci", "ci_low", "ci_high", "sim_ci_low", "sim_ci_high", "p_unadjusted",
                     "p_holm", "significant_holm", "gate", "p_signflip", "p_signflip_holm", "signflip", "mixed_coef", "mixed_se", "mixed_p_unadjusted", "mixed_optimiser", "mixed_flags", "note")
+SHOWN_COLUMNS = ("composition", "metric", "component", "n_tasks", "diff", "sim_ci_low", "sim_ci_high", "p_unadjusted",
+                 "p_holm", "significant_holm", "p_signflip", "p_signflip_holm", "gate", "mixed_p_unadjusted",
+                 "mixed_flags", "note")
+"""The columns a notebook displays (the CSV keeps them all)."""
 DEFAULT_PLAN = AnalysisPlan()
 """Every variant, the study's metrics: what a table made without an experiment's plan uses."""
 
@@ -128,8 +133,7 @@ def _decide(result: pd.DataFrame, plan: AnalysisPlan) -> pd.DataFrame:
     primary = result["significant_holm"][result["family"] == "primary"]
     opened = bool(len(primary)) and bool(primary.all() if plan.gate == "all" else primary.any())
     secondary = result["family"] != "primary"
-    rule = "every primary test rejected" if plan.gate == "all" else "a primary test rejected"
-    result["gate"] = np.where(secondary, f"{'open' if opened else 'closed'}: tested only when {rule}", "primary")
+    result["gate"] = np.where(secondary, "open" if opened else "closed", "primary")
     result.loc[secondary, "significant_holm"] = result.loc[secondary, "significant_holm"] & opened
     size = result.groupby("family")["family"].transform("size").to_numpy(float)
     df, se, diff, low = (result[c].astype("float64").to_numpy() for c in ("df", "se_task", "diff", "ci_low"))

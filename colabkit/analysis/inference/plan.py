@@ -35,6 +35,7 @@ writes `analysis_plan.json` into the experiment's results folder before it runs.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -166,3 +167,24 @@ def read_plan(path: Path | str) -> AnalysisPlan:
         raise ColabkitError(f"analysis plan {path} was edited after it was written (hash "
                             f"{document.get('plan_hash')} != {plan.plan_hash}): write it again with plan-analysis")
     return plan
+
+
+def plan_for(folder: Path | str, variants: Sequence[str] | None = None) -> tuple[AnalysisPlan, str]:
+    """The plan an experiment's folder holds (written before the data), else the default plan
+    for its planned `variants` (every variant when None), with a line saying which it is."""
+    path = Path(folder) / PLAN_FILE
+    if path.is_file():
+        plan = read_plan(path)
+        return plan, f"analysis plan {plan.plan_hash}, written before the data: {path}"
+    plan = analysis_plan(tuple(variants) if variants is not None else ALL_VARIANTS)
+    return plan, (f"NO {PLAN_FILE} in {folder}: the default plan {plan.plan_hash} for the planned variants "
+                  "(write one before the data with `colabkit plan-analysis CONFIG`)")
+
+
+def plan_summary(plan: AnalysisPlan) -> pd.DataFrame:
+    """Per family: its planned tests, the level, and when it is tested (the gate)."""
+    sizes = planned_tests(plan).groupby("family", sort=False).size()
+    gate = "every" if plan.gate == "all" else "a"
+    return pd.DataFrame({"planned tests": sizes, "alpha (Holm, familywise)": plan.alpha,
+                         "tested": ["always" if f == "primary" else f"when {gate} primary test rejects"
+                                    for f in sizes.index]}).rename_axis(f"plan {plan.plan_hash}")
