@@ -44,7 +44,7 @@ PARAMETERS = {
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
 }
 TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
-          "living_memory")
+          "termination_interaction", "living_memory")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 
 
@@ -171,6 +171,8 @@ def test_ablations_compares_the_two_termination_rules_when_both_ran(tmp_path):
     rules = pd.read_csv(out / "termination.csv")
     perf = rules[rules["metric"] == "performance"]
     assert len(perf) == 13 and (perf["n_pairs"] == 18).all() and (perf["diff"] > 0).all()
+    interaction = pd.read_csv(out / "termination_interaction.csv")  # every planned contrast, TOST per row
+    assert len(interaction) == 3 * len(DECOMPOSITION) * 7 and interaction["margin"].notna().all()
 
 
 @pytest.fixture(scope="module")

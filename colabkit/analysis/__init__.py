@@ -51,7 +51,12 @@ from colabkit.analysis.inference.plan import (
 from colabkit.analysis.inference.power import power_of, power_table, seeds_needed, tasks_needed, variance_components
 from colabkit.analysis.inference.signflip import sign_flip_p
 from colabkit.analysis.inference.stats import clustered_standard_error, format_study_table, study_table
-from colabkit.analysis.inference.termination import by_termination, termination_contrast, termination_rules
+from colabkit.analysis.inference.termination import (
+    by_termination,
+    termination_contrast,
+    termination_interaction,
+    termination_rules,
+)
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
 from colabkit.analysis.scores import (
@@ -112,6 +117,7 @@ __all__ = [
     "task_contrast",
     "tasks_needed",
     "termination_contrast",
+    "termination_interaction",
     "termination_rules",
     "variance_components",
     "variant_order",
