@@ -123,7 +123,7 @@ def test_figures_of_a_small_grid(variants):
     assert [ax.get_title() for ax in fig.axes] == ["H_init,norm", "S_hyp", "Performance", "HMS"]
     assert figure_bytes(ablation_figure(scores, WORK_METRICS), "svg").startswith(b"<?xml")
     texts = [t.get_text() for t in fig.texts]
-    assert any(t.startswith("Error bars: task-clustered SE") for t in texts)  # said in the caption
+    assert any(t.startswith("Bars: 95% CI of each structure's paired difference") for t in texts)  # said so
     assert any("JUDGE NOT RELIABLE" in t for t in texts)  # the constructed judge is plumbing-grade
     assert any(a.get_text() == "no interval" for ax in fig.axes for a in ax.texts)  # one task: no interval
     table = contrasts(scores, metrics=["performance"])
@@ -146,3 +146,26 @@ def test_a_score_table_keeps_only_the_grids_sessions(tmp_path):
     assert sorted(current["session_id"]) == sorted(scores["session_id"])
     assert len(load_score_table(tmp_path, saved)) == 2 * len(scores)
     assert len(contrasts(current, metrics=["performance"])) == 3  # one pair per cell: the paired merge accepts it
+
+
+def test_ablation_bars_are_paired_difference_intervals():
+    """A structure's bar is the 95% CI half-width of its paired difference from Default of the
+    same team (task_contrast), not the SE of its level (which carries task difficulty)."""
+    from colabkit.analysis import ablation_figure, task_contrast
+
+    scores = score_table(n_tasks=6, seeds=3)
+    fig = ablation_figure(scores, ["performance"])
+    ax = fig.axes[0]
+    d_bars = ax.containers[1]  # after single ("none"), team "d": default, scaffolded, memory, preassigned
+    segments = d_bars.lines[2][0].get_segments()
+    halves = [(seg[1][1] - seg[0][1]) / 2 for seg in segments]
+    expected = []
+    for structure in ("default", "scaffolded", "memory", "preassigned"):
+        if structure == "default":
+            expected.append(0.0)
+            continue
+        row = task_contrast(scores, f"{structure}-d", "default-d", "performance")
+        expected.append((row["ci_high"] - row["ci_low"]) / 2)
+    assert halves == pytest.approx(expected)
+    level_se = study_table(scores, ["performance"]).query("variant == 'scaffolded-d'")["se_task"].item()
+    assert halves[1] != pytest.approx(1.96 * level_se, rel=0.05)

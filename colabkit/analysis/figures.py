@@ -21,10 +21,12 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from scipy import stats as scipy_stats
 
 from colabkit.analysis.gates import check_gates, gate_summary
+from colabkit.analysis.inference.contrasts import paired_differences
 from colabkit.analysis.inference.plan import AnalysisPlan
-from colabkit.analysis.inference.stats import study_table
+from colabkit.analysis.inference.stats import clustered_standard_error, study_table
 from colabkit.analysis.judging import judge_status, judge_warning, scores_warning
 from colabkit.analysis.scores import COMPOSITIONS, METRIC_LABELS, STRUCTURES, check_scores
 
@@ -46,10 +48,27 @@ def _no_interval(ax: Axes, x: float, y: float) -> None:
     ax.annotate("no interval", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color="grey")
 
 
+def _paired_half_widths(table: pd.DataFrame, cells: pd.DataFrame, metric: str) -> list[float]:
+    """Per cell: the 95% half-width of its paired difference from Default of its composition
+    (task-clustered SE, t on tasks - 1 df); NaN for Default, Single and cells without two tasks."""
+    widths = []
+    for cell in cells.itertuples():
+        if cell.structure in ("default", "single"):
+            widths.append(float("nan"))
+            continue
+        d = paired_differences(table, str(cell.variant), f"default-{cell.composition}", metric)
+        tasks = d["task_id"].nunique()
+        se = clustered_standard_error(d["d"], d["task_id"]) if tasks >= 2 else float("nan")
+        widths.append(float(scipy_stats.t.ppf(0.975, tasks - 1)) * se if tasks >= 2 else float("nan"))
+    return widths
+
+
 def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS,
                     plan: AnalysisPlan | None = None) -> Figure:
-    """Mean ± task-clustered SE per coordination structure, a line per team composition, a
-    panel per metric; the caption names the analysis plan."""
+    """Mean per coordination structure, a line per team composition, a panel per metric; a
+    structure's bar is the 95% interval of its paired difference from Default of the same
+    composition (task-clustered), drawn around its mean: a bar that misses Default's point is a
+    difference the unadjusted paired test finds. The caption names the analysis plan."""
     metrics = list(metrics)
     table = check_scores(scores, metrics)
     means = study_table(table, metrics, plan=plan)
@@ -64,19 +83,20 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
         for offset, composition in zip(offsets, compositions):
             cells = rows[(rows["composition"] == composition) & rows["mean"].notna()]
             x = [structures.index(s) + offset for s in cells["structure"]]
-            ax.errorbar(x, cells["mean"], yerr=cells["se_task"].fillna(0), fmt="o", capsize=3,
+            widths = _paired_half_widths(table, cells, metric)
+            ax.errorbar(x, cells["mean"], yerr=np.nan_to_num(widths), fmt="o", capsize=3,
                         color=palette[composition], label=composition)
-            for xi, cell in zip(x, cells.itertuples()):
-                if cell.n_tasks < 2:
+            for xi, cell, width in zip(x, cells.itertuples(), widths):
+                if cell.structure not in ("default", "single") and np.isnan(width):
                     _no_interval(ax, xi, cell.mean)
         ax.set_xticks(range(len(structures)), structures, rotation=30)
         ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.set_ylabel("mean ± task-clustered SE")
+        ax.set_ylabel("mean; bar: 95% CI of the difference from Default")
     axes[-1].legend(title="team", loc="upper left", bbox_to_anchor=(1.02, 1))
-    return caption(fig, "Error bars: task-clustered SE (CR1) over the sessions with a value, levels (task "
-                        "difficulty included), not paired differences: the contrasts figure tests those; "
-                        f"'no interval': fewer than two tasks. Analysis plan {means['plan_hash'].iloc[0]}.",
-                   scores_warning(table))
+    return caption(fig, "Bars: 95% CI of each structure's paired difference from Default of the same team "
+                        "(task-clustered SE, t on tasks - 1 df, unadjusted), drawn around its mean; Default and "
+                        "Single are the reference (no bar); 'no interval': fewer than two tasks with pairs. "
+                        f"Analysis plan {means['plan_hash'].iloc[0]}.", scores_warning(table))
 
 
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
