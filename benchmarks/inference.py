@@ -145,12 +145,7 @@ def null_grid(rng: np.random.Generator) -> pd.DataFrame:
     interaction = rng.normal(0, INTERACTION_SD, (TASKS, 2))[:, :, None]
     y = 0.5 + task + interaction + rng.normal(0, NOISE_SD, (TASKS, 2, SEEDS))
     y[rng.random(y.shape) < MISSING] = np.nan
-    t, v, s = (a.ravel() for a in np.meshgrid(np.arange(TASKS), np.arange(2), np.arange(SEEDS), indexing="ij"))
-    variant = np.where(v == 0, A, B)
-    return pd.DataFrame({"session_id": [f"{x}-t{i}-s{j}" for x, i, j in zip(variant, t, s)],
-                         "task_id": [f"t{i}" for i in t], "variant": variant,
-                         "structure": [x.split("-")[0] for x in variant], "composition": "dr", "seed": s,
-                         METRIC: y.ravel()})
+    return as_table(y)
 
 
 def naive_paired(table: pd.DataFrame) -> tuple[float, float, float]:
