@@ -21,7 +21,6 @@ from colabkit.analysis import (
     gate_summary,
     load_score_table,
     rubber_stamp_rate,
-    standard_error,
     study_table,
 )
 from colabkit.analysis.gates import JUDGE_LABELS
@@ -45,14 +44,6 @@ def small_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_standard_error_over_sessions_by_hand():
-    # default-d: 0.5 0.7 0.2 0.4 0.9 (the NaN is dropped), mean 2.7 / 5 = 0.54
-    # squared deviations .0016 + .0256 + .1156 + .0196 + .1296 = .292; var = .292 / 4 = .073
-    expected = math.sqrt(0.073 / 5)  # 0.12083
-    assert standard_error([0.5, 0.7, 0.2, 0.4, 0.9, NAN]) == pytest.approx(expected, abs=1e-12)
-    assert math.isnan(standard_error([0.3, NAN]))  # one value: no SE, not 0
-
-
 def test_task_clustered_standard_error_by_hand_and_as_statsmodels_has_it():
     values, tasks = [0.5, 0.7, 0.2, 0.4, 0.9, NAN], ["t1", "t1", "t2", "t2", "t3", "t3"]
     # residuals from 0.54 summed per task: t1 -.04 + .16 = .12, t2 -.34 - .14 = -.48, t3 .36
@@ -65,21 +56,21 @@ def test_task_clustered_standard_error_by_hand_and_as_statsmodels_has_it():
     assert math.isnan(clustered_standard_error([0.1, 0.2], ["t1", "t1"]))  # one cluster
 
 
-def test_the_study_table_reports_mean_se_and_task_se_per_variant():
+def test_the_study_table_reports_mean_and_task_se_per_variant_never_a_session_se():
     table = study_table(small_table(), metrics=["performance", "delivered"])
     row = table[(table["variant"] == "default-d") & (table["metric"] == "performance")].iloc[0]
     assert (row["n"], row["n_tasks"]) == (5, 3)
     assert row["mean"] == pytest.approx(0.54)
-    assert row["se"] == pytest.approx(math.sqrt(0.073 / 5))
+    assert "se" not in table.columns  # an SE over sessions treats a task's seeds as independent
     assert row["se_task"] == pytest.approx(math.sqrt(1.5 * 0.3744) / 5)
     delivered = table[(table["variant"] == "default-d") & (table["metric"] == "delivered")].iloc[0]
     assert delivered["mean"] == pytest.approx(5 / 6) and delivered["n"] == 6  # a rate over all sessions
     assert list(table["variant"].unique()) == ["default-d", "scaffolded-d"]  # the study's order
     wide = format_study_table(table)
-    assert wide.loc["default-d", "Performance"] == "0.54 ± 0.12 [0.15] (n=5)"
-    assert list(wide.columns) == ["sessions", "Performance", "Delivery", "judge_grade", "judge_reliable"]
+    assert wide.loc["default-d", "Performance"] == "0.54 ± 0.15 (n=5, 3 tasks)"
+    assert list(wide.columns) == ["sessions", "Performance", "Delivery", "judge_grade", "judge_reliable", "plan_hash"]
     one = format_study_table(study_table(small_table().query("seed == 0 and task_id == 't1'"), ["performance"]))
-    assert one.loc["default-d", "Performance"] == "0.50 (n=1)"  # one session: no SE to show
+    assert one.loc["default-d", "Performance"] == "0.50 (n=1, 1 task)"  # one session: no SE to show
 
 
 def test_gate_summary_and_rubber_stamps_by_hand():
@@ -132,7 +123,7 @@ def test_figures_of_a_small_grid(variants):
     assert [ax.get_title() for ax in fig.axes] == ["H_init,norm", "S_hyp", "Performance", "HMS"]
     assert figure_bytes(ablation_figure(scores, WORK_METRICS), "svg").startswith(b"<?xml")
     texts = [t.get_text() for t in fig.texts]
-    assert any(t.startswith("Error bars: task-clustered SE") for t in texts)  # said in the caption
+    assert any(t.startswith("Bars: 95% CI of each structure's paired difference") for t in texts)  # said so
     assert any("JUDGE NOT RELIABLE" in t for t in texts)  # the constructed judge is plumbing-grade
     assert any(a.get_text() == "no interval" for ax in fig.axes for a in ax.texts)  # one task: no interval
     table = contrasts(scores, metrics=["performance"])
@@ -181,7 +172,7 @@ def test_figures_of_the_demo_grid_name_empty_panels_and_missing_compositions():
     quality_caption = " ".join(t.get_text() for t in ablation_figure(scores).texts)
     work_caption = " ".join(t.get_text() for t in work.texts)
     assert "JUDGE NOT RELIABLE" in quality_caption  # judged metrics: the plumbing judge is said
-    assert "JUDGE NOT RELIABLE" not in work_caption and "Error bars" in work_caption  # no judged metric
+    assert "JUDGE NOT RELIABLE" not in work_caption and "Bars:" in work_caption  # no judged metric
 
 
 def test_the_contrast_figure_has_one_x_label_and_no_point_on_a_panel_edge():
@@ -191,7 +182,7 @@ def test_the_contrast_figure_has_one_x_label_and_no_point_on_a_panel_edge():
     table = contrasts(scores, metrics=["performance", "hms", "s_hyp", "w_total"])
     table = table[table["family"] == "scaffolded-default"]
     fig = contrast_figure(table)
-    assert fig.get_supxlabel() == "paired difference (95% CI, task-clustered)"
+    assert fig.get_supxlabel() == "paired difference (CI, task-clustered)"
     assert all(ax.get_xlabel() == "" for ax in fig.axes)  # not once per panel, running into each other
     for ax, metric in zip(fig.axes, dict.fromkeys(table["metric"])):
         rows = table[table["metric"] == metric]
@@ -202,3 +193,26 @@ def test_the_contrast_figure_has_one_x_label_and_no_point_on_a_panel_edge():
     assert "JUDGE NOT RELIABLE" in " ".join(t.get_text() for t in fig.texts)
     work_only = contrast_figure(contrasts(scores, metrics=["w_total"]).query("family == 'scaffolded-default'"))
     assert "JUDGE NOT RELIABLE" not in " ".join(t.get_text() for t in work_only.texts)
+
+
+def test_ablation_bars_are_paired_difference_intervals():
+    """A structure's bar is the 95% CI half-width of its paired difference from Default of the
+    same team (task_contrast), not the SE of its level (which carries task difficulty)."""
+    from colabkit.analysis import ablation_figure, task_contrast
+
+    scores = score_table(n_tasks=6, seeds=3)
+    fig = ablation_figure(scores, ["performance"])
+    ax = fig.axes[0]
+    d_bars = ax.containers[1]  # after single ("none"), team "d": default, scaffolded, memory, preassigned
+    segments = d_bars.lines[2][0].get_segments()
+    halves = [(seg[1][1] - seg[0][1]) / 2 for seg in segments]
+    expected = []
+    for structure in ("default", "scaffolded", "memory", "preassigned"):
+        if structure == "default":
+            expected.append(0.0)
+            continue
+        row = task_contrast(scores, f"{structure}-d", "default-d", "performance")
+        expected.append((row["ci_high"] - row["ci_low"]) / 2)
+    assert halves == pytest.approx(expected)
+    level_se = study_table(scores, ["performance"]).query("variant == 'scaffolded-d'")["se_task"].item()
+    assert halves[1] != pytest.approx(1.96 * level_se, rel=0.05)

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
+import pytest
 from helpers.score_tables import score_table
 
-from colabkit.analysis import by_termination, termination_contrast, termination_rules
+from colabkit.analysis import (
+    DECOMPOSITION,
+    analysis_plan,
+    by_termination,
+    termination_contrast,
+    termination_interaction,
+    termination_rules,
+)
 
 
 def both_rules(shift: float = 0.1) -> pd.DataFrame:
@@ -28,7 +37,7 @@ def test_the_contrast_is_all_sides_minus_either_side_on_the_same_task_and_seed()
     mean = scores.loc[(scores["variant"] == "single") & (scores["termination"] == "either_side"), "hms"].mean()
     assert math.isclose(single["mean_either_side"], mean) and math.isclose(single["mean_all_sides"], mean - 0.1)
     perf = table[table["metric"] == "performance"]
-    assert (perf["diff"] == 0).all() and perf["p_unadjusted"].isna().all()  # no spread: no test
+    assert (perf["diff"] == 0).all() and (perf["p_unadjusted"] == 1).all()  # no spread, no shift: p = 1
     assert (table["n_tasks"] == 4).all()  # tested at the task level: 4 tasks, 8 pairs
 
 
@@ -39,3 +48,26 @@ def test_the_studys_tables_take_one_rule_and_a_one_rule_table_is_left_alone():
     one = score_table(n_tasks=2, seeds=1)
     assert termination_rules(one) == [] and by_termination(one) is one
     assert termination_contrast(one).empty
+
+
+def both_rules_shifting(shift: float) -> pd.DataFrame:
+    """Both rules; under all_sides every scaffolded session gains `shift` (+ noise), default none."""
+    either = score_table(n_tasks=8, seeds=2).assign(termination="either_side")
+    noise = np.random.default_rng(3).normal(0, 0.01, len(either))
+    gain = np.where(either["structure"] == "scaffolded", shift, 0.0) + noise
+    other = either.assign(termination="all_sides", session_id=either["session_id"] + "-all",
+                          performance=either["performance"] + gain)
+    return pd.concat([either, other], ignore_index=True)
+
+
+def test_the_interaction_is_the_change_of_the_contrast_between_rules_tested_for_equivalence():
+    plan = analysis_plan(metrics=["performance"])
+    same = termination_interaction(both_rules_shifting(0.0), DECOMPOSITION[:1], plan=plan)
+    assert len(same) == 3 and same["equivalent"].all() and (same["margin"] == 0.05).all()
+    assert ((same["ci90_low"] > -0.05) & (same["ci90_high"] < 0.05)).all()
+    moved = termination_interaction(both_rules_shifting(0.1), DECOMPOSITION[:1], plan=plan)
+    assert not moved["equivalent"].any() and moved["interaction"].between(0.08, 0.12).all()
+    row = moved.iloc[0]  # by hand: the diff of the contrast under each rule
+    assert row["interaction"] == pytest.approx(row["diff_all_sides"] - row["diff_either_side"])
+    assert set(moved["plan_hash"]) == {plan.plan_hash}
+    assert termination_interaction(score_table(n_tasks=2, seeds=1), plan=plan).empty

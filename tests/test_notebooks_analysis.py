@@ -45,7 +45,7 @@ PARAMETERS = {
     "realism": ["experiment", "results", "people", "cogym", "out"],
 }
 TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
-          "living_memory", "simulator_effect", "contrasts_by_simulator")
+          "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 
 
@@ -113,12 +113,14 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     formatted = pd.read_csv(out / "study_table_formatted.csv")
     assert formatted["variant"].tolist()[:2] == ["single", "default-d"] and len(formatted) == 13
     assert "Performance" in formatted.columns and formatted["Performance"].str.contains(" ± ").all()
-    assert formatted["Performance"].str.endswith("(n=18)").all()  # each cell's own n
+    assert formatted["Performance"].str.endswith("(n=18, 6 tasks)").all()  # each cell's own n, and its tasks
     assert {"judge_grade", "judge_reliable"} <= set(study.columns) & set(formatted.columns)
     contrasts = pd.read_csv(out / "contrasts.csv")
-    assert list(contrasts.columns) == [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable"] and len(contrasts) == 3 * 7
+    columns = [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable", "plan_hash"]
+    assert list(contrasts.columns) == columns and len(contrasts) == 3 * 7
     assert set(contrasts["a"]) == {"scaffolded-d", "scaffolded-r", "scaffolded-dr"}
-    assert set(contrasts["family"]) == {"scaffolded-default"}
+    assert contrasts.groupby("family").size().to_dict() == {"primary": 3, "scaffolded-default": 3 * 6}
+    assert contrasts["p_signflip"].notna().all() and contrasts["plan_hash"].nunique() == 1
     decomposition = pd.read_csv(out / "decomposition.csv")  # one table, one Holm family
     assert len(decomposition) == 3 * (len(DECOMPOSITION) - 1) * 7 and set(decomposition["family"]) == {"decomposition"}
     power = pd.read_csv(out / "power.csv")
@@ -126,6 +128,10 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert (power["tasks_needed"] >= 2).all() and power["answer"].str.contains("tasks x").all()
     html = [o.get("data", {}).get("text/html", "") for c in code_cells(nb) for o in c.outputs]
     assert any("JUDGE NOT RELIABLE" in h for h in html)  # the constructed judge: plumbing-grade, failed
+    texts = [o.get("text", "") for c in code_cells(nb) for o in c.outputs if o.get("output_type") == "stream"]
+    assert any("NO analysis_plan.json" in t for t in texts)  # no plan written before the data: said so
+    first = next(h for h in html if "p_signflip" in h)  # the first contrast shown is the primary result
+    assert first.count("<tr") == 1 + 3 and "performance" in first and "hms" not in first
     shown = next(h for h in html if "self-chosen vs assigned gates" in h)  # every decomposition row rendered
     assert shown.count("<tr") == 1 + len(decomposition) and "..." not in shown
     for figure in FIGURES:
@@ -167,6 +173,8 @@ def test_ablations_compares_the_two_termination_rules_when_both_ran(tmp_path):
     rules = pd.read_csv(out / "termination.csv")
     perf = rules[rules["metric"] == "performance"]
     assert len(perf) == 13 and (perf["n_pairs"] == 18).all() and (perf["diff"] > 0).all()
+    interaction = pd.read_csv(out / "termination_interaction.csv")  # every planned contrast, TOST per row
+    assert len(interaction) == 3 * len(DECOMPOSITION) * 7 and interaction["margin"].notna().all()
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,10 @@
 pandas in, tables and matplotlib figures out, and no file writes: notebooks and the batch
 save what this layer returns (`artefacts` renders it to bytes for an atomic write).
 
-- `study_table` / `format_study_table`: per variant, mean ± SE over sessions and the
-  task-clustered SE of H_init,norm, S_hyp, Performance, HMS, W_total, W_human, delivery,
+- `analysis_plan` / `read_plan`: the analysis plan fixed before the data (families,
+  primary endpoint, alpha, gate, tests, power); every table carries its `plan_hash`.
+- `study_table` / `format_study_table`: per variant, mean ± task-clustered SE (n sessions,
+  n tasks) of H_init,norm, S_hyp, Performance, HMS, W_total, W_human, delivery,
   each cell with its own n, and the judge's grade and reliability.
 - `contrasts`: per composition, the paired difference with a task-clustered test (t on
   tasks - 1 df, Holm-adjusted within its family, `FAMILIES`) and a mixed model with a random
@@ -30,11 +32,31 @@ from colabkit.analysis.figures import (
     gate_figure,
 )
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
-from colabkit.analysis.inference.contrasts import contrasts, mixed_model_contrast, paired_differences, task_contrast
+from colabkit.analysis.inference.contrasts import (
+    SHOWN_COLUMNS,
+    contrasts,
+    mixed_model_contrast,
+    paired_differences,
+    task_contrast,
+)
 from colabkit.analysis.inference.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
-from colabkit.analysis.inference.power import power_table, seeds_needed, tasks_needed, variance_components
-from colabkit.analysis.inference.stats import clustered_standard_error, format_study_table, standard_error, study_table
-from colabkit.analysis.inference.termination import by_termination, termination_contrast, termination_rules
+from colabkit.analysis.inference.plan import (
+    AnalysisPlan,
+    analysis_plan,
+    plan_for,
+    plan_summary,
+    planned_tests,
+    read_plan,
+)
+from colabkit.analysis.inference.power import power_of, power_table, seeds_needed, tasks_needed, variance_components
+from colabkit.analysis.inference.signflip import sign_flip_p
+from colabkit.analysis.inference.stats import clustered_standard_error, format_study_table, study_table
+from colabkit.analysis.inference.termination import (
+    by_termination,
+    termination_contrast,
+    termination_interaction,
+    termination_rules,
+)
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
 from colabkit.analysis.scores import (
@@ -53,9 +75,12 @@ __all__ = [
     "MEMORY_DYNAMICS_COLUMNS",
     "QUALITY_METRICS",
     "RATE_METRICS",
+    "SHOWN_COLUMNS",
     "STUDY_METRICS",
     "WORK_METRICS",
+    "AnalysisPlan",
     "ablation_figure",
+    "analysis_plan",
     "artefacts",
     "banner_html",
     "by_termination",
@@ -77,16 +102,22 @@ __all__ = [
     "memory_versions",
     "mixed_model_contrast",
     "paired_differences",
+    "plan_for",
+    "plan_summary",
+    "planned_tests",
+    "power_of",
     "power_table",
+    "read_plan",
     "read_score_table",
     "rubber_stamp_rate",
     "scores_warning",
     "seeds_needed",
-    "standard_error",
+    "sign_flip_p",
     "study_table",
     "task_contrast",
     "tasks_needed",
     "termination_contrast",
+    "termination_interaction",
     "termination_rules",
     "variance_components",
     "variant_order",

@@ -25,9 +25,12 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from scipy import stats as scipy_stats
 
 from colabkit.analysis.gates import check_gates, gate_summary
-from colabkit.analysis.inference.stats import study_table
+from colabkit.analysis.inference.contrasts import paired_differences
+from colabkit.analysis.inference.plan import AnalysisPlan
+from colabkit.analysis.inference.stats import clustered_standard_error, study_table
 from colabkit.analysis.judging import judge_status, judge_warning, scores_warning
 from colabkit.analysis.scores import COMPOSITIONS, METRIC_LABELS, STRUCTURES, check_scores
 from colabkit.evaluation import scorers_for
@@ -67,12 +70,30 @@ def _no_interval(ax: Axes, x: float, y: float) -> None:
     ax.annotate("no interval", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color="grey")
 
 
-def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS) -> Figure:
-    """Mean ± task-clustered SE per coordination structure, a line per team composition, a
-    panel per metric."""
+def _paired_half_widths(table: pd.DataFrame, cells: pd.DataFrame, metric: str) -> list[float]:
+    """Per cell: the 95% half-width of its paired difference from Default of its composition
+    (task-clustered SE, t on tasks - 1 df); NaN for Default, Single and cells without two tasks."""
+    widths = []
+    for cell in cells.itertuples():
+        if cell.structure in ("default", "single"):
+            widths.append(float("nan"))
+            continue
+        d = paired_differences(table, str(cell.variant), f"default-{cell.composition}", metric)
+        tasks = d["task_id"].nunique()
+        se = clustered_standard_error(d["d"], d["task_id"]) if tasks >= 2 else float("nan")
+        widths.append(float(scipy_stats.t.ppf(0.975, tasks - 1)) * se if tasks >= 2 else float("nan"))
+    return widths
+
+
+def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS,
+                    plan: AnalysisPlan | None = None) -> Figure:
+    """Mean per coordination structure, a line per team composition, a panel per metric; a
+    structure's bar is the 95% interval of its paired difference from Default of the same
+    composition (task-clustered), drawn around its mean: a bar that misses Default's point is a
+    difference the unadjusted paired test finds. The caption names the analysis plan."""
     metrics = list(metrics)
     table = check_scores(scores, metrics)
-    means = study_table(table, metrics)
+    means = study_table(table, metrics, plan=plan)
     structures = [s for s in STRUCTURES if s in set(table["structure"])]
     compositions = [c for c in COMPOSITIONS if c in set(table["composition"])]
     palette = dict(zip(compositions, sns.color_palette(n_colors=len(compositions))))
@@ -89,25 +110,29 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
         for offset, composition in zip(offsets, compositions):
             cells = rows[(rows["composition"] == composition) & rows["mean"].notna()]
             x = [structures.index(s) + offset for s in cells["structure"]]
-            ax.errorbar(x, cells["mean"], yerr=cells["se_task"].fillna(0), fmt="o", capsize=3,
+            widths = _paired_half_widths(table, cells, metric)
+            ax.errorbar(x, cells["mean"], yerr=np.nan_to_num(widths), fmt="o", capsize=3,
                         color=palette[composition], label=composition)
-            for xi, cell in zip(x, cells.itertuples()):
-                if cell.n_tasks < 2:
+            for xi, cell, width in zip(x, cells.itertuples(), widths):
+                if cell.structure not in ("default", "single") and np.isnan(width):
                     _no_interval(ax, xi, cell.mean)
         ax.set_xticks(range(len(structures)), structures, rotation=30)
         ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.set_ylabel("mean ± task-clustered SE")
+        ax.set_ylabel("mean; bar: 95% CI of the difference from Default")
         ax.set_xlim(-0.5, len(structures) - 0.5)  # every structure's place, with or without a point
         ax.margins(y=0.15)
     axes[-1].legend(title="team", loc="upper left", bbox_to_anchor=(1.02, 1))
-    return caption(fig, "Error bars: task-clustered SE (CR1) over the sessions with a value; "
-                        "'no interval': fewer than two tasks.",
+    return caption(fig, "Bars: 95% CI of each structure's paired difference from Default of the same team "
+                        "(task-clustered SE, t on tasks - 1 df, unadjusted), drawn around its mean; Default and "
+                        "Single are the reference (no bar); 'no interval': fewer than two tasks with pairs. "
+                        f"Analysis plan {means['plan_hash'].iloc[0]}.",
                    scores_warning(table) if judged_metrics(metrics) else None)
 
 
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
-    """Forest plot of A - B per composition (mean paired difference and its 95% CI from the
-    task-clustered SE on G - 1 df), a panel per metric."""
+    """Forest plot of A - B per composition (mean paired difference and its interval from the
+    task-clustered SE on G - 1 df: simultaneous over its Holm family when the table has them,
+    else 95% unadjusted, said so), a panel per metric; the caption names the analysis plan."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
     warning = judge_warning(*judge_status(contrast_table)) if judged_metrics(metrics) else None
     if not metrics:  # the grid has no pair of variants to contrast
@@ -117,10 +142,12 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(2.2 * len(metrics) + 2, 0.5 * contrast_table.groupby("metric").size().max() + 1.5),
                  layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
+    low, high = ("sim_ci_low", "sim_ci_high") if "sim_ci_low" in contrast_table.columns else ("ci_low", "ci_high")
+    kind = "simultaneous over each Holm family (Bonferroni)" if low == "sim_ci_low" else "95%, unadjusted"
     for ax, metric in zip(axes, metrics):  # every metric has the same rows, in the same order
         rows = contrast_table[contrast_table["metric"] == metric].reset_index(drop=True)
         ax.errorbar(rows["diff"], range(len(rows)), fmt="o", color="black", capsize=3,
-                    xerr=[(rows["diff"] - rows["ci_low"]).fillna(0), (rows["ci_high"] - rows["diff"]).fillna(0)])
+                    xerr=[(rows["diff"] - rows[low]).fillna(0), (rows[high] - rows["diff"]).fillna(0)])
         for y, row in rows.iterrows():
             if np.isnan(row["ci_low"]) and not np.isnan(row["diff"]):
                 _no_interval(ax, row["diff"], float(y))
@@ -133,9 +160,10 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
         ax.set_title(METRIC_LABELS.get(metric, metric))
         ax.margins(x=0.2)  # no point or interval end on the panel's edge
         ax.locator_params(axis="x", nbins=4)
-    fig.supxlabel("paired difference (95% CI, task-clustered)", fontsize=10)  # one label for every panel
-    return caption(fig, "Intervals: task-clustered SE (CR1), t on tasks - 1 df; 'no interval': fewer than "
-                        "two tasks or no spread.", warning)
+    fig.supxlabel("paired difference (CI, task-clustered)", fontsize=10)  # one label for every panel
+    plan = f" Analysis plan {contrast_table['plan_hash'].iloc[0]}." if "plan_hash" in contrast_table.columns else ""
+    return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; 'no interval': fewer "
+                        f"than two tasks or no spread.{plan}", warning)
 
 
 def gate_figure(gates: pd.DataFrame) -> Figure:

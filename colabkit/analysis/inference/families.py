@@ -1,19 +1,19 @@
 """The contrasts the suite reports, and their multiple-comparison families, defined once.
 
-Every reported table is one Holm family, and every test belongs to exactly one family, so a
-test has one adjusted p wherever it is shown:
+Every test belongs to exactly one Holm family, so a test has one adjusted p wherever it is
+shown. The structure pairs (`FAMILIES`) are fixed here; which tests a family holds is fixed by
+the analysis plan (`colabkit.analysis.inference.plan`: the planned variants x the planned
+metrics), never by the data:
 
-- `scaffolded-default`: the study's contrast, Scaffolded - Default, per composition and
-  metric (the contrasts table);
+- `primary`: the primary endpoint, Performance, Scaffolded - Default per composition;
+- `scaffolded-default`: the study's contrast on the other planned metrics;
 - `decomposition`: the four diagnostic components (memory alone, assigned gates alone,
-  self-chosen gates given memory, self-chosen vs assigned), per composition and metric (the
-  decomposition table). Its "total" row is the study's contrast and carries that family's p;
+  self-chosen gates given memory, self-chosen vs assigned), per composition and metric;
 - `living-memory`: beyond the study, Dynamic - Scaffolded per composition and metric, where an
-  experiment has the Dynamic variants (`experiments/dynamic.yaml`): what a living memory does.
+  experiment plans the Dynamic variants (`experiments/dynamic.yaml`): what a living memory does.
 
-A family is every (pair, composition, metric) of its pairs whose two variants are in the
-grid, for the metrics asked; a test that could not be run (too few tasks, no spread) still
-counts, as p = 1, so a failure never makes a family smaller and its other tests easier.
+A planned test that could not be run (absent variant or metric, too few tasks) still counts,
+as p = 1, so a failure never makes a family smaller and its other tests easier.
 """
 
 from __future__ import annotations
@@ -37,15 +37,6 @@ FAMILIES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "decomposition": DECOMPOSITION[1:],
     "living-memory": DYNAMIC_CONTRASTS,
 }
-
-
-def family_of(structure_a: str, structure_b: str) -> str:
-    """The family of the contrast A - B (structures, e.g. 'scaffolded', 'default')."""
-    for name, pairs in FAMILIES.items():
-        if any((a, b) == (structure_a, structure_b) for a, b, _ in pairs):
-            return name
-    known = ", ".join(f"{a}-{b}" for pairs in FAMILIES.values() for a, b, _ in pairs)
-    raise ValueError(f"no family holds the contrast {structure_a} - {structure_b}; known: {known}")
 
 
 def holm(p_values: pd.Series | np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:

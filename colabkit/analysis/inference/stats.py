@@ -1,8 +1,9 @@
 """Means with their standard errors: over sessions, and clustered by task.
 
-The study reports mean ± SE over sessions (38 tasks x 3 seeds per variant). Sessions of the
-same task are not independent (a hard task is hard for every seed), so the table also gives
-the task-clustered SE, the cluster-robust (CR1) standard error of the mean:
+The study's table reports each mean with its task-clustered SE, never an SE over sessions:
+sessions of the same task are not independent (a hard task is hard for every seed), and the
+SE over the 114 sessions of a variant is about 38% too small under the benchmark's generating
+model. The task-clustered SE is the cluster-robust (CR1) standard error of the mean:
 
     SE_cl = sqrt( G/(G-1) * sum_g (sum_{i in g} (y_i - mean))^2 ) / N
 
@@ -20,17 +21,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
 from colabkit.analysis.judging import with_judge_columns
 from colabkit.analysis.scores import METRIC_LABELS, STUDY_METRICS, check_scores, variant_order
 
-STUDY_COLUMNS = ("variant", "structure", "composition", "metric", "n", "n_tasks", "mean", "se", "se_task",
-                 "judge_grade", "judge_reliable")
-
-
-def standard_error(values: Sequence[float] | pd.Series) -> float:
-    """sd (n-1 denominator) / sqrt(n) of the non-missing values; NaN below two values."""
-    y = pd.Series(values, dtype="float64").dropna()
-    return float(y.std(ddof=1) / math.sqrt(len(y))) if len(y) >= 2 else math.nan
+STUDY_COLUMNS = ("variant", "structure", "composition", "metric", "n", "n_tasks", "mean", "se_task",
+                 "judge_grade", "judge_reliable", "plan_hash")
 
 
 def clustered_standard_error(values: Sequence[float] | pd.Series, clusters: Sequence[object] | pd.Series) -> float:
@@ -44,9 +40,10 @@ def clustered_standard_error(values: Sequence[float] | pd.Series, clusters: Sequ
     return float(math.sqrt(g / (g - 1) * float((residual_sums**2).sum())) / n)
 
 
-def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) -> pd.DataFrame:
-    """One row per variant and metric: n, tasks, mean, SE over sessions, task-clustered SE,
-    and the grade and reliability of the judge behind the variant's scores.
+def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS,
+                plan: AnalysisPlan | None = None) -> pd.DataFrame:
+    """One row per variant and metric: n sessions, n tasks, mean, task-clustered SE, the grade
+    and reliability of the judge behind the variant's scores, and the plan's hash.
 
     Long format (columns `STUDY_COLUMNS`), variants in the study's order; `format_study_table`
     gives the paper's wide layout.
@@ -63,16 +60,16 @@ def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS) ->
                 "variant": name, "structure": structure, "composition": composition, "metric": metric,
                 "n": len(present), "n_tasks": present["task_id"].nunique(),
                 "mean": float(present[metric].mean()) if len(present) else math.nan,
-                "se": standard_error(present[metric]),
                 "se_task": clustered_standard_error(present[metric], present["task_id"]),
             })
-    return with_judge_columns(pd.DataFrame(rows, columns=list(STUDY_COLUMNS[:-2])), table)
+    return with_plan(with_judge_columns(pd.DataFrame(rows, columns=list(STUDY_COLUMNS[:-3])), table),
+                     plan or AnalysisPlan())
 
 
 def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """The paper's layout: a row per variant, a column per metric, "mean ± SE [task SE] (n)".
+    """The paper's layout: a row per variant, a column per metric, "mean ± task SE (n, tasks)".
 
-    Each cell shows its own n (sessions with a value of that metric: a judged metric can have
+    The interval is the task-clustered SE; each cell shows its own n (sessions with a value of that metric: a judged metric can have
     fewer than the variant's sessions), a statistic that cannot be computed is left out of its
     cell, and a metric no session has (H_init,norm of the single agent) shows "–". The last
     columns are the judge's grade and reliability behind the variant's scores.
@@ -81,9 +78,8 @@ def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
         if np.isnan(row["mean"]):
             return "–"
         text = f"{row['mean']:.{digits}f}"  # one session has no SE: the mean alone, never "± nan"
-        text += f" ± {row['se']:.{digits}f}" if not np.isnan(row["se"]) else ""
-        text += f" [{row['se_task']:.{digits}f}]" if not np.isnan(row["se_task"]) else ""
-        return f"{text} (n={row['n']})"
+        text += f" ± {row['se_task']:.{digits}f}" if not np.isnan(row["se_task"]) else ""
+        return f"{text} (n={row['n']}, {row['n_tasks']} task{'' if row['n_tasks'] == 1 else 's'})"
 
     shown = table.assign(cell=table.apply(cell, axis=1),
                          label=table["metric"].map(lambda m: METRIC_LABELS.get(m, m)))
@@ -96,4 +92,6 @@ def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
     if {"judge_grade", "judge_reliable"} <= set(table.columns):
         judge = table.groupby("variant")[["judge_grade", "judge_reliable"]].first()
         wide = wide.join(judge)
+    if "plan_hash" in table.columns:
+        wide["plan_hash"] = table["plan_hash"].iloc[0]
     return wide

@@ -1,0 +1,175 @@
+"""The analysis plan fixes the families before the data; the sign-flip test beside the t; the
+plan's hash on every table and figure."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers.score_tables import score_table
+
+from colabkit.analysis import (
+    DECOMPOSITION,
+    analysis_plan,
+    contrast_figure,
+    contrasts,
+    format_study_table,
+    holm,
+    planned_tests,
+    power_table,
+    read_plan,
+    sign_flip_p,
+    study_table,
+    termination_contrast,
+)
+from colabkit.errors import ColabkitError
+
+METRICS = ["performance", "hms"]
+KEY = ["a", "b", "metric"]
+
+
+def adjusted(table: pd.DataFrame) -> pd.Series:
+    return table.set_index(KEY)["p_holm"]
+
+
+def test_the_plan_fixes_families_from_planned_variants_and_metrics():
+    plan = analysis_plan(metrics=METRICS)
+    tests = planned_tests(plan)
+    sizes = tests["family"].value_counts().to_dict()
+    # primary: performance x 3 compositions; the pair's other metric; 4 components x 3 x 2; dynamic 3 x 2
+    assert sizes == {"primary": 3, "scaffolded-default": 3, "decomposition": 24, "living-memory": 6}
+    assert plan.first_step_alpha == pytest.approx(0.05 / 3)
+    paper = analysis_plan([v for v in plan.variants if not v.startswith("dynamic")], metrics=METRICS)
+    assert "living-memory" not in set(planned_tests(paper)["family"])
+    assert paper.plan_hash != plan.plan_hash and len(plan.plan_hash) == 12
+    with pytest.raises(ColabkitError, match="unknown metric"):
+        analysis_plan(metrics=["performance", "nonsense"])
+
+
+def test_the_same_contrast_has_the_same_adjusted_p_whatever_metrics_are_asked():
+    scores = score_table()
+    plan = analysis_plan(metrics=METRICS)
+    both = adjusted(contrasts(scores, DECOMPOSITION, metrics=METRICS, plan=plan, mixed_families=()))
+    for metric in METRICS:
+        alone = adjusted(contrasts(scores, DECOMPOSITION, metrics=[metric], plan=plan, mixed_families=()))
+        assert len(alone) == 15
+        assert np.allclose(alone, both.loc[alone.index], equal_nan=True)
+
+
+def test_the_same_contrast_has_the_same_adjusted_p_whatever_variants_are_present():
+    scores = score_table()
+    plan = analysis_plan(metrics=METRICS)
+    full = contrasts(scores, DECOMPOSITION, plan=plan, mixed_families=())
+    missing = scores[scores["variant"] != "preassigned-d"]
+    part = contrasts(missing, DECOMPOSITION, plan=plan, mixed_families=())
+    assert len(part) == len(full) - 2 * 2  # preassigned-d's two pairs x two metrics are not shown
+    # the absent tests count as p = 1: no other test's adjusted p moves down
+    joined = full.merge(part, on=KEY, suffixes=("", "_part"))
+    assert (joined["p_holm_part"] >= joined["p_holm"] - 1e-12).all()
+    # p = 1 in place of the absent tests, by hand: Holm over the family with them set to 1
+    family = full[full["family"] == "decomposition"].copy()
+    absent = (family["a"] == "preassigned-d") | (family["b"] == "preassigned-d")
+    by_hand = holm(family["p_unadjusted"].where(~absent, 1.0).to_numpy())[0][~absent.to_numpy()]
+    shown = part[part["family"] == "decomposition"]
+    assert np.allclose(shown["p_holm"], by_hand)
+
+
+def test_secondary_families_pass_only_through_the_gate():
+    scores = score_table()
+    strict = contrasts(scores, DECOMPOSITION[:2], metrics=METRICS, plan=analysis_plan(metrics=METRICS),
+                       mixed_families=())
+    primary = strict[strict["family"] == "primary"]
+    assert not primary["significant_holm"].all()  # the constructed effect is small on 6 tasks
+    secondary = strict[strict["family"] != "primary"]
+    assert not secondary["significant_holm"].any() and secondary["gate"].str.startswith("closed").all()
+    loose = contrasts(scores, DECOMPOSITION[:2], metrics=METRICS, plan=analysis_plan(metrics=METRICS, alpha=0.5, gate="any"),
+                      mixed_families=())
+    assert loose.loc[loose["family"] != "primary", "gate"].str.startswith("open").all()
+
+
+def test_sign_flip_p_by_enumeration():
+    # 5 tasks with 1-2 pairs: the p over all 32 flips, counted by hand with the same statistic
+    d = pd.Series([0.3, 0.1, 0.2, -0.1, 0.4, 0.25, 0.05])
+    tasks = pd.Series(["a", "a", "b", "c", "d", "d", "e"])
+    sums = d.groupby(tasks).sum().to_numpy()
+    counts = d.groupby(tasks).size().to_numpy()
+
+    def t(signs: np.ndarray) -> float:
+        flipped = signs * sums
+        mean = flipped.sum() / counts.sum()
+        se = math.sqrt(5 / 4 * ((flipped - counts * mean) ** 2).sum()) / counts.sum()
+        return abs(mean / se)
+
+    observed = t(np.ones(5))
+    count = sum(t(np.array(s)) >= observed - 1e-12 for s in itertools.product((1.0, -1.0), repeat=5))
+    p, how = sign_flip_p(d, tasks)
+    assert (p, how) == (count / 32, "exact")
+    p_random, how_random = sign_flip_p(d, tasks, flips=20_000, exact_flips=2)
+    assert how_random == "random" and p_random == pytest.approx(p, abs=0.01)
+
+
+def constant_shift(shift: float, n_tasks: int = 8) -> pd.DataFrame:
+    scores = score_table(n_tasks=n_tasks, seeds=2)
+    base = scores.loc[scores["variant"] == "default-dr", "performance"].to_numpy()
+    scores.loc[scores["variant"] == "scaffolded-dr", "performance"] = base + shift
+    return scores
+
+
+@pytest.mark.parametrize("shift", [0.1, 0.1 + 1e-15])  # exact, and the same shift in floating point
+def test_a_constant_shift_is_significant_by_sign_flip(shift):
+    table = contrasts(constant_shift(shift), metrics=["performance"], mixed_families=())
+    row = table[table["a"] == "scaffolded-dr"].iloc[0]
+    assert row["p_signflip"] == pytest.approx(2 / 2**8) and row["signflip"] == "zero spread"
+    assert row["p_unadjusted"] == row["p_signflip"] and "zero spread" in row["note"]
+    assert row["diff"] == pytest.approx(0.1)
+
+
+def test_delivery_one_arm_always_one_the_other_always_zero_is_significant():
+    scores = score_table(n_tasks=10, seeds=2)
+    scores.loc[scores["variant"] == "scaffolded-dr", "delivered"] = True
+    scores.loc[scores["variant"] == "default-dr", "delivered"] = False
+    table = contrasts(scores, metrics=["delivered"], mixed_families=())
+    row = table[table["a"] == "scaffolded-dr"].iloc[0]
+    assert row["p_signflip"] == pytest.approx(2 / 2**10) and row["p_unadjusted"] < 0.05
+
+
+def test_the_plan_hash_appears_on_every_table_and_figure():
+    scores = score_table(n_tasks=4, seeds=2)
+    plan = analysis_plan(metrics=METRICS)
+    both = pd.concat([scores.assign(termination="either_side"),
+                      scores.assign(termination="all_sides", session_id=scores["session_id"] + "-all")])
+    tables = {"study": study_table(scores, METRICS, plan=plan),
+              "contrasts": contrasts(scores, metrics=METRICS, plan=plan, mixed_families=()),
+              "power": power_table(scores, metrics=["performance"], plan=plan),
+              "termination": termination_contrast(both, metrics=METRICS, plan=plan)}
+    for name, table in tables.items():
+        assert set(table["plan_hash"]) == {plan.plan_hash}, name
+    assert format_study_table(tables["study"])["plan_hash"].eq(plan.plan_hash).all()
+    assert (tables["power"]["alpha"] == plan.first_step_alpha).all()
+    figure = contrast_figure(tables["contrasts"])
+    assert any(plan.plan_hash in text.get_text() for text in figure.texts)
+
+
+def test_plan_analysis_writes_the_plan_and_reading_it_checks_its_hash(tmp_path, capsys):
+    from colabkit.cli import main
+
+    config = tmp_path / "exp.yaml"
+    config.write_text("name: tiny\ntasks: {data_root: null, ids: [demo_archaeology/0/0]}\n"
+                      "variants: [default-dr, scaffolded-dr]\nseeds: [0]\nresults: out\n")
+    assert main(["plan-analysis", str(config), "--metrics", "performance,hms", "--alpha", "0.01"]) == 0
+    written = list((tmp_path / "out").glob("*/analysis_plan.json"))
+    assert len(written) == 1
+    document = json.loads(written[0].read_text())
+    plan = read_plan(written[0].parent)
+    assert plan.variants == ("default-dr", "scaffolded-dr") and plan.alpha == 0.01
+    assert document["family_sizes"] == {"primary": 1, "scaffolded-default": 1}
+    assert document["plan_hash"] == plan.plan_hash and plan.plan_hash in capsys.readouterr().out
+    document["plan"]["alpha"] = 0.05  # edited after the fact
+    written[0].write_text(json.dumps(document))
+    with pytest.raises(ColabkitError, match="edited after it was written"):
+        read_plan(written[0])
+    assert main(["plan-analysis", str(tmp_path / "missing.yaml")]) == 2
