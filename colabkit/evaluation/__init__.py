@@ -29,6 +29,7 @@ from colabkit.evaluation.reliability import (
     SanityCheck,
     fleiss_kappa,
     judgement_agreement,
+    pooled_agreement,
     table_agreement,
 )
 from colabkit.evaluation.runner import ScoringReport, ascore_results, score_results
@@ -72,6 +73,7 @@ __all__ = [
     "load_scores",
     "pair_accuracy",
     "performance",
+    "pooled_agreement",
     "read_score",
     "register_scorer",
     "score_results",
