@@ -1,4 +1,4 @@
-"""The two session-end rules side by side: pairs by (variant, task, seed), by hand."""
+"""The session-end rules side by side: pairs by (variant, task, seed), by hand."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def test_the_contrast_is_all_sides_minus_either_side_on_the_same_task_and_seed()
     assert all(math.isclose(d, -0.1, abs_tol=1e-9) for d in hms["diff"])
     single = hms[hms["variant"] == "single"].iloc[0]
     mean = scores.loc[(scores["variant"] == "single") & (scores["termination"] == "either_side"), "hms"].mean()
-    assert math.isclose(single["mean_either_side"], mean) and math.isclose(single["mean_all_sides"], mean - 0.1)
+    assert math.isclose(single["mean_baseline"], mean) and math.isclose(single["mean_rule"], mean - 0.1)
+    assert (table["baseline"] == "either_side").all() and (table["rule"] == "all_sides").all()
     perf = table[table["metric"] == "performance"]
     assert (perf["diff"] == 0).all() and perf["p_unadjusted"].isna().all()  # no spread: no test
     assert (table["n_tasks"] == 4).all()  # tested at the task level: 4 tasks, 8 pairs
@@ -39,3 +40,17 @@ def test_the_studys_tables_take_one_rule_and_a_one_rule_table_is_left_alone():
     one = score_table(n_tasks=2, seeds=1)
     assert termination_rules(one) == [] and by_termination(one) is one
     assert termination_contrast(one).empty
+
+
+def test_with_all_three_rules_the_default_ai_budget_is_the_baseline_of_both_contrasts():
+    two = both_rules()
+    third = two[two["termination"] == "either_side"].assign(
+        termination="ai_budget", session_id=lambda t: t["session_id"] + "-ai", hms=lambda t: t["hms"] + 0.2)
+    scores = pd.concat([two, third], ignore_index=True)
+    assert termination_rules(scores) == ["ai_budget", "either_side", "all_sides"]
+    assert set(by_termination(scores)["termination"]) == {"ai_budget"}
+    hms = termination_contrast(scores, metrics=["hms"])
+    assert len(hms) == 13 * 2 and set(hms["rule"]) == {"either_side", "all_sides"}
+    diffs = hms.groupby("rule")["diff"].mean()
+    assert math.isclose(diffs["either_side"], -0.2, abs_tol=1e-9)
+    assert math.isclose(diffs["all_sides"], -0.3, abs_tol=1e-9)

@@ -16,7 +16,7 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `gate_summary`, `decision_counts`, `rubber_stamp_rate`: the gated-event annotations.
 - `memory_dynamics`, `memory_versions`: how a living memory (Dynamic variants) moved.
 - `ablation_figure`, `contrast_figure`, `gate_figure`: seaborn figures.
-- `termination_contrast`, `by_termination`: the two session-end rules side by side.
+- `termination_contrast`, `by_termination`: the session-end rules side by side.
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
 """
 
