@@ -135,6 +135,10 @@ class _Session:
                                                log=self.log, sample=self.spec.seed, seats=self.seats))
         else:
             self.start_task(None)
+        return await self.rounds()
+
+    async def rounds(self) -> EndedBy:
+        """Task rounds until an end (after `start_task`)."""
         for self.round in range(1, self.spec.settings.max_rounds + 1):
             for pid in round_order(self.team, self.spec.seed, self.round):
                 ended = await self.turn(pid)
@@ -248,14 +252,15 @@ class _Session:
         self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought, time=time.time()))
         return step, {"thought": step.thought, "llm_calls": reply.answer.records, **person}
 
-    async def closing_pass(self, ended_by: EndedBy) -> None:
+    async def closing_pass(self, ended_by: EndedBy) -> EndedBy:
         """Before any end but a finish: each signatory with open requests (gated actions or memory
         updates) gets one decision-only step, off budget, in the seed's closing order; an approved
         action takes effect before the editor is read. The same rule for every variant, so a
-        gated edit proposed at the AI's last step is decided, not lost to the round order."""
+        gated edit proposed at the AI's last step is decided, not lost to the round order.
+        Returns `ended_by`, unchanged."""
         waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
-        if not waiting:
-            return
+        if ended_by not in CLOSING_ENDS or not waiting:
+            return ended_by
         self.emit(SYSTEM, CLOSING_PASS, "info", args={"ended_by": ended_by, "signatories": waiting},
                   result=f"closing pass after the {ended_by} end: {', '.join(waiting)} decide open requests")
         self.closing = True
@@ -270,6 +275,7 @@ class _Session:
                     await self.act(pid, step, spent=True, **fields)
         finally:
             self.closing = False
+        return ended_by
 
     async def act(self, pid: str, step: StepSchema, *, spent: bool = False, **fields: Any) -> bool:
         """Validate and carry out (or hold, or decide) a step; True when a finish took effect."""
@@ -394,9 +400,7 @@ async def run_session(
         detail: dict[str, Any] = {}
         calls: tuple[CallRecord, ...] = ()
         try:
-            ended_by = await session.play()
-            if ended_by in CLOSING_ENDS:
-                await session.closing_pass(ended_by)
+            ended_by = await session.closing_pass(await session.play())
         except BudgetExceeded as exc:
             ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
         except ProviderError as exc:  # the failed call's records stay in the log: attempts are data
