@@ -64,13 +64,17 @@ FACT_RULES: dict[str, Rule] = {
 }
 """Facts not listed (the AI's steps and model calls, the end, the submitted hypothesis) have no
 allowed cause: with the closing pass a gated last edit is submitted as an ungated one is."""
+RULE_FACTS: dict[str, dict[str, Rule]] = {"all_sides": {"behaviour: end": _rule(text=_LATER)}}
+"""Facts a termination rule lets the design change: under "all_sides" a team's session runs
+past the AI's budget until its humans are spent (or idle), so when it ends depends on who is
+there, by that rule's design (the AI's steps still may not differ)."""
 _VOLATILE_PARAMS = ("metadata", "timeout", "api_base")
 
 
-def rule_for(key: str, pid: str) -> Rule:
-    """The causes allowed to change section `key` of participant `pid`'s run."""
+def rule_for(key: str, pid: str, termination: str = "ai_budget") -> Rule:
+    """The causes allowed to change section `key` of participant `pid`'s run under `termination`."""
     if not key.startswith("call "):
-        return FACT_RULES.get(key, NO_CAUSE)
+        return {**FACT_RULES, **RULE_FACTS.get(termination, {})}.get(key, NO_CAUSE)
     name = key.split(": ", 1)[1]
     if name.startswith("Code cells"):
         name = "Timeline"
@@ -152,4 +156,6 @@ def audit_behaviour(specs: Sequence[SessionSpec], task: Task) -> AuditReport:
             runs[spec.variant.name] = run_sections(spec, rehearsal, calls)
         return runs
 
-    return compare(specs, asyncio.run(play_all()), rule_for)
+    rules = {spec.settings.termination for spec in specs}  # one arm: the same settings for every spec
+    termination = rules.pop() if len(rules) == 1 else "ai_budget"
+    return compare(specs, asyncio.run(play_all()), lambda key, pid: rule_for(key, pid, termination))
