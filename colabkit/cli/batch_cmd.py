@@ -67,7 +67,7 @@ def _batch(args: argparse.Namespace) -> int:
     try:
         if args.sessions_only:
             summary = run_experiment(exp, variants=variants, retry_errors=args.retry_errors, progress=not args.quiet)
-            print(summary.line())
+            print(summary.report())
             return 1 if summary.count("failed") else 0
         started = time.time()
         failed = run_batch(exp, notebooks=args.notebooks or REPO_NOTEBOOKS, variants=variants,

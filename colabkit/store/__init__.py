@@ -31,10 +31,12 @@ from colabkit.store.layout import (
     session_dir,
 )
 from colabkit.store.loaders import export_parquet, load_events, load_sessions
+from colabkit.store.outcomes import RUN_OUTCOME_COLUMNS, run_outcomes
 from colabkit.store.records import SessionRecord
 from colabkit.store.sink import JsonlEventSink
 
 __all__ = [
+    "RUN_OUTCOME_COLUMNS",
     "CACHE_DIR",
     "EVENTS_FILE",
     "PROMPTS_FILE",
@@ -52,5 +54,6 @@ __all__ = [
     "is_finished",
     "load_events",
     "load_sessions",
+    "run_outcomes",
     "session_dir",
 ]
