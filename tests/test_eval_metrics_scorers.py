@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from colabkit.evaluation.builtin import scorers_for
 from colabkit.evaluation.judge import Judge, judge_config
-from colabkit.evaluation.scorer import SessionContext, scorers_for
+from colabkit.evaluation.scorer import SessionContext
 from colabkit.llm import Gateway, RetryPolicy
 from colabkit.store import SessionRecord
 from colabkit.tasks import load_tasks

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "colabkit"
-ORDER = ["errors", "hashing", "tasks", "llm", "workspace", "team", "session", "store", "evaluation", "analysis",
+ORDER = ["errors", "hashing", "environment", "tasks", "llm", "workspace", "team", "session", "store", "evaluation", "analysis",
          "runner", "seat", "cli"]
 # `llm` is a base utility beside `tasks`; `analysis` and `runner` both sit on evaluation:
 # neither of a pair needs the other. `seat` (a person at a seat: its widgets and entry points) sits
@@ -62,3 +62,73 @@ def test_gold_is_read_only_by_the_evaluation_layer():
     assert not offenders, f"gold_for used outside colabkit/evaluation and `tasks show`: {offenders}"
     assert [f for f, _ in gold_callers(SHOW_COMMAND[0])] == ["_show"], "the check must see the allowed caller"
     assert any(gold_callers(p) for p in (PACKAGE / "evaluation").rglob("*.py"))
+
+
+def module_graph() -> dict[str, set[str]]:
+    """colabkit's modules and the colabkit modules each imports, in-function imports and
+    `TYPE_CHECKING` blocks included (a lazy import is still a dependency)."""
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.with_suffix("").relative_to(PACKAGE.parent).parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def resolve(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {resolve(a.name) for a in node.names if a.name.startswith("colabkit")}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                if base.startswith("colabkit"):
+                    targets |= {resolve(f"{base}.{a.name}") for a in node.names}
+        graph[module] = {t for t in targets if t is not None and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles_even_inside_a_layer():
+    graph = module_graph()
+    assert graph["colabkit.evaluation.builtin"] >= {"colabkit.evaluation.metrics.support"}, "the graph must see imports"
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]], "the check must find a cycle"
+    assert cycles(graph) == [], "import cycles (a piece in the wrong room: move it, see README 'Layers')"

@@ -12,8 +12,8 @@ from pathlib import Path
 from helpers.env import shared_data
 
 from colabkit.cli import main
-from colabkit.runner import build_spec, load_experiment
 from colabkit.llm import gateway as llm_gateway
+from colabkit.runner import build_spec, load_experiment
 from colabkit.runner.audit import audit_behaviour, audit_experiment, audit_specs
 from colabkit.runner.audit.behaviour import _play, run_sections
 from colabkit.runner.audit.double import STEPS

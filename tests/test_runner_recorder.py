@@ -4,6 +4,7 @@ finished session is never run twice while an interrupted one is always redone.""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -66,6 +67,8 @@ def test_a_session_is_stored_complete_with_its_record_written_last(tmp_path):
     assert record.totals.llm_calls == len(model.calls) == sum(len(e.llm_calls) for e in events)
     assert record.memory is None and record.memory_digest is None
     assert record.package_version == colabkit.__version__
+    lock = hashlib.sha256((Path(colabkit.__file__).parents[1] / "requirements.lock").read_bytes()).hexdigest()
+    assert record.environment is not None and record.environment.lock == lock[:16]  # which environment made it
     assert record.isolation_level == record.isolation.level != ""
     assert record.started <= record.finished
 

@@ -33,6 +33,16 @@ def kernel_pids(marker: str) -> list[int]:
     return pids
 
 
+def describe_pid(pid: int) -> str:
+    """`pid (state, parent): command line`, for a failure message."""
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+        cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} (state {stat[0]}, parent {stat[1]}): {cmdline}"
+
+
 @pytest.fixture(scope="module")
 def task_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("task") / "capital.csv"
@@ -225,11 +235,14 @@ def test_kernel_dies_with_its_owner_process(task_file, tmp_path):
     finally:
         proc.kill()
         proc.wait()
-    deadline = time.monotonic() + 10
+    # The sandbox's pid namespace is torn down by the kernel once bwrap gets its parent-death
+    # signal; on a loaded machine that can take seconds, so the wait is generous and a failure
+    # says what is left (state and command line) instead of a bare pid.
+    deadline = time.monotonic() + 30
     while kernel_pids(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     shutil.rmtree(ipcdir)  # a SIGKILLed owner cannot clean up after itself
-    assert kernel_pids(marker) == []
+    assert kernel_pids(marker) == [], [describe_pid(pid) for pid in kernel_pids(marker)]
     # nor unmount its quota file system: the next workspace does (as root, where it mounts one)
     mounted = Path(marker)
     if os.path.ismount(mounted):

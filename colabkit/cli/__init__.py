@@ -28,12 +28,23 @@ def command_modules() -> list[str]:
     return sorted(name for _, name, _ in pkgutil.iter_modules(__path__) if name.endswith("_cmd"))
 
 
+class _Version(argparse.Action):
+    """`--version`: the package and its environment's lock (looked up only when asked)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from colabkit.environment import environment_stamp
+
+        print(f"colabkit {__version__}; {environment_stamp().describe()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="colabkit",
         description="Study human-AI collaboration on DiscoveryBench data-analysis tasks.",
     )
-    parser.add_argument("--version", action="version", version=f"colabkit {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="the package version and the locked environment it runs in, then exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in command_modules():
         importlib.import_module(f"{__name__}.{name}").add_parser(subparsers)

@@ -11,6 +11,7 @@ layer (with `colabkit tasks show --with-gold`) that may read gold answers.
     load_scores("results/runs")
 """
 
+from colabkit.evaluation.builtin import available_metrics, scorers_for
 from colabkit.evaluation.config import ScoringConfig
 from colabkit.evaluation.judge import Judge, JudgePrompt, Verdict, grade_of, judge_config
 from colabkit.evaluation.metrics.hms import (
@@ -31,13 +32,7 @@ from colabkit.evaluation.reliability import (
     table_agreement,
 )
 from colabkit.evaluation.runner import ScoringReport, ascore_results, score_results
-from colabkit.evaluation.scorer import (
-    Scorer,
-    SessionContext,
-    available_metrics,
-    register_scorer,
-    scorers_for,
-)
+from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.evaluation.storage import load_context, read_score, scorer_id, stored_scores
 from colabkit.evaluation.tables import (
     export_tables,

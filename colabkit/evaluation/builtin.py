@@ -1,9 +1,12 @@
-"""The scorers shipped with colabkit: importing a module registers its scorers by name.
+"""The scorers shipped with colabkit, and the lookups that need every one of them loaded.
 
-Add a line here for each module of scorers (the registry imports this module lazily, so
-`colabkit score --metrics` knows every metric without importing judges at start-up).
+Each scorer module registers its scorers into `evaluation.scorer`'s registry when imported
+(the registry sits below them, so nothing imports upwards); this module imports them all
+once and answers "which metrics exist" and "give me these scorers". Add a line here for each
+new module of scorers.
 """
 
+from colabkit.errors import ColabkitError
 from colabkit.evaluation.metrics import (
     gates,  # noqa: F401  (n_gated, approval/rejection rates, gate annotations)
     hypothesis,  # noqa: F401  (performance, hms)
@@ -13,3 +16,18 @@ from colabkit.evaluation.metrics import (
     work,  # noqa: F401  (w_total, w_human)
     workflow,  # noqa: F401  (c_wf)
 )
+from colabkit.evaluation.scorer import Scorer, registered
+
+
+def available_metrics() -> tuple[str, ...]:
+    return tuple(sorted(registered()))
+
+
+def scorers_for(metrics: list[str] | None = None) -> list[Scorer]:
+    """Fresh scorer instances for `metrics` (all registered ones when None), in that order."""
+    known = registered()
+    names = sorted(known) if metrics is None else list(dict.fromkeys(metrics))
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ColabkitError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return [known[n]() for n in names]

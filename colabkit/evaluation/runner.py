@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import colabkit
 from colabkit.errors import ColabkitError, one_line
+from colabkit.evaluation.builtin import scorers_for
 from colabkit.evaluation.config import ScoringConfig
 from colabkit.evaluation.judge import PLUMBING_WARNING, Judge
 from colabkit.evaluation.records import ScoreFile, ScoreResult
@@ -36,7 +37,7 @@ from colabkit.evaluation.reliability import (
     run_sanity_check,
     table_agreement,
 )
-from colabkit.evaluation.scorer import Scorer, SessionContext, scorers_for
+from colabkit.evaluation.scorer import Scorer, SessionContext
 from colabkit.evaluation.spendlog import JudgeSpendLog
 from colabkit.evaluation.storage import (
     finished_sessions,

@@ -163,22 +163,6 @@ def register_scorer(factory: Callable[[], Scorer]) -> Callable[[], Scorer]:
     return factory
 
 
-def available_metrics() -> tuple[str, ...]:
-    _load_builtin_scorers()
-    return tuple(sorted(_REGISTRY))
-
-
-def scorers_for(metrics: list[str] | None = None) -> list[Scorer]:
-    """Fresh scorer instances for `metrics` (all registered ones when None), in that order."""
-    _load_builtin_scorers()
-    names = sorted(_REGISTRY) if metrics is None else list(dict.fromkeys(metrics))
-    unknown = [n for n in names if n not in _REGISTRY]
-    if unknown:
-        raise ColabkitError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(sorted(_REGISTRY))}")
-    return [_REGISTRY[n]() for n in names]
-
-
-def _load_builtin_scorers() -> None:
-    """Import the modules whose scorers register themselves (imported here, not at the top,
-    because they import this module)."""
-    from colabkit.evaluation import builtin  # noqa: F401
+def registered() -> dict[str, Callable[[], Scorer]]:
+    """The scorers registered so far, by name (`evaluation.builtin` loads the shipped ones)."""
+    return dict(_REGISTRY)

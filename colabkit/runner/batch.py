@@ -16,112 +16,34 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from colabkit.errors import ColabkitError
-from colabkit.llm import Budget, Spend
 from colabkit.llm.preflight import preflight
 from colabkit.runner.executors.capacity import machine_kernel_cap
+from colabkit.runner.executors.dask_executor import run_on_dask
+from colabkit.runner.executors.one_session import run_one
 from colabkit.runner.executors.slots import MachineSlots
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
-from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome, journal
+from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome
 from colabkit.runner.recorder import (
-    RETRYABLE_ENDINGS,
-    SessionBusy,
     needs_run,
-    read_record,
-    record_if_needed,
     reopen_for_retry,
 )
-from colabkit.runner.workarea import SessionLock, sweep
-from colabkit.session import Event, SessionSpec
-from colabkit.store import EVENTS_FILE, session_dir
+from colabkit.runner.workarea import sweep
+from colabkit.session import SessionSpec
+from colabkit.store import session_dir
 from colabkit.tasks import Task
 from colabkit.workspace import Limits
 
 T = TypeVar("T")
 
 
-def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
-    """The outcome of a session whose record is on disk."""
-    record = read_record(folder)
-    failed = record.ended_by in RETRYABLE_ENDINGS
-    events = _events(folder) if ran else []
-    return SessionOutcome(
-        session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name, seed=spec.seed,
-        status="cached" if not ran else ("failed" if failed else "done"), ran_here=ran, ended_by=record.ended_by,
-        ai_steps=record.totals.ai_actions, expired_requests=record.totals.expired,
-        error=_session_error(events) if failed and ran else None,
-        tokens=record.totals.tokens if ran else 0, spend=Spend.of(c for e in events for c in e.llm_calls))
-
-
-def _events(folder: Path) -> list[Event]:
-    return [Event.model_validate_json(line) for line in (folder / EVENTS_FILE).read_bytes().splitlines() if line]
-
-
-def _session_error(events: list[Event]) -> str | None:
-    """The reason an errored session gave in its last event (`session_end`)."""
-    last = events[-1] if events else None
-    return last.result[:300] if last is not None and last.action == "session_end" else None
-
-
-def session_budget(caps: LLMBudget) -> Budget | None:
-    if caps.max_cost_per_session is None and caps.max_tokens_per_session is None:
-        return None
-    return Budget(max_cost=caps.max_cost_per_session, max_tokens=caps.max_tokens_per_session)
-
-
 class ProviderRefused(ColabkitError):
     """A provider refused a session in a way no retry fixes (bad key, unknown model): the
     batch stops starting sessions and reports it once, instead of failing every session."""
-
-
-async def run_one(spec: SessionSpec, task: Task, *, out: Path, limit: asyncio.Semaphore,
-                  caps: LLMBudget = LLMBudget(),
-                  on_event: Callable[[Event], None] | None = None,
-                  refused: list[str] | None = None, slots: MachineSlots | None = None) -> SessionOutcome:
-    """Run one session of a batch (or find it done); never raises for the session's own failure.
-
-    `limit` bounds this process's sessions, `slots` (when given) this machine's, across
-    processes. Once a provider has refused an earlier session (`refused` holds that
-    refusal), the session is not started: its outcome is "skipped".
-    """
-    folder = session_dir(spec, out)
-    if not needs_run(folder):
-        return outcome_of(spec, folder, ran=False)
-    while True:
-        async with limit, (slots.hold() if slots is not None else nullcontext()):
-            if refused:
-                return SessionOutcome(session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name,
-                                      seed=spec.seed, status="skipped", ran_here=False, error=refused[0])
-            try:
-                folder, ran = await record_if_needed(spec, task, out=out, progress=on_event,
-                                                     budget=session_budget(caps), wait=False)
-                break
-            except SessionBusy:
-                pass
-            except Exception as exc:  # recorded with its reason; the batch goes on
-                outcome = SessionOutcome(session_id=spec.session_id, task_id=spec.task_id,
-                                         variant=spec.variant.name, seed=spec.seed, status="failed",
-                                         ran_here=True, error=f"{type(exc).__name__}: {exc}"[:300])
-                journal(out, outcome)
-                return outcome
-        await _until_free(out, spec.session_id)  # another process runs it: free the slot meanwhile
-    outcome = outcome_of(spec, folder, ran=ran)
-    if ran:
-        journal(out, outcome)
-        if outcome.ended_by == "provider_error" and refused is not None:
-            refused.append(outcome.error or "a provider refused the session")
-    return outcome
-
-
-async def _until_free(out: Path, session_id: str) -> None:
-    lock = SessionLock(out, session_id)
-    await lock.acquire()
-    lock.release()
 
 
 async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, sessions: int = 4,
@@ -235,8 +157,6 @@ def run_experiment(experiment: Experiment | Path | str, *, results: Path | str |
     items = exp.sessions(variants)
     desc = ",".join(variants) if variants else exp.name
     if exp.executor.kind == "dask":
-        from colabkit.runner.executors.dask_executor import run_on_dask
-
         return run_on_dask(items, out=out, scheduler=exp.executor.scheduler or "", retry_errors=retry_errors,
                            caps=exp.llm_budget, progress=progress, desc=desc)
     return run_sync(lambda: arun_sessions(items, out=out, sessions=exp.concurrency.sessions,

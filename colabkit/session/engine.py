@@ -32,7 +32,7 @@ import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -48,6 +48,7 @@ from colabkit.session.actions import (
     valid_actions,
 )
 from colabkit.session.events import CLOSING_PASS, INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
+from colabkit.session.hooks import ReplayHook
 from colabkit.session.prompting.observation import Observation, build_observation
 from colabkit.session.prompting.views import Thought, cell_output, clip
 from colabkit.session.scheduler import Scheduler, closing_order, round_order
@@ -61,9 +62,6 @@ from colabkit.session.totals import Totals, session_totals
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
-
-if TYPE_CHECKING:
-    from colabkit.session.fork import ForkReplay
 
 RESULT_CHARS = 500
 CLOSING_ENDS: tuple[EndedBy, ...] = ("budget", "idle", "max_rounds")
@@ -99,7 +97,7 @@ class _Session:
     """The mutable state of one running session."""
 
     def __init__(self, spec: SessionSpec, task: Task, ws: Workspace, gateway: Gateway, log: EventLog,
-                 seats: Mapping[str, Seat], fork: ForkReplay | None = None) -> None:
+                 seats: Mapping[str, Seat], fork: ReplayHook | None = None) -> None:
         self.spec, self.task, self.ws, self.gateway, self.log, self.seats = spec, task, ws, gateway, log, seats
         self.fork = fork  # a fork's hook may replace spec (seed, models), variant and memory at its point
         self.variant = spec.variant
@@ -372,7 +370,7 @@ class _Session:
 
 async def run_session(
     spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None,
-    seats: Mapping[str, Seat] | None = None, fork: ForkReplay | None = None,
+    seats: Mapping[str, Seat] | None = None, fork: ReplayHook | None = None,
 ) -> SessionResult:
     """Run `spec` on `task`, emitting every event to `sink`; return how it ended.
 

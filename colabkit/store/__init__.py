@@ -36,10 +36,10 @@ from colabkit.store.records import SessionRecord
 from colabkit.store.sink import JsonlEventSink
 
 __all__ = [
-    "RUN_OUTCOME_COLUMNS",
     "CACHE_DIR",
     "EVENTS_FILE",
     "PROMPTS_FILE",
+    "RUN_OUTCOME_COLUMNS",
     "SESSION_FILE",
     "SNAPSHOT_FILE",
     "WORK_DIR",

@@ -42,7 +42,8 @@ EVENT_COLUMNS = ("session_id", "event_id", "seq", "schema_version", "task_id", "
 SESSION_COLUMNS = ("session_id", "schema_version", "task_id", "task_digest", "variant", "variant_hash", "humans", "person_seats", "memory", "gate_source",
                    "seed", "model", "models_json", "profile", "context_window", "action_budget", "idle_rounds", "max_rounds", "ended_by",
                    "termination", "budget_side", "final_hypothesis", "n_events", "memory_digest", "persona_versions_json", "briefings_json",
-                   "isolation_level", "package_version", "started", "finished", "duration_s")
+                   "isolation_level", "package_version", "environment_lock", "environment_exact", "started", "finished",
+                   "duration_s")
 _INDEX_COLUMNS = ("cell_index", "message_index", "editor_version")  # nullable: only creating events have one
 _INT_EVENT_COLUMNS = ("seq", "schema_version", "seed", "round", "n_calls", "prompt_tokens", "completion_tokens", "tokens",
                       "provider_cached_tokens", "suite_replays", "llm_errors")
@@ -106,7 +107,11 @@ def _session_row(rec: dict) -> dict:
         "final_hypothesis": rec["final_hypothesis"], "n_events": rec["n_events"],
         "memory_digest": rec["memory_digest"], "persona_versions_json": _json(rec.get("persona_versions")),
         "briefings_json": _json(rec.get("briefings")), "isolation_level": rec["isolation_level"],
-        "package_version": rec["package_version"], "started": rec["started"], "finished": rec["finished"],
+        "package_version": rec["package_version"],
+        # the lock the session ran under and whether it was installed exactly (None: before record v4)
+        "environment_lock": (rec.get("environment") or {}).get("lock"),
+        "environment_exact": None if rec.get("environment") is None else not rec["environment"].get("drift"),
+        "started": rec["started"], "finished": rec["finished"],
     }
     for key, value in upgrade_totals(rec["totals"]).items():
         row[key if key not in SESSION_COLUMNS else f"total_{key}"] = value
@@ -121,6 +126,7 @@ def _sessions_frame(rows: list[dict]) -> pd.DataFrame:
     totals = [c for c in df.columns if c not in SESSION_COLUMNS]
     df[totals] = df[totals].astype("float64")
     df["context_window"] = df["context_window"].astype("Int64")  # None: unknown window
+    df["environment_exact"] = df["environment_exact"].astype("boolean")  # None: a record from before v4
     df = df.astype({"seed": "int64", "schema_version": "int64", "n_events": "int64", "action_budget": "int64", "idle_rounds": "int64",
                     "max_rounds": "int64", "memory": "bool"})
     return df[[*SESSION_COLUMNS, *totals]].reset_index(drop=True)

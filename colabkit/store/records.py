@@ -15,6 +15,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 import colabkit
+from colabkit.environment import EnvironmentStamp, environment_stamp
 from colabkit.llm import ModelConfig
 from colabkit.session import SessionResult, SessionSpec
 from colabkit.session.events import EndedBy
@@ -23,16 +24,17 @@ from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
-RECORD_SCHEMA_VERSION: Final = 4
+RECORD_SCHEMA_VERSION: Final = 5
 """Version 2 added schema_version, task_digest, briefings and persona_versions; its `totals`
 carry each side's budget and use, and its `spec` the observation profile. Version 3's
 totals say what was paid apart from the suite's replays and count the provider's cached
 prompt tokens (`Totals`; version 2 totals are read into those fields); it also has
 `budget_side` (which side's budget ended the session) and `fork` (None for every session that
-is not a fork continuation), both optional so older records read. Version 4's totals count
-the closing pass's decisions, decisions past a spent budget and the expired requests by
-action (0 when read from an older record), and its sessions' settings may hold the
-`ai_budget` termination rule (the new default)."""
+is not a fork continuation), both optional so older records read. Version 4 adds `environment`:
+the lock the session's process was installed from and any drift from it (None in older records).
+Version 5's totals count the closing pass's decisions, decisions past a spent budget and the
+expired requests by action (0 when read from an older record), and its sessions' settings may
+hold the `ai_budget` termination rule (the new default)."""
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -49,7 +51,7 @@ class SessionRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[2, 3, 4] = RECORD_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5] = RECORD_SCHEMA_VERSION
     session_id: str
     """First 16 hex digits of `spec.identity()`: also the session's folder name."""
     spec_identity: str
@@ -79,6 +81,9 @@ class SessionRecord(BaseModel):
     isolation: IsolationReport
     isolation_level: str
     package_version: str
+    environment: EnvironmentStamp | None = None
+    """The locked environment that ran the session (`colabkit.environment`): the lock's hash and
+    how the installed packages differed from it, so a result says which environment made it."""
     started: datetime
     finished: datetime
     fork: ForkRecord | None = None
@@ -110,6 +115,7 @@ class SessionRecord(BaseModel):
             isolation=result.isolation,
             isolation_level=result.isolation.level,
             package_version=colabkit.__version__,
+            environment=environment_stamp(),
             started=started,
             finished=finished,
         )

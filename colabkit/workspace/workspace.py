@@ -11,6 +11,7 @@ decision (`colabkit.session.prompting.observation`: every cell is shared, chat b
 from __future__ import annotations
 
 import asyncio
+import secrets
 import shutil
 import tempfile
 import time
@@ -104,14 +105,12 @@ def _prepare(sources: list[Path], root: Path | None, limits: Limits,
     if sandbox.level != "bubblewrap" and sandbox.uid is not None and not traversable(base):
         sandbox = Sandbox(sandbox.level, None)
         notes += (f"{base.parent} is not traversable by an unprivileged uid; the kernel runs as root",)
-    layout = Layout(base / "work", base / "work" / "data",
-                    Path(tempfile.mkdtemp(prefix="ck-")), base / "tmp")
+    layout = Layout(base / "work", base / "work" / "data", _socket_folder(base if root is not None else None),
+                    base / "tmp")
     quota: DiskQuota | None = None
     try:
         quota = DiskQuota.create(layout.workdir, limits.disk_mb * MIB, image=base / "workdir.img",
                                  data_bytes=sum(p.stat().st_size for p in sources))
-        if root is not None:  # the socket folder stays short-pathed in /tmp; a link lets
-            (base / "ipc").symlink_to(layout.ipcdir)  # whoever sweeps `root` after a crash find it
         prepare(layout, sources, sandbox.uid)
         quota.start()
     except BaseException as exc:  # nothing was started yet: only the folders to remove
@@ -120,6 +119,25 @@ def _prepare(sources: list[Path], root: Path | None, limits: Limits,
             raise ColabkitError(f"cannot prepare the workspace data: {exc}") from exc
         raise
     return sandbox, notes, base, layout, quota
+
+
+def _socket_folder(linked_from: Path | None) -> Path:
+    """A fresh socket folder in the system temp dir (kernel socket paths must stay short).
+
+    With a results root, the workspace's `ipc` link to it is made *before* the folder itself,
+    so a process killed at any instant leaves nothing that a later sweep of the root cannot
+    find (a folder made first and linked after leaks if the kill falls in between)."""
+    for _ in range(100):
+        path = Path(tempfile.gettempdir()) / f"ck-{secrets.token_hex(4)}"
+        if linked_from is not None:
+            (linked_from / "ipc").unlink(missing_ok=True)
+            (linked_from / "ipc").symlink_to(path)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise ColabkitError(f"cannot make a socket folder in {tempfile.gettempdir()}")
 
 
 def _discard(base: Path, layout: Layout, quota: DiskQuota | None) -> None:

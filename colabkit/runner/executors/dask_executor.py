@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from colabkit.runner.executors.one_session import run_one
 from colabkit.runner.experiment import LLMBudget
 from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome
 from colabkit.runner.recorder import reopen_for_retry
@@ -26,8 +27,6 @@ from colabkit.tasks import Task
 
 def run_on_worker(spec: SessionSpec, task: Task, out: str, caps: LLMBudget) -> SessionOutcome:
     """One session, run inside a worker process (one asyncio loop per task)."""
-    from colabkit.runner.batch import run_one
-
     async def main() -> SessionOutcome:
         return await run_one(spec, task, out=Path(out), limit=asyncio.Semaphore(1), caps=caps)
 

@@ -35,12 +35,12 @@ from colabkit.hashing import sha256_hex
 from colabkit.session.actions import StepAction, StepSchema
 from colabkit.session.events import SYSTEM, Event, EventSink
 from colabkit.session.fork.changes import CellMismatch, ForkPoint, ReplayReport, describe
+from colabkit.session.hooks import SessionState
 from colabkit.team import MemoryRecord, persona
 from colabkit.workspace import CellResult
 from colabkit.workspace.output import strip_ansi
 
 if TYPE_CHECKING:
-    from colabkit.session.engine import _Session
     from colabkit.workspace import Workspace
 
 _VOLATILE = ((re.compile(r"0x[0-9a-fA-F]{6,}"), "0x?"),  # object reprs
@@ -97,7 +97,7 @@ class ForkReplay:
         self._override: tuple[str, StepSchema] | None = None
 
     # -- called by the engine ------------------------------------------------------------
-    def before_turn(self, session: _Session) -> None:
+    def before_turn(self, session: SessionState) -> None:
         """At the first turn that starts with N events logged: switch to the continuation."""
         logged = len(session.log.events)
         if self.reached or logged < self.point.at:
@@ -166,7 +166,7 @@ class ForkReplay:
         raise ForkDivergence(self.divergence)
 
     # -- the change --------------------------------------------------------------------------
-    def _apply(self, session: _Session) -> None:
+    def _apply(self, session: SessionState) -> None:
         change, at = self.point.change, self.point.at
         event = self._parent[at]
         spec = session.spec.model_copy(update={"seed": self.point.seed})
