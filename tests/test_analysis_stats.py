@@ -155,3 +155,22 @@ def test_a_score_table_keeps_only_the_grids_sessions(tmp_path):
     assert sorted(current["session_id"]) == sorted(scores["session_id"])
     assert len(load_score_table(tmp_path, saved)) == 2 * len(scores)
     assert len(contrasts(current, metrics=["performance"])) == 3  # one pair per cell: the paired merge accepts it
+
+
+def test_the_study_table_shows_each_variants_ai_steps_endings_and_expired_requests():
+    scores = score_table(n_tasks=2, seeds=2)
+    scores["ended_by"] = "budget"
+    scores["ai_steps"] = 30.0
+    scores["expired_requests"] = 0.0
+    dr = scores["variant"] == "scaffolded-dr"
+    scores.loc[dr, "ai_steps"] = [30.0, 12.0, 30.0, 20.0]
+    scores.loc[dr, "ended_by"] = ["budget", "finish", "budget", "llm_budget"]
+    scores.loc[dr, "expired_requests"] = [0.0, 1.0, 2.0, 0.0]
+    table = study_table(scores, ["performance", "hms"])
+    row = table[(table["variant"] == "scaffolded-dr") & (table["metric"] == "hms")].iloc[0]
+    assert (row["ai_steps_mean"], row["ai_steps_min"], row["ai_steps_max"]) == (23.0, 12.0, 30.0)
+    assert row["endings"] == "budget 2; finish 1; llm_budget 1" and row["expired_requests"] == 3
+    wide = format_study_table(table)
+    assert wide.loc["scaffolded-dr", "AI steps (mean [min-max])"] == "23.0 [12-30]"
+    assert wide.loc["single", "endings"] == "budget 4" and wide.loc["scaffolded-dr", "expired requests"] == 3
+    assert "endings" not in format_study_table(study_table(score_table(n_tasks=2, seeds=2), ["hms"])).columns

@@ -88,7 +88,8 @@ def test_a_perfect_judge_scores_stored_sessions_and_the_tables_show_them(results
     assert list((results / "judge-checks").glob("*.json"))
     scores = by_seed(load_scores(results))
     assert list(scores.columns[:len(SCORE_COLUMNS)]) == list(SCORE_COLUMNS)
-    assert scores["termination"].tolist() == ["either_side"] * 3  # the session-end rule, from each spec
+    assert scores["termination"].tolist() == ["ai_budget"] * 3  # the session-end rule, from each spec
+    assert scores["ended_by"].tolist() == ["finish"] * 3 and scores["ai_steps"].tolist() == [0.0] * 3  # from each record
     # gold vs gold: recall 1, HMS 1; empty: undelivered -> 0 without asking; other gold: 0
     assert scores["delivered"].tolist() == [True, False, True]
     assert scores["performance"].tolist() == [1.0, 0.0, 0.0]

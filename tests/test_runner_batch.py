@@ -52,12 +52,19 @@ def test_a_batch_runs_each_session_once_and_a_rerun_finds_them_all_cached(tmp_pa
     assert sorted(journal.session_id) == sorted(o.session_id for o in summary.outcomes)
     assert set(journal.status) == {"done"} and set(journal.pid) == {os.getpid()}
     assert workspaces(out) == []
+    # the batch report: per variant, the AI's steps used (mean, min, max), the endings, expired requests
+    per_variant = summary.by_variant().set_index("variant")
+    assert per_variant.loc["single", ["ai_steps_mean", "ai_steps_min", "ai_steps_max"]].tolist() == [2, 2, 2]
+    assert per_variant.loc["default-dr", "ai_steps_max"] == 2  # the humans' steps did not end it early
+    assert per_variant.loc["single", "endings"] == "budget 2" and per_variant["expired_requests"].tolist() == [0, 0]
+    assert "ai_steps_mean" in summary.report() and "budget 2" in summary.report()
 
     again = use_scripted({}, default=CODE)
     rerun = run_experiment(path, progress=False)
     assert [o.status for o in rerun.outcomes] == ["cached"] * 4 and again.calls == []
     assert len(read_journal(out)) == 4  # cached sessions are not attempts
     assert "4 sessions: 0 done, 0 failed, 4 cached" in rerun.line()
+    assert rerun.by_variant().equals(summary.by_variant())  # cached sessions report from their records
 
 
 def test_sessions_run_concurrently_up_to_the_kernel_cap(tmp_path, monkeypatch):

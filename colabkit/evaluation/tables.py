@@ -34,11 +34,14 @@ JUDGEMENTS_PARQUET = "judgements.parquet"
 GATES_PARQUET = "gate_annotations.parquet"
 
 SESSION_KEYS = ("session_id", "task_id", "variant", "structure", "composition", "seed", "termination")
+RUN_COLUMNS = ("ended_by", "ai_steps", "expired_requests")
+"""How the session ran, from its record: its ending, the AI's steps, the requests that expired
+(the study table's per-variant outcomes, `colabkit.store.run_outcomes`)."""
 METRIC_COLUMNS = ("delivered", "performance", "hms", "h_init_norm", "h_init_zero_rule", "ca_plus",
                   "ca_minus", "a_profile", "c_wf", "s_hyp", "s_hyp_all", "w_total", "w_human",
                   "approval_rate", "rejection_rate", "n_gated")
 JUDGE_COLUMNS = ("judge_model", "judge_grade", "judge_reliable", "flags")
-SCORE_COLUMNS = (*SESSION_KEYS, *METRIC_COLUMNS, *JUDGE_COLUMNS)
+SCORE_COLUMNS = (*SESSION_KEYS, *RUN_COLUMNS, *METRIC_COLUMNS, *JUDGE_COLUMNS)
 BOOL_COLUMNS = ("delivered", "s_hyp_all", "judge_reliable")
 JUDGEMENT_COLUMNS = ("session_id", "task_id", "variant", "scorer", "scorer_id", "metric", "item", "repeat",
                      "label", "score", "flag", "raw", "prompt_id", "prompt_version", "judge_model",
@@ -72,7 +75,9 @@ def session_keys(folder: Path) -> tuple[dict[str, Any], str | None]:
     return {"session_id": record["session_id"], "task_id": record["task_id"], "variant": variant["name"],
             "structure": structure, "composition": composition, "seed": record["seed"],
             # the session-end rule (colabkit.analysis.inference.termination); records from before the setting ran all_sides
-            "termination": record["spec"].get("settings", {}).get("termination", "all_sides")}, record.get("ended_by")
+            "termination": record["spec"].get("settings", {}).get("termination", "all_sides"),
+            "ended_by": record.get("ended_by"), "ai_steps": (record.get("totals") or {}).get("ai_actions"),
+            "expired_requests": (record.get("totals") or {}).get("expired")}, record.get("ended_by")
 
 
 def _latest(files: list[ScoreFile]) -> dict[tuple[str, str | None], ScoreFile]:
@@ -149,7 +154,7 @@ def _scores_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=[*SCORE_COLUMNS, *extra])
     numeric = [c for c in (*METRIC_COLUMNS, *extra) if c not in BOOL_COLUMNS
                and df[c].map(lambda v: v is None or isinstance(v, int | float)).all()]
-    df = _typed(df, floats=tuple(numeric), bools=BOOL_COLUMNS, ints=("seed",))
+    df = _typed(df, floats=(*numeric, "ai_steps", "expired_requests"), bools=BOOL_COLUMNS, ints=("seed",))
     return df.sort_values(["session_id", "judge_model"], kind="stable", na_position="first").reset_index(drop=True)
 
 
