@@ -237,6 +237,16 @@ def test_a_session_that_ended_by_an_infrastructure_failure_has_its_metrics_missi
     assert refused["flags"].startswith("session: ended by provider_error")
 
 
+def test_a_session_that_reached_its_spending_cap_is_an_outcome_scored_from_its_editor(tmp_path):
+    store_session(tmp_path, TASK, GOLD, seed=0, ended_by="llm_budget")  # delivered before the cap
+    store_session(tmp_path, TASK, "", seed=1, ended_by="llm_budget")  # nothing delivered
+    score_results(tmp_path, metrics=["performance"], sanity_tasks=1, judge=PERFECT)
+    scores = by_seed(load_scores(tmp_path))
+    assert scores["performance"].tolist() == [1.0, 0.0] and scores["delivered"].tolist() == [True, False]
+    assert scores["ended_by"].tolist() == ["llm_budget"] * 2
+    assert not any(flag.startswith("session: ended by") for flag in scores["flags"])
+
+
 def marked_context(answers: list[bool]):
     """Context matches for the session's prediction come from `answers` in turn; the rest
     (the sanity check's questions) are answered perfectly."""

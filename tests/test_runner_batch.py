@@ -142,10 +142,13 @@ def test_retry_errors_reruns_only_sessions_that_ended_in_error(tmp_path):
     errored = session_dir(exp.sessions()[0][0], exp.folder())
     record = SessionRecord.model_validate_json((errored / "session.json").read_bytes())
     atomic_write_text(errored / "session.json", record.model_copy(update={"ended_by": "error"}).model_dump_json())
+    capped = session_dir(exp.sessions()[1][0], exp.folder())  # a spending cap's end is an outcome: never rerun
+    capped_record = SessionRecord.model_validate_json((capped / "session.json").read_bytes())
+    atomic_write_text(capped / "session.json", capped_record.model_copy(update={"ended_by": "llm_budget"}).model_dump_json())
 
     plain = run_experiment(path, progress=False)
     assert [o.status for o in plain.outcomes] == ["cached", "cached"]
-    assert plain.outcomes[0].ended_by == "error"
+    assert [o.ended_by for o in plain.outcomes] == ["error", "llm_budget"]
     retried = run_experiment(path, progress=False, retry_errors=True)
     assert [o.status for o in retried.outcomes] == ["done", "cached"]
     assert SessionRecord.model_validate_json((errored / "session.json").read_bytes()).ended_by == record.ended_by

@@ -17,6 +17,8 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `memory_dynamics`, `memory_versions`: how a living memory (Dynamic variants) moved.
 - `ablation_figure`, `contrast_figure`, `gate_figure`: seaborn figures.
 - `termination_contrast`, `by_termination`: the session-end rules side by side.
+- `missing_score_bounds`: each variant's means with its missing scores filled in worst- and
+  best-case (does a result depend on the sessions that have no score?).
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
 """
 
@@ -32,6 +34,7 @@ from colabkit.analysis.figures import (
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
 from colabkit.analysis.inference.contrasts import contrasts, mixed_model_contrast, paired_differences, task_contrast
 from colabkit.analysis.inference.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
+from colabkit.analysis.inference.missing import missing_score_bounds
 from colabkit.analysis.inference.power import power_table, seeds_needed, tasks_needed, variance_components
 from colabkit.analysis.inference.stats import clustered_standard_error, format_study_table, standard_error, study_table
 from colabkit.analysis.inference.termination import by_termination, termination_contrast, termination_rules
@@ -75,6 +78,7 @@ __all__ = [
     "load_score_table",
     "memory_dynamics",
     "memory_versions",
+    "missing_score_bounds",
     "mixed_model_contrast",
     "paired_differences",
     "power_table",

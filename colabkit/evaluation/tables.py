@@ -8,9 +8,11 @@ session and score folder), else rebuild from the files, so a stale export never 
 A session scored by several judges has one row per judge model (`judge_model`); rule-based
 metrics repeat on each. For each scorer and judge the most recently written file is used,
 so after re-scoring with a changed prompt the new result is the one shown. Missing values are
-NaN (or <NA> for yes/no columns), never 0. A session that ended by a crash, a spending cap or a
-provider refusal (`INFRASTRUCTURE_ENDINGS`) says nothing about its team: its metrics are
-missing and flagged, so it never counts as an undelivered result in the study's statistics.
+NaN (or <NA> for yes/no columns), never 0. A session that ended by a crash or a provider
+refusal (`INFRASTRUCTURE_ENDINGS`) says nothing about its team: its metrics are missing and
+flagged, so it never counts as an undelivered result in the study's statistics (the
+analysis layer's `missing_score_bounds` shows what the missing ones could change). A session
+that reached its spending cap is an outcome: it keeps its ending and its scores.
 """
 
 from __future__ import annotations

@@ -40,9 +40,12 @@ CLOSING_PASS: Final = "closing_pass"
 """The engine's closing pass: its system event's action, and the args key marking its steps."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
 """How a session ended; the one definition every layer imports."""
-INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "llm_budget", "provider_error"})
-"""Endings that say nothing about the team (a crash, a spending cap, a provider refusal): the
-runner's `--retry-errors` reruns them and the score tables leave their metrics missing."""
+INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "provider_error"})
+"""Endings that say nothing about the team (a crash, a provider refusal): the runner's
+`--retry-errors` reruns them and the score tables leave their metrics missing. A session
+that reaches its spending cap (`llm_budget`) is not one of them: how much a team spends is
+its own doing, so the cap's end is the team's outcome, scored from its editor like any other
+end and kept in every table (dropping it would bias the arm that spends more)."""
 Phase = Literal["build", "task"]
 Status = Literal["ok", "error", "failed_step", "pending", "approved", "rejected", "blocked", "info"]
 SYSTEM = "system"
