@@ -235,7 +235,8 @@ class _Session:
         """`pid`'s answer to `observation` (a fork's changed step, a person's or its model's), its
         thought noted; a malformed answer is logged here as a failed step (None)."""
         messages = self.messages(pid, observation)
-        schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None)
+        schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None,
+                             lone=len(self.team) < 2)
         override = self.fork.step_for(pid) if self.fork is not None else None
         if override is not None:  # a fork's changed step at its fork point
             reply: SeatAnswer[StepSchema] = SeatAnswer(Answer(override, ()))
@@ -278,7 +279,7 @@ class _Session:
     async def act(self, pid: str, step: StepSchema, *, spent: bool = False, **fields: Any) -> bool:
         """Validate and carry out (or hold, or decide) a step; True when a finish took effect."""
         try:
-            action = to_action(step, pid, self.team)
+            action = to_action(step, pid, self.team, memory_updates=self.living is not None)
         except InvalidAction as exc:
             self.emit(pid, step.action, "failed_step", args=step.model_dump(exclude={"thought"}),
                       result=str(exc), **fields)

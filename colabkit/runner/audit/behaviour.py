@@ -51,8 +51,10 @@ SECTION_RULES: dict[str, Rule] = {
     "Your recent thoughts": _rule(text=_LATER),
     "Your last step": _rule(presence=_LATER, text=_LATER),
     "Now": _rule(text=_LATER),  # the round a member's k-th call falls in; a spent or closing step
-    "schema": _rule(text="living"),  # JSON mode's schema text: the step schema has a memory-update slot
-    "gateway params": _rule(text="living"),  # likewise the schema sent and max_tokens sized from it
+    # JSON mode's schema text lists the actions on offer: a memory update where the memory lives,
+    # no message, wait or decision for the single agent; likewise the schema sent, max_tokens sized from it
+    "schema": _rule(text="team living"),
+    "gateway params": _rule(text="team living"),
     "repair": Rule(),
 }
 FACT_RULES: dict[str, Rule] = {
