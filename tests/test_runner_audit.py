@@ -122,8 +122,18 @@ def test_an_extra_line_in_one_persona_is_found():
         name="default-r", humans=("R",), personas=(louder,))})
     report = audit_specs(specs, TASK)
     frames = [f for f in report.findings if f.section.startswith("persona frame")]
-    assert len(frames) == 2  # R-x against D-3 and against R-3
+    assert len(frames) == 2  # R-x against D-3 and against R-4
     assert all("rests on evidence" in f.render() for f in frames)
+
+
+def test_a_normative_cue_in_a_knowledge_line_is_found():
+    base = persona("R")
+    old = base.prompt.replace("conventions of the field", "conventions a sound answer must respect")  # R-3's line
+    specs = shipped_specs()
+    specs[2] = build_spec(TASK.id, "default-r", 0).model_copy(update={"variant": VariantConfig(
+        name="default-r", humans=("R",), personas=(Persona(**{**base.model_dump(), "version": "R-3", "prompt": old}),))})
+    [finding] = [f for f in audit_specs(specs, TASK).findings if f.section.startswith("persona knowledge line")]
+    assert "must, respect, sound" in finding.section and finding.participant == "R"
 
 
 def test_the_shipped_experiments_pass():

@@ -19,7 +19,8 @@ variants and their texts). A section missing from `RULES` has no allowed cause, 
 section shown to some variants only, or a prompt line added for one, is always found.
 
 The human personas are also compared with each other (`persona_frame`): apart from their
-role and knowledge lines, every line one has and another lacks is a finding.
+role and knowledge lines, every line one has and another lacks is a finding; a knowledge
+line holding a normative cue (`NORMATIVE_CUES`: "a sound answer must respect") is one too.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from colabkit.session.structure.gating import SET_BY
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
 from colabkit.team.memory import GATES_LINE, TEAM_LINE
-from colabkit.team.personas import persona_frame
+from colabkit.team.personas import KNOWLEDGE_LINE, persona_frame
 
 CAUSES = {
     "team": "(a) which personas are on the team",
@@ -95,6 +96,8 @@ RULES: dict[str, Rule] = {
     }.items()},
 }
 NO_CAUSE = Rule()
+NORMATIVE_CUES = frozenset({"must", "should", "sound", "correct", "respect", "right", "wrong", "valid", "proper"})
+"""Words that tell a persona what a good answer is: a knowledge line names what it knows, only."""
 
 
 def factors(variant: VariantConfig) -> dict[str, object]:
@@ -304,6 +307,12 @@ def _persona_findings(specs: Sequence[SessionSpec]) -> list[Finding]:
             only_b = "\n".join(line for line in fb if line not in fa) or "(same lines, other order)"
             out.append(Finding(f"persona frame: {a.id} ({a.version}) vs {b.id} ({b.version})", f"{a.id}/{b.id}",
                                ((tuple(where[ka]), only_a), (tuple(where[kb]), only_b))))
+    for key, p in personas.items():  # the knowledge lines may differ in topic, never in tone
+        line = next((ln.strip() for ln in p.prompt.splitlines() if ln.strip().startswith(KNOWLEDGE_LINE)), "")
+        cues = sorted(set(re.findall(r"[a-z]+", line.lower())) & NORMATIVE_CUES)
+        if cues:
+            out.append(Finding(f"persona knowledge line: {p.id} ({p.version}) has normative cue(s) {', '.join(cues)}",
+                               p.id, ((tuple(where[key]), line),)))
     return out
 
 
