@@ -83,7 +83,7 @@ def step_schema(thought_chars: int, content_chars: int, memory_updates: bool = F
     if lone:
         extra["action"] = (Literal[LONE_ACTIONS], Field(description=fields["action"].description))
     sized: type[StepSchema] = create_model(
-        f"StepSchema{thought_chars}x{content_chars}" + ("m" if memory_updates else "") + ("l" if lone else ""),
+        "StepSchema",  # one name whatever the bounds and actions: it is in the repair prompt and the schema's title
         __base__=StepSchema,
         thought=(str, Field(max_length=thought_chars, description=fields["thought"].description)),
         content=(str, Field(default="", max_length=content_chars, description=fields["content"].description)),
