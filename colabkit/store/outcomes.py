@@ -5,15 +5,15 @@ steps, end differently or lose more held actions, its scores differ for that rea
 batch report (`colabkit.runner.progress.BatchSummary.by_variant`) and the study table
 (`colabkit.analysis.format_study_table`) both show, per variant, `run_outcomes` of its
 sessions: the AI's steps used (mean, min, max), the endings ("budget 110; finish 4") and the
-requests that expired. Its input is one row per session with the columns `OUTCOME_COLUMNS`
-(the sessions table's `ai_actions`, `ended_by` and `expired`, or the same under these names).
+requests that expired. Its input has a row per session with `variant`, `ended_by` and the
+AI's steps and expired requests: the sessions table's `ai_actions` and `expired`, or the
+score table's `ai_steps` and `expired_requests`.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-OUTCOME_COLUMNS = ("session_id", "variant", "ended_by", "ai_steps", "expired_requests")
 RUN_OUTCOME_COLUMNS = ("variant", "sessions", "ai_steps_mean", "ai_steps_min", "ai_steps_max", "endings",
                        "expired_requests")
 
