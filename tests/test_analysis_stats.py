@@ -216,3 +216,41 @@ def test_ablation_bars_are_paired_difference_intervals():
     assert halves == pytest.approx(expected)
     level_se = study_table(scores, ["performance"]).query("variant == 'scaffolded-d'")["se_task"].item()
     assert halves[1] != pytest.approx(1.96 * level_se, rel=0.05)
+
+
+def test_the_study_table_shows_each_variants_ai_steps_endings_and_expired_requests():
+    scores = score_table(n_tasks=2, seeds=2)
+    scores["ended_by"] = "budget"
+    scores["ai_steps"] = 30.0
+    scores["expired_requests"] = 0.0
+    dr = scores["variant"] == "scaffolded-dr"
+    scores.loc[dr, "ai_steps"] = [30.0, 12.0, 30.0, 20.0]
+    scores.loc[dr, "ended_by"] = ["budget", "finish", "budget", "llm_budget"]
+    scores.loc[dr, "expired_requests"] = [0.0, 1.0, 2.0, 0.0]
+    table = study_table(scores, ["performance", "hms"])
+    row = table[(table["variant"] == "scaffolded-dr") & (table["metric"] == "hms")].iloc[0]
+    assert (row["ai_steps_mean"], row["ai_steps_min"], row["ai_steps_max"]) == (23.0, 12.0, 30.0)
+    assert row["endings"] == "budget 2; finish 1; llm_budget 1" and row["expired_requests"] == 3
+    wide = format_study_table(table)
+    assert wide.loc["scaffolded-dr", "AI steps (mean [min-max])"] == "23.0 [12-30]"
+    assert wide.loc["single", "endings"] == "budget 4" and wide.loc["scaffolded-dr", "expired requests"] == 3
+    assert "endings" not in format_study_table(study_table(score_table(n_tasks=2, seeds=2), ["hms"])).columns
+
+
+def test_missing_scores_are_bounded_by_a_worst_and_best_case_fill_in():
+    from colabkit.analysis import missing_score_bounds
+
+    scores = score_table(n_tasks=2, seeds=2)
+    dr = scores.index[scores["variant"] == "default-dr"]
+    scores.loc[dr[:2], "performance"] = np.nan  # two sessions crashed: no score
+    low, high = scores["performance"].min(), scores["performance"].max()
+    table = missing_score_bounds(scores, ["performance", "h_init_norm"]).set_index(["variant", "metric"])
+    row = table.loc[("default-dr", "performance")]
+    observed = scores.loc[dr[2:], "performance"]
+    assert row["n_missing"] == 2 and math.isclose(row["mean_observed"], observed.mean())
+    assert math.isclose(row["mean_worst"], (observed.sum() + 2 * low) / 4)
+    assert math.isclose(row["mean_best"], (observed.sum() + 2 * high) / 4)
+    full = table.loc[("single", "performance")]
+    assert full["n_missing"] == 0 and full["mean_worst"] == full["mean_best"] == full["mean_observed"]
+    undefined = table.loc[("single", "h_init_norm")]  # undefined by design: not filled in
+    assert undefined["n_missing"] == 4 and math.isnan(undefined["mean_worst"])

@@ -1,4 +1,4 @@
-"""The two session-end rules side by side: pairs by (variant, task, seed), by hand."""
+"""The session-end rules side by side: pairs by (variant, task, seed), by hand."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def test_the_contrast_is_all_sides_minus_either_side_on_the_same_task_and_seed()
     assert all(math.isclose(d, -0.1, abs_tol=1e-9) for d in hms["diff"])
     single = hms[hms["variant"] == "single"].iloc[0]
     mean = scores.loc[(scores["variant"] == "single") & (scores["termination"] == "either_side"), "hms"].mean()
-    assert math.isclose(single["mean_either_side"], mean) and math.isclose(single["mean_all_sides"], mean - 0.1)
+    assert math.isclose(single["mean_baseline"], mean) and math.isclose(single["mean_rule"], mean - 0.1)
+    assert (table["baseline"] == "either_side").all() and (table["rule"] == "all_sides").all()
     perf = table[table["metric"] == "performance"]
     assert (perf["diff"] == 0).all() and (perf["p_unadjusted"] == 1).all()  # no spread, no shift: p = 1
     assert (table["n_tasks"] == 4).all()  # tested at the task level: 4 tasks, 8 pairs
@@ -68,6 +69,21 @@ def test_the_interaction_is_the_change_of_the_contrast_between_rules_tested_for_
     moved = termination_interaction(both_rules_shifting(0.1), DECOMPOSITION[:1], plan=plan)
     assert not moved["equivalent"].any() and moved["interaction"].between(0.08, 0.12).all()
     row = moved.iloc[0]  # by hand: the diff of the contrast under each rule
-    assert row["interaction"] == pytest.approx(row["diff_all_sides"] - row["diff_either_side"])
+    assert row["interaction"] == pytest.approx(row["diff_rule"] - row["diff_baseline"])
+    assert (row["baseline"], row["rule"]) == ("either_side", "all_sides")
     assert set(moved["plan_hash"]) == {plan.plan_hash}
     assert termination_interaction(score_table(n_tasks=2, seeds=1), plan=plan).empty
+
+
+def test_with_all_three_rules_the_default_ai_budget_is_the_baseline_of_both_contrasts():
+    two = both_rules()
+    third = two[two["termination"] == "either_side"].assign(
+        termination="ai_budget", session_id=lambda t: t["session_id"] + "-ai", hms=lambda t: t["hms"] + 0.2)
+    scores = pd.concat([two, third], ignore_index=True)
+    assert termination_rules(scores) == ["ai_budget", "either_side", "all_sides"]
+    assert set(by_termination(scores)["termination"]) == {"ai_budget"}
+    hms = termination_contrast(scores, metrics=["hms"])
+    assert len(hms) == 13 * 2 and set(hms["rule"]) == {"either_side", "all_sides"}
+    diffs = hms.groupby("rule")["diff"].mean()
+    assert math.isclose(diffs["either_side"], -0.2, abs_tol=1e-9)
+    assert math.isclose(diffs["all_sides"], -0.3, abs_tol=1e-9)

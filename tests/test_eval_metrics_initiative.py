@@ -131,3 +131,26 @@ def test_items_and_prompt_fields():
     assert [m["sender"] for m in fields["earlier_messages"]] == ["D", "ai", "R"]
     assert INITIATIVE_PROMPT.version >= 1 and REPLY_PROMPT.version >= 1
     assert "dialogue" in INITIATIVE_PROMPT.instructions
+
+
+def test_h_init_events_counts_every_event_a_member_initiated_not_only_its_messages():
+    from collections import Counter
+
+    from colabkit.evaluation.metrics.initiative import initiated_events
+
+    t = Trajectory()
+    t.start()
+    t.say("ai", "plan")  # ai: message
+    t.run("ai", "x = 1")  # ai: cell
+    t.run("D", "x +", status="error")  # D: a failed cell is still D's initiative
+    req = t.request("ai", "edit_result", "R", text="H1")  # ai: proposal
+    t.decide("R", req, approve=True)  # R: decision; the edit it applies is the ai's proposal, not a new event
+    t.wait("D")
+    t.failed("R", "send_message")
+    t.end()
+    counts = initiated_events(t.events)
+    assert counts == Counter({"ai": 3, "D": 1, "R": 1})
+    # the messages-only figure would see one member (ai) only: entropy 0; over events, three members
+    h_events, _ = initiative_entropy(counts, t.team)
+    expected = -sum(p * math.log(p) for p in (3 / 5, 1 / 5, 1 / 5)) / math.log(3)
+    assert math.isclose(h_events, expected)

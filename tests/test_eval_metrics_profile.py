@@ -48,7 +48,8 @@ def test_hand_computed_a_profile():
     assert flags == []
     assert [c.item_id for c in found] == [f"event-{e.seq}" for e in items]
     assert [c.kind for c in found] == ["message", "message", "execute_code", "edit_result", "decision"]
-    assert "edit_result: Final" in found[4].content and "the peak is in cell 0" in found[4].content
+    # a decision is the signatory's own words: its reason, never the proposal it decided
+    assert found[4].content == "approved; reason: the peak is in cell 0" and "Final" not in found[4].content
     m_d, m_r, c_d, e_r, d_r = (f"event-{e.seq}" for e in items)
     labels = {m_d: "D", m_r: "generic", c_d: "R", e_r: "R", d_r: "R"}
     result = a_profile(found, labels, TEAM)

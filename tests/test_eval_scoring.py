@@ -88,7 +88,8 @@ def test_a_perfect_judge_scores_stored_sessions_and_the_tables_show_them(results
     assert list((results / "judge-checks").glob("*.json"))
     scores = by_seed(load_scores(results))
     assert list(scores.columns[:len(SCORE_COLUMNS)]) == list(SCORE_COLUMNS)
-    assert scores["termination"].tolist() == ["either_side"] * 3  # the session-end rule, from each spec
+    assert scores["termination"].tolist() == ["ai_budget"] * 3  # the session-end rule, from each spec
+    assert scores["ended_by"].tolist() == ["finish"] * 3 and scores["ai_steps"].tolist() == [0.0] * 3  # from each record
     # gold vs gold: recall 1, HMS 1; empty: undelivered -> 0 without asking; other gold: 0
     assert scores["delivered"].tolist() == [True, False, True]
     assert scores["performance"].tolist() == [1.0, 0.0, 0.0]
@@ -234,6 +235,16 @@ def test_a_session_that_ended_by_an_infrastructure_failure_has_its_metrics_missi
     refused = scores.iloc[1]
     assert pd.isna(refused["performance"]) and pd.isna(refused["w_total"]) and pd.isna(refused["delivered"])
     assert refused["flags"].startswith("session: ended by provider_error")
+
+
+def test_a_session_that_reached_its_spending_cap_is_an_outcome_scored_from_its_editor(tmp_path):
+    store_session(tmp_path, TASK, GOLD, seed=0, ended_by="llm_budget")  # delivered before the cap
+    store_session(tmp_path, TASK, "", seed=1, ended_by="llm_budget")  # nothing delivered
+    score_results(tmp_path, metrics=["performance"], sanity_tasks=1, judge=PERFECT)
+    scores = by_seed(load_scores(tmp_path))
+    assert scores["performance"].tolist() == [1.0, 0.0] and scores["delivered"].tolist() == [True, False]
+    assert scores["ended_by"].tolist() == ["llm_budget"] * 2
+    assert not any(flag.startswith("session: ended by") for flag in scores["flags"])
 
 
 def marked_context(answers: list[bool]):

@@ -52,12 +52,19 @@ def test_a_batch_runs_each_session_once_and_a_rerun_finds_them_all_cached(tmp_pa
     assert sorted(journal.session_id) == sorted(o.session_id for o in summary.outcomes)
     assert set(journal.status) == {"done"} and set(journal.pid) == {os.getpid()}
     assert workspaces(out) == []
+    # the batch report: per variant, the AI's steps used (mean, min, max), the endings, expired requests
+    per_variant = summary.by_variant().set_index("variant")
+    assert per_variant.loc["single", ["ai_steps_mean", "ai_steps_min", "ai_steps_max"]].tolist() == [2, 2, 2]
+    assert per_variant.loc["default-dr", "ai_steps_max"] == 2  # the humans' steps did not end it early
+    assert per_variant.loc["single", "endings"] == "budget 2" and per_variant["expired_requests"].tolist() == [0, 0]
+    assert "ai_steps_mean" in summary.report() and "budget 2" in summary.report()
 
     again = use_scripted({}, default=CODE)
     rerun = run_experiment(path, progress=False)
     assert [o.status for o in rerun.outcomes] == ["cached"] * 4 and again.calls == []
     assert len(read_journal(out)) == 4  # cached sessions are not attempts
     assert "4 sessions: 0 done, 0 failed, 4 cached" in rerun.line()
+    assert rerun.by_variant().equals(summary.by_variant())  # cached sessions report from their records
 
 
 def test_sessions_run_concurrently_up_to_the_kernel_cap(tmp_path, monkeypatch):
@@ -135,10 +142,13 @@ def test_retry_errors_reruns_only_sessions_that_ended_in_error(tmp_path):
     errored = session_dir(exp.sessions()[0][0], exp.folder())
     record = SessionRecord.model_validate_json((errored / "session.json").read_bytes())
     atomic_write_text(errored / "session.json", record.model_copy(update={"ended_by": "error"}).model_dump_json())
+    capped = session_dir(exp.sessions()[1][0], exp.folder())  # a spending cap's end is an outcome: never rerun
+    capped_record = SessionRecord.model_validate_json((capped / "session.json").read_bytes())
+    atomic_write_text(capped / "session.json", capped_record.model_copy(update={"ended_by": "llm_budget"}).model_dump_json())
 
     plain = run_experiment(path, progress=False)
     assert [o.status for o in plain.outcomes] == ["cached", "cached"]
-    assert plain.outcomes[0].ended_by == "error"
+    assert [o.ended_by for o in plain.outcomes] == ["error", "llm_budget"]
     retried = run_experiment(path, progress=False, retry_errors=True)
     assert [o.status for o in retried.outcomes] == ["done", "cached"]
     assert SessionRecord.model_validate_json((errored / "session.json").read_bytes()).ended_by == record.ended_by

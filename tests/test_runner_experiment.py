@@ -166,7 +166,7 @@ def test_the_paper_config_is_13_variants_by_38_archaeology_tasks_by_3_seeds():
     assert len(items) == 13 * 38 * 3 == len({spec.session_id for spec, _ in items})
 
 
-ARMS = [{"name": "either_side", "settings": {"termination": "either_side"}},
+ARMS = [{"name": "ai_budget", "settings": {"termination": "ai_budget"}},
         {"name": "all_sides", "settings": {"termination": "all_sides"}}]
 
 
@@ -176,17 +176,17 @@ def test_settings_arms_run_the_grid_once_per_arm_and_enter_each_sessions_identit
     items = exp.sessions()
     assert len(items) == 2 * len(plain.sessions())
     rules = [(s.variant.name, s.settings.termination, s.seed) for s, _ in items]
-    assert rules[:3] == [("single", "either_side", 0), ("single", "either_side", 1), ("single", "all_sides", 0)]
+    assert rules[:3] == [("single", "ai_budget", 0), ("single", "ai_budget", 1), ("single", "all_sides", 0)]
     assert {s.settings.action_budget for s, _ in items} == {3}  # the common settings stay
     assert len({s.session_id for s, _ in items}) == len(items)
-    # the either_side arm is the default settings: its sessions are the plain grid's
-    either = {s.session_id for s, _ in items if s.settings.termination == "either_side"}
+    # the ai_budget arm is the default settings: its sessions are the plain grid's
+    either = {s.session_id for s, _ in items if s.settings.termination == "ai_budget"}
     assert either == {s.session_id for s, _ in plain.sessions()}
     assert exp.identity() != plain.identity()
 
 
 @pytest.mark.parametrize(("arms", "message"), [
-    (ARMS + [ARMS[0]], "repeated arm(s): either_side"),
+    (ARMS + [ARMS[0]], "repeated arm(s): ai_budget"),
     ([{"name": "x", "settings": {"termination": "sometimes"}}], "arm 'x': termination: Input should be"),
     ([{"name": "x", "settings": {}}], "arms.0.settings: Dictionary should have at least 1 item"),
 ])
@@ -197,23 +197,27 @@ def test_a_bad_arm_is_one_line_naming_it(tmp_path, arms, message):
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
-def test_the_sensitivity_config_is_the_paper_grid_under_both_rules():
+def test_the_sensitivity_config_is_the_paper_grid_under_all_three_rules():
     paper = load_experiment(REPO / "experiments" / "paper.yaml", data_root=shared_data())
     exp = load_experiment(REPO / "experiments" / "sensitivity.yaml", data_root=shared_data())
     assert (exp.variants, exp.seeds, exp.models) == (paper.variants, paper.seeds, paper.models)
     assert exp.load_suite().ids == paper.load_suite().ids
     assert {name: s.termination for name, s in exp.arm_settings().items()} == {
-        "either_side": "either_side", "all_sides": "all_sides"}
+        "ai_budget": "ai_budget", "either_side": "either_side", "all_sides": "all_sides"}
     items = exp.sessions()
-    assert len(items) == 2 * 13 * 38 * 3 == len({spec.session_id for spec, _ in items})
+    assert len(items) == 3 * 13 * 38 * 3 == len({spec.session_id for spec, _ in items})
+    # the default arm's sessions are the paper's own: stored sessions are shared, never rerun
+    assert {s.session_id for s, _ in items if s.settings.termination == "ai_budget"} == {
+        s.session_id for s, _ in paper.sessions()}
 
 
-def test_the_sensitivity_dry_run_plans_both_rules(capsys):
+def test_the_sensitivity_dry_run_plans_all_three_rules(capsys):
     from colabkit.cli import main
 
     path = REPO / "experiments" / "sensitivity.yaml"
     assert main(["batch", str(path), "--dry-run", "--data-root", str(shared_data())]) == 0
     out = capsys.readouterr().out
-    assert f"{2 * 13 * 38 * 3} sessions" in out
+    assert f"{3 * 13 * 38 * 3} sessions" in out
+    assert "arm ai_budget: 1482 sessions (termination=ai_budget)" in out
     assert "arm either_side: 1482 sessions (termination=either_side)" in out
     assert "arm all_sides: 1482 sessions (termination=all_sides)" in out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -356,8 +357,7 @@ def test_the_action_budget_ends_the_session(tmp_path):
 def test_either_side_ends_a_dr_session_when_the_humans_30_steps_are_spent_and_the_record_says_so(tmp_path):
     chatter = [say("send_message", f"note {i}", "all") for i in range(20)]
     scripts = {"ai": [say("execute_code", f"step = {i}") for i in range(40)], "D": chatter, "R": list(chatter)}
-    result, events, model, _ = run(tmp_path, variant("default-dr"), scripts, max_rounds=45)
-    assert result.spec.settings.termination == "either_side"  # the default: Co-Gym's rule
+    result, events, model, _ = run(tmp_path, variant("default-dr"), scripts, max_rounds=45, termination="either_side")
     assert result.ended_by == "budget" and result.budget_side == "human"
     assert result.totals.human_actions == 30 and result.totals.ai_actions < 30
     steps = [e for e in events if e.phase == "task" and e.participant != "system"]
@@ -367,6 +367,53 @@ def test_either_side_ends_a_dr_session_when_the_humans_30_steps_are_spent_and_th
     record = SessionRecord.from_result(result, started=datetime.now(UTC), finished=datetime.now(UTC))
     assert (record.ended_by, record.budget_side, record.spec.settings.termination) == ("budget", "human", "either_side")
     assert sum(1 for c in model.calls if c["name"] in ("D", "R")) == 30
+
+
+def test_under_ai_budget_a_dr_teams_humans_cannot_end_the_session_and_everyone_sees_both_budgets(tmp_path):
+    """The same chatter as above under the default rule: each human stops at its own cap of 6, the
+    AI takes all of its 6 steps and its budget ends the session."""
+    chatter = [say("send_message", f"note {i}", "all") for i in range(20)]
+    scripts = {"ai": [say("execute_code", f"step = {i}") for i in range(40)], "D": chatter, "R": list(chatter)}
+    result, events, model, observations = run(tmp_path, variant("default-dr"), scripts, action_budget=6)
+    assert result.spec.settings.termination == "ai_budget"  # the default
+    assert result.ended_by == "budget" and result.budget_side == "ai" and events[-1].args["termination"] == "ai_budget"
+    assert result.totals.ai_actions == 6 and result.totals.human_actions == 12  # 6 each: caps are per human
+    assert sum(1 for c in model.calls if c["name"] == "D") == 6  # a spent human is not asked again
+    last = [e for e in events if e.phase == "task" and e.participant != "system"][-1]
+    assert last.participant == "ai"
+    first_d = observations["D"][0].render()
+    assert re.search(r"6 actions left for you; [56] for the AI agent \(ai\)\)", first_d)
+    assert "ends when the AI agent (ai) has used all its steps" in first_d
+    assert "for the AI agent" not in observations["ai"][0].render().split("# Now")[-1]
+    assert "ends when the AI agent (ai) has used all its steps" in observations["ai"][0].render()
+
+
+def test_a_gated_edit_at_the_ais_last_step_is_decided_in_the_closing_pass_and_submitted(tmp_path):
+    """preassigned-r, AI budget 2, the AI first every round: its edit (R signs edits) is its last
+    step, so the budget ends the session before R's turn; the closing pass asks R, who approves."""
+    scripts = {"ai": [say("execute_code", "x = 1"), say("edit_result", "H-FINAL")],
+               "R": [WAIT, say("approve", "fits the cell", "req-1")]}
+    seed = ai_first_seed(("ai", "R"), 2)
+    result, events, model, observations = run(tmp_path, variant("preassigned-r"), scripts, seed=seed, action_budget=2)
+    assert result.ended_by == "budget" and result.budget_side == "ai"
+    assert result.final_hypothesis == "H-FINAL" and events[-1].args["final_hypothesis"] == "H-FINAL"
+    names = [e.action for e in events]
+    assert names.index("closing_pass") < names.index("approve") < names.index("session_end")
+    decision = next(e for e in events if e.action == "approve")
+    assert decision.args["closing_pass"] is True and decision.status == "approved"
+    totals = result.totals
+    assert (totals.closing_decisions, totals.expired, totals.human_actions, totals.ai_actions) == (1, 0, 0, 2)
+    closing = observations["R"][-1]
+    assert closing.closing and set(closing.valid_actions) <= {"approve", "reject", "wait"}
+    assert "closing step" in closing.render()
+
+
+def test_an_open_request_the_signatory_leaves_in_the_closing_pass_expires_counted_by_action(tmp_path):
+    scripts = {"ai": [say("execute_code", "x = 1"), say("edit_result", "H-FINAL")], "R": [WAIT, WAIT]}
+    seed = ai_first_seed(("ai", "R"), 2)
+    result, events, _, _ = run(tmp_path, variant("preassigned-r"), scripts, seed=seed, action_budget=2)
+    assert result.final_hypothesis == "" and "closing_pass" in [e.action for e in events]
+    assert (result.totals.expired, result.totals.expired_edit_result, result.totals.closing_decisions) == (1, 1, 0)
 
 
 def test_all_sides_keeps_the_humans_budget_and_the_ai_budget_apart_until_both_are_spent(tmp_path):
@@ -425,8 +472,10 @@ def test_under_either_side_a_request_open_when_a_side_is_spent_is_recorded_undec
     scripts = {"ai": [say("edit_result", "H1")],
                "R": [say("send_message", "one", "all"), say("send_message", "two", "all")]}
     seed = ai_first_seed(("ai", "R"), 6)
-    result, events, _, _ = run(tmp_path, variant("preassigned-r"), scripts, seed=seed, human_action_budget=2)
+    result, events, _, _ = run(tmp_path, variant("preassigned-r"), scripts, seed=seed, human_action_budget=2,
+                               termination="either_side")
     assert result.ended_by == "budget" and result.budget_side == "human" and result.final_hypothesis == ""
+    assert "closing_pass" in [e.action for e in events]  # R was asked once more, and waited
     expired = [e for e in events if e.action == "request_expired"]
     assert [(e.request_id, e.args["decision"]) for e in expired] == [("req-1", "undecided")]
     assert "undecided" in expired[0].result and result.totals.expired == 1
@@ -450,8 +499,10 @@ def test_the_single_agent_is_not_offered_wait_and_never_ends_idle_after_one_wait
     result, events, model, observations = run(tmp_path, variant("single"), scripts, idle_rounds=1)
     assert all("wait" not in obs.valid_actions for obs in observations["ai"])
     assert "wait:" not in prompts(model, "ai")[0]
-    steps = [(e.action, e.status) for e in events if e.participant == "ai"]
-    assert steps[0] == ("wait", "failed_step")  # a step that spent budget, not idleness
+    # its schema has no wait: the written wait is repaired (the next answer), never an idle step
+    first = [e for e in events if e.participant == "ai"][0]
+    assert (first.action, first.status, len(first.llm_calls)) == ("edit_result", "ok", 2)
+    assert "not a valid" in model.calls[1]["messages"][-1]["content"]
     assert result.ended_by == "finish" and result.final_hypothesis == "H1"
 
 

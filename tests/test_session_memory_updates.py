@@ -122,6 +122,13 @@ def test_the_action_is_offered_and_decoded_only_where_the_memory_lives():
     assert "propose_memory_update" not in step_schema(200, 500).model_json_schema()["properties"]["action"]["enum"]
 
 
+def test_the_single_agents_schema_lists_only_the_actions_it_may_take():
+    lone = step_schema(200, 500, lone=True).model_json_schema()["properties"]["action"]["enum"]
+    assert lone == list(valid_actions("ai", ("ai",), has_requests=False)) == ["execute_code", "edit_result", "finish"]
+    team = step_schema(200, 500).model_json_schema()["properties"]["action"]["enum"]
+    assert {"send_message", "wait", "approve", "reject"} <= set(team)
+
+
 # -- running sessions ------------------------------------------------------------------------------
 def ai_first_seed(team: tuple[str, ...], rounds: int) -> int:
     return next(s for s in range(1000) if all(round_order(team, s, r)[0] == "ai" for r in range(1, rounds + 1)))

@@ -46,6 +46,11 @@ def test_step_schema_bounds_strings_for_the_grammar():
 
 def test_send_message_recipients_are_parsed_and_checked():
     assert to_action(step("send_message", "hi", "all"), "ai", TEAM).to is None
+    # upd-N names a request only where the memory lives (Dynamic); elsewhere only req-N does
+    assert to_action(step("approve", "ok", "upd-1"), "D", TEAM, memory_updates=True).request_id == "upd-1"
+    with pytest.raises(InvalidAction, match="needs the request id"):
+        to_action(step("approve", "ok", "upd-1"), "D", TEAM)
+    assert to_action(step("approve", "ok upd-2 req-3", ""), "D", TEAM).request_id == "req-3"
     assert to_action(step("send_message", "hi"), "ai", TEAM).to is None
     assert to_action(step("send_message", "hi", "d, r"), "ai", TEAM).to == ("D", "R")
     assert to_action(step("send_message", "hi", "AI"), "D", TEAM).to == ("ai",)
@@ -167,7 +172,7 @@ def test_scheduler_skips_a_waiter_until_its_view_changes_and_detects_idleness():
     assert sched.end_round() is True  # K=2 idle rounds
     assert sched.actions_left("ai") == 1 and sched.actions_left("D") == 2
     sched.record_step("D", "x", waited=False)
-    assert sched.budget_end("human") is None and sched.actions == 2 and sched.waits == 1
+    assert sched.budget_end("D") is None and sched.actions == 2 and sched.waits == 1
 
 
 def test_budgets_are_per_side_and_the_humans_share_theirs_under_all_sides():
@@ -176,7 +181,7 @@ def test_budgets_are_per_side_and_the_humans_share_theirs_under_all_sides():
         sched.record_step(pid, "k", waited=False)
     assert sched.used == {"ai": 0, "human": 3}
     assert sched.actions_left("R") == 0 and not sched.eligible("R", "new view")  # spent: no more steps
-    assert sched.actions_left("ai") == 2 and sched.eligible("ai", "k") and sched.budget_end("human") is None
+    assert sched.actions_left("ai") == 2 and sched.eligible("ai", "k") and sched.budget_end("R") is None
     sched.record_step("ai", "k", waited=False)
     assert sched.budget_end("ai") is None
     sched.record_step("ai", "k", waited=False)
@@ -184,15 +189,33 @@ def test_budgets_are_per_side_and_the_humans_share_theirs_under_all_sides():
 
 
 def test_either_side_ends_when_one_side_is_spent_and_names_it():
-    sched = Scheduler(SessionSettings(action_budget=2, human_action_budget=3), SIDES)
-    assert sched.settings.termination == "either_side"  # Co-Gym's rule is the default
+    sched = Scheduler(SessionSettings(action_budget=2, human_action_budget=3, termination="either_side"), SIDES)
     for pid in ("D", "R"):
         sched.record_step(pid, "k", waited=False)
-        assert sched.budget_end("human") is None
+        assert sched.budget_end(pid) is None
     sched.record_step("ai", "k", waited=False)
     assert sched.budget_end("ai") is None
     sched.record_step("D", "k", waited=False)
-    assert sched.budget_end("human") == "human" and sched.used == {"ai": 1, "human": 3}
+    assert sched.budget_end("D") == "human" and sched.used == {"ai": 1, "human": 3}
+
+
+def test_ai_budget_is_the_default_clock_and_each_human_has_its_own_cap():
+    sched = Scheduler(SessionSettings(action_budget=2), SIDES)
+    assert sched.settings.termination == "ai_budget"
+    for _ in range(2):  # D spends its own cap: R still has all of its steps, and nothing ends
+        sched.record_step("D", "k", waited=False)
+        assert sched.budget_end("D") is None
+    assert sched.used == {"ai": 0, "D": 2, "R": 0}
+    assert sched.actions_left("D") == 0 and sched.actions_left("R") == 2 and not sched.eligible("D", "new view")
+    assert sched.eligible("D", "new view", has_requests=True)  # a spent member still decides its requests
+    for _ in range(2):
+        sched.record_step("R", "k", waited=False)
+        assert sched.budget_end("R") is None  # both humans spent: the humans never end the session
+    assert sched.ai_actions_left() == 2
+    sched.record_step("ai", "k", waited=False)
+    assert sched.budget_end("ai") is None
+    sched.record_step("ai", "k", waited=False)
+    assert sched.budget_end("ai") == "ai"
 
 
 def test_a_team_wide_cap_stays_available():
@@ -200,7 +223,7 @@ def test_a_team_wide_cap_stays_available():
     sched = Scheduler(settings, SIDES)
     sched.record_step("D", "k", waited=False)
     assert sched.actions_left("ai") == 1 and sched.actions_left("R") == 1
-    assert sched.budget_end("human") is None
+    assert sched.budget_end("D") is None
     sched.record_step("ai", "k", waited=False)
     assert sched.budget_end("ai") == "team" and settings.budget_for("human") == 30
 

@@ -74,12 +74,14 @@ def test_the_default_ai_prompt_names_no_teammates_expertise():
     assert persona("ai").version == "ai-2"
 
 
-@pytest.mark.parametrize(("pid", "own", "other"), [("D", "the data", "domain"), ("R", "the domain", "column")])
-def test_a_human_prompt_states_its_own_knowledge_only_and_nobody_leads(pid, own, other):
+@pytest.mark.parametrize(("pid", "own", "other", "version"),
+                         [("D", "the data", "domain", "D-3"), ("R", "the domain", "column", "R-4")])
+def test_a_human_prompt_states_its_own_knowledge_only_and_nobody_leads(pid, own, other, version):
     prompt = persona(pid).prompt
     assert f"You know {own}" in prompt and other not in prompt.lower()
     assert "leads" not in prompt and "AI agent" not in prompt
-    assert persona(pid).version == f"{pid}-3"
+    assert persona(pid).version == version  # R-4: its knowledge line lost R-3's "a sound answer must respect"
+    assert "must" not in prompt.splitlines()[1] + prompt.splitlines()[2]
 
 
 def test_human_personas_share_one_frame_and_differ_only_in_role_and_knowledge():

@@ -18,7 +18,9 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `gate_summary`, `decision_counts`, `rubber_stamp_rate`: the gated-event annotations.
 - `memory_dynamics`, `memory_versions`: how a living memory (Dynamic variants) moved.
 - `ablation_figure`, `contrast_figure`, `gate_figure`: seaborn figures.
-- `termination_contrast`, `by_termination`: the two session-end rules side by side.
+- `termination_contrast`, `by_termination`: the session-end rules side by side.
+- `missing_score_bounds`: each variant's means with its missing scores filled in worst- and
+  best-case (does a result depend on the sessions that have no score?).
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
 """
 
@@ -40,6 +42,7 @@ from colabkit.analysis.inference.contrasts import (
     task_contrast,
 )
 from colabkit.analysis.inference.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
+from colabkit.analysis.inference.missing import missing_score_bounds
 from colabkit.analysis.inference.plan import (
     AnalysisPlan,
     analysis_plan,
@@ -100,6 +103,7 @@ __all__ = [
     "load_score_table",
     "memory_dynamics",
     "memory_versions",
+    "missing_score_bounds",
     "mixed_model_contrast",
     "paired_differences",
     "plan_for",

@@ -1,9 +1,12 @@
 """`colabkit audit CONFIG`: check that an experiment's variants differ only by design.
 
 Renders what every participant of every variant is given on one task and seed (no model is
-called) and compares the variants section by section (`colabkit.runner.audit`). Prints the
-differences the design explains (team, persona prompts, memory, gates and who chose them)
-and every other difference; exits 1 when there is any other difference. Without CONFIG,
+called) and compares the variants section by section; then plays one scripted trajectory in
+every variant (the audit's own test double answers for every model, through the engine and
+the real gateway) and compares the runs: the requests as sent, the AI's steps, the end, the
+closing pass (`colabkit.runner.audit`). Prints the differences the design explains (team,
+persona prompts, memory, gates and who chose them) and every other difference; exits 1
+when there is any other difference. Without CONFIG,
 `--variants` (default: all 13) on `--task` (default: the first task) under the default
 settings and model.
 """
@@ -30,7 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _audit(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment
-    from colabkit.runner.audit import audit_experiment, audit_specs
+    from colabkit.runner.audit import audit, audit_experiment
     from colabkit.runner.build import build_spec
     from colabkit.tasks import load_tasks
     from colabkit.team import VARIANT_NAMES
@@ -46,7 +49,7 @@ def _audit(args: argparse.Namespace) -> int:
         task = suite.get(args.task) if args.task else suite.tasks[0]
         seed = 0 if args.seed is None else args.seed
         specs = [build_spec(task.id, name, seed) for name in variants or VARIANT_NAMES]
-        reports = {"": audit_specs(specs, task)}
+        reports = {"": audit(specs, task)}
     for arm, report in reports.items():
         if arm:
             print(f"== arm {arm}")

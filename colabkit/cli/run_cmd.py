@@ -39,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench data folder or clone (default: the demo tasks)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
-    parser.add_argument("--action-budget", metavar="N", help="task-phase actions per side: the AI agent's, and the humans' together (default 30)")
+    parser.add_argument("--action-budget", metavar="N", help="task-phase actions of the AI agent, the session's clock, and of each simulated human (default 30)")
     parser.add_argument("--max-rounds", metavar="N", help="rounds before the session ends (default 60)")
     parser.add_argument("--log-prompts", action="store_true",
                         help="also store every rendered prompt in <session>/prompts.jsonl (not part of the session id)")

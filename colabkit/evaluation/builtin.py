@@ -10,7 +10,7 @@ from colabkit.errors import ColabkitError
 from colabkit.evaluation.metrics import (
     gates,  # noqa: F401  (n_gated, approval/rejection rates, gate annotations)
     hypothesis,  # noqa: F401  (performance, hms)
-    initiative,  # noqa: F401  (h_init_norm, h_init_zero_rule, ca_plus, ca_minus)
+    initiative,  # noqa: F401  (h_init_norm, h_init_zero_rule, ca_plus, ca_minus; h_init_events)
     profile,  # noqa: F401  (a_profile)
     simfailure,  # noqa: F401  (sim_failure, sim_failure_kind, sim_failure_events; opt-in)
     support,  # noqa: F401  (s_hyp, s_hyp_all)

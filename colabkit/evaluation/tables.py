@@ -8,9 +8,11 @@ session and score folder), else rebuild from the files, so a stale export never 
 A session scored by several judges has one row per judge model (`judge_model`); rule-based
 metrics repeat on each. For each scorer and judge the most recently written file is used,
 so after re-scoring with a changed prompt the new result is the one shown. Missing values are
-NaN (or <NA> for yes/no columns), never 0. A session that ended by a crash, a spending cap or a
-provider refusal (`INFRASTRUCTURE_ENDINGS`) says nothing about its team: its metrics are
-missing and flagged, so it never counts as an undelivered result in the study's statistics.
+NaN (or <NA> for yes/no columns), never 0. A session that ended by a crash or a provider
+refusal (`INFRASTRUCTURE_ENDINGS`) says nothing about its team: its metrics are missing and
+flagged, so it never counts as an undelivered result in the study's statistics (the
+analysis layer's `missing_score_bounds` shows what the missing ones could change). A session
+that reached its spending cap is an outcome: it keeps its ending and its scores.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ JUDGEMENTS_PARQUET = "judgements.parquet"
 GATES_PARQUET = "gate_annotations.parquet"
 
 SESSION_KEYS = ("session_id", "task_id", "variant", "structure", "composition", "seed", "termination")
-METRIC_COLUMNS = ("delivered", "performance", "hms", "h_init_norm", "h_init_zero_rule", "ca_plus",
+RUN_COLUMNS = ("ended_by", "ai_steps", "expired_requests")
+"""How the session ran, from its record: its ending, the AI's steps, the requests that expired
+(the study table's per-variant outcomes, `colabkit.store.run_outcomes`)."""
+METRIC_COLUMNS = ("delivered", "performance", "hms", "h_init_norm", "h_init_zero_rule", "h_init_events", "ca_plus",
                   "ca_minus", "a_profile", "c_wf", "s_hyp", "s_hyp_all", "w_total", "w_human",
                   "approval_rate", "rejection_rate", "n_gated", "sim_failure", "sim_failure_kind",
                   "sim_failure_events")
 JUDGE_COLUMNS = ("judge_model", "judge_grade", "judge_reliable", "flags")
-SCORE_COLUMNS = (*SESSION_KEYS, *METRIC_COLUMNS, *JUDGE_COLUMNS)
+SCORE_COLUMNS = (*SESSION_KEYS, *RUN_COLUMNS, *METRIC_COLUMNS, *JUDGE_COLUMNS)
 BOOL_COLUMNS = ("delivered", "s_hyp_all", "sim_failure", "judge_reliable")
 JUDGEMENT_COLUMNS = ("session_id", "task_id", "variant", "scorer", "scorer_id", "metric", "item", "repeat",
                      "label", "score", "flag", "raw", "prompt_id", "prompt_version", "judge_model",
@@ -73,7 +78,9 @@ def session_keys(folder: Path) -> tuple[dict[str, Any], str | None]:
     return {"session_id": record["session_id"], "task_id": record["task_id"], "variant": variant["name"],
             "structure": structure, "composition": composition, "seed": record["seed"],
             # the session-end rule (colabkit.analysis.inference.termination); records from before the setting ran all_sides
-            "termination": record["spec"].get("settings", {}).get("termination", "all_sides")}, record.get("ended_by")
+            "termination": record["spec"].get("settings", {}).get("termination", "all_sides"),
+            "ended_by": record.get("ended_by"), "ai_steps": (record.get("totals") or {}).get("ai_actions"),
+            "expired_requests": (record.get("totals") or {}).get("expired")}, record.get("ended_by")
 
 
 def _latest(files: list[ScoreFile]) -> dict[tuple[str, str | None], ScoreFile]:
@@ -150,7 +157,7 @@ def _scores_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=[*SCORE_COLUMNS, *extra])
     numeric = [c for c in (*METRIC_COLUMNS, *extra) if c not in BOOL_COLUMNS
                and df[c].map(lambda v: v is None or isinstance(v, int | float)).all()]
-    df = _typed(df, floats=tuple(numeric), bools=BOOL_COLUMNS, ints=("seed",))
+    df = _typed(df, floats=(*numeric, "ai_steps", "expired_requests"), bools=BOOL_COLUMNS, ints=("seed",))
     return df.sort_values(["session_id", "judge_model"], kind="stable", na_position="first").reset_index(drop=True)
 
 

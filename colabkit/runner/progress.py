@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from colabkit.llm import Spend
 from colabkit.session import Event
+from colabkit.store import run_outcomes
 
 JOURNAL = "runs.jsonl"
 Status = Literal["done", "failed", "cached", "skipped"]
@@ -42,6 +43,10 @@ class SessionOutcome(BaseModel):
     started, because a provider refused an earlier session of the batch."""
     ran_here: bool
     ended_by: str | None = None
+    ai_steps: int | None = None
+    """The AI agent's task-phase steps (None: not run, or no record)."""
+    expired_requests: int | None = None
+    """Requests (and memory updates) still open after the closing pass."""
     error: str | None = None
     tokens: int = 0
     spend: Spend = Field(default_factory=Spend)
@@ -61,6 +66,19 @@ class BatchSummary(BaseModel):
         return pd.DataFrame([{**o.model_dump(exclude={"spend"}), "paid_cost": o.spend.paid_cost,
                               "suite_replays": o.spend.suite_replays} for o in self.outcomes],
                             columns=[*columns, "paid_cost", "suite_replays"])
+
+    def by_variant(self) -> pd.DataFrame:
+        """Per variant: the AI's steps used (mean, min, max), the endings and the expired requests
+        of its sessions with a record (`colabkit.store.run_outcomes`)."""
+        ended = self.table().dropna(subset=["ended_by"])
+        return run_outcomes(ended)
+
+    def report(self) -> str:
+        """`line()` and the per-variant outcomes, as the batch command prints them."""
+        table = self.by_variant()
+        if table.empty:
+            return self.line()
+        return self.line() + "\n" + table.to_string(index=False, float_format=lambda x: f"{x:.1f}")
 
     def spend(self) -> Spend:
         return sum((o.spend for o in self.outcomes), Spend())

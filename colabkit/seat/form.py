@@ -68,7 +68,8 @@ def validate_step(question: Question[Any], fields: dict[str, str]) -> Any:
         raise InvalidInput(f"{fields.get('action')!r} is not possible now; possible: {', '.join(obs.valid_actions)}")
     step = _checked(question.schema, fields)
     try:
-        action = to_action(step, question.participant, question.team)
+        action = to_action(step, question.participant, question.team,
+                           memory_updates=MEMORY_UPDATE in obs.standing_actions)
     except InvalidAction as exc:
         raise InvalidInput(str(exc)) from None
     if action.type in ("approve", "reject") and action.request_id not in {r.request_id for r in obs.requests_for_me}:

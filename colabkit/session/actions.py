@@ -37,6 +37,7 @@ ActionType = Literal["send_message", "execute_code", "edit_result", "approve", "
                      "propose_memory_update"]
 # Gated actions are held as req-N, memory updates as upd-N; both are decided by approve/reject.
 REQUEST_ID = re.compile(r"\b(?:req|upd)-\d+\b", re.IGNORECASE)
+GATE_REQUEST_ID = re.compile(r"\breq-\d+\b", re.IGNORECASE)  # a team without a living memory has no upd-N
 _REASON = re.compile(r"\s*\breason\s*:\s*", re.IGNORECASE)
 _EVERYONE = {"", "all", "everyone", "team", "*"}
 
@@ -143,17 +144,20 @@ def recipients(raw: str, actor: str, team: Sequence[str]) -> tuple[str, ...] | N
     return tuple(chosen) if chosen else None
 
 
-def request_id_of(step: StepSchema) -> str | None:
-    """The request id from `to`, or failing that the first one mentioned in `content`."""
+def request_id_of(step: StepSchema, memory_updates: bool = False) -> str | None:
+    """The request id from `to`, or failing that the first one mentioned in `content`; a memory
+    update's `upd-N` only where the memory lives (the Dynamic variants)."""
+    pattern = REQUEST_ID if memory_updates else GATE_REQUEST_ID
     for field in (step.to, step.content):
-        match = REQUEST_ID.search(field)
+        match = pattern.search(field)
         if match:
             return match.group(0).lower()
     return None
 
 
-def to_action(step: StepSchema, actor: str, team: Sequence[str]) -> Action:
-    """Map the flat step onto a typed action (see the table in the module docstring)."""
+def to_action(step: StepSchema, actor: str, team: Sequence[str], *, memory_updates: bool = False) -> Action:
+    """Map the flat step onto a typed action (see the table in the module docstring);
+    `memory_updates`: the team's memory lives, so `upd-N` names a request too."""
     content = step.content.strip()
     kind = step.action
     if kind == "send_message":
@@ -167,7 +171,7 @@ def to_action(step: StepSchema, actor: str, team: Sequence[str]) -> Action:
     if kind == "edit_result":
         return Action(type=kind, text=content)
     if kind in ("approve", "reject"):
-        request_id = request_id_of(step)
+        request_id = request_id_of(step, memory_updates)
         if request_id is None:
             raise InvalidAction(f"{kind} needs the request id in to, e.g. req-1")
         return Action(type=kind, request_id=request_id, reason=content)

@@ -8,6 +8,10 @@ which gate rules are shown), `scheduler` (who acts next, is it over: budgets und
 with this module's own code to show what each participant is given, without a model. It does no file I/O: events go to the
 caller's sink as they happen, the workspace lives in the caller's (or a temporary) folder.
 
+The closing pass (`_Session.closing_pass`): at a budget, idle or max-rounds end, every
+signatory with open requests decides once, off budget, before the editor is read; what is
+still open after it expires (`request_expired`, counted by action in `Totals`).
+
 Failure policy (fail closed, always recorded): a malformed model answer or an impossible
 action is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by
 "llm_budget"; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
@@ -43,11 +47,11 @@ from colabkit.session.actions import (
     to_action,
     valid_actions,
 )
-from colabkit.session.events import INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
+from colabkit.session.events import CLOSING_PASS, INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
 from colabkit.session.hooks import ReplayHook
 from colabkit.session.prompting.observation import Observation, build_observation
 from colabkit.session.prompting.views import Thought, cell_output, clip
-from colabkit.session.scheduler import Scheduler, round_order
+from colabkit.session.scheduler import Scheduler, closing_order, round_order
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer, check_seats
 from colabkit.session.seats.react import Answer, step_messages, step_schema
 from colabkit.session.settings import SessionSpec
@@ -60,6 +64,9 @@ from colabkit.team import MemoryRecord, private_briefing
 from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
 
 RESULT_CHARS = 500
+CLOSING_ENDS: tuple[EndedBy, ...] = ("budget", "idle", "max_rounds")
+"""Ends followed by the closing pass: a finish submits as it stands, and the infrastructure
+ends (cost cap, provider refusal, crash) cannot ask a model again."""
 
 
 class SessionResult(BaseModel):
@@ -108,6 +115,7 @@ class _Session:
         self.living: LivingMemory | None = None  # the Dynamic variants' memory, after the build
         self.round = 0
         self.budget_side: str | None = None  # what ended the session by budget (`Scheduler.budget_end`)
+        self.closing = False  # in the closing pass (`closing_pass`)
 
     async def play(self) -> EndedBy:
         """Build the memory if the variant has one, then run task rounds until an end."""
@@ -125,6 +133,10 @@ class _Session:
                                                log=self.log, sample=self.spec.seed, seats=self.seats))
         else:
             self.start_task(None)
+        return await self.rounds()
+
+    async def rounds(self) -> EndedBy:
+        """Task rounds until an end (after `start_task`)."""
         for self.round in range(1, self.spec.settings.max_rounds + 1):
             for pid in round_order(self.team, self.spec.seed, self.round):
                 ended = await self.turn(pid)
@@ -162,7 +174,7 @@ class _Session:
         return self.memory.render(max_chars=self.profile.memory_chars, gates=False) if self.memory is not None else None
 
     def observe(self, pid: str) -> Observation:
-        side = [p for p in self.team if self.sides[p] == self.sides[pid]]
+        side = [p for p in self.team if self.sched.holder(p) == self.sched.holder(pid)]
         return build_observation(
             participant=pid,
             team=self.team,
@@ -171,6 +183,8 @@ class _Session:
             profile=self.profile,
             round=self.round,
             actions_left=self.sched.actions_left(pid),
+            ai_actions_left=None if pid == "ai" else self.sched.ai_actions_left(),
+            end_rule=self.spec.settings.end_rule(),
             budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
@@ -181,8 +195,9 @@ class _Session:
             cells_at_request=self.cells_at_request,
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
+            closing=self.closing,
             valid_actions=valid_actions(pid, self.team, has_requests=self.has_requests(pid),
-                                        decisions_only=self.sched.actions_left(pid) == 0,
+                                        decisions_only=self.closing or self.sched.actions_left(pid) == 0,
                                         memory_updates=self.living is not None),
             memory_updates=self.living is not None,
             updates_for_me=[u.line() for u in self.living.addressed_to(pid)] if self.living else (),
@@ -194,6 +209,8 @@ class _Session:
         return step_messages(self.variant.persona(pid).prompt, observation.render())
 
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
+        if self.closing and participant != SYSTEM:  # a closing-pass step (`closing_pass`), marked as such
+            fields["args"] = {**(fields.get("args") or {}), CLOSING_PASS: True}
         self.log.emit(phase="task", round=self.round, participant=participant, action=action, status=status, **fields)
 
     async def turn(self, pid: str) -> EndedBy | None:
@@ -205,8 +222,21 @@ class _Session:
         if not self.sched.eligible(pid, key, has_requests=self.has_requests(pid)):
             return None
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
+        step, fields = await self.ask(pid, observation)
+        # A wait not on offer (the single agent's) is a failed step: it spends budget and is not idleness.
+        self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
+                               and "wait" in observation.valid_actions)
+        if step is not None and await self.act(pid, step, spent=spent, **fields):
+            return "finish"
+        self.budget_side = self.sched.budget_end(pid)
+        return "budget" if self.budget_side is not None else None
+
+    async def ask(self, pid: str, observation: Observation) -> tuple[StepSchema | None, dict[str, Any]]:
+        """`pid`'s answer to `observation` (a fork's changed step, a person's or its model's), its
+        thought noted; a malformed answer is logged here as a failed step (None)."""
         messages = self.messages(pid, observation)
-        schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None)
+        schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None,
+                             lone=len(self.team) < 2)
         override = self.fork.step_for(pid) if self.fork is not None else None
         if override is not None:  # a fork's changed step at its fork point
             reply: SeatAnswer[StepSchema] = SeatAnswer(Answer(override, ()))
@@ -214,23 +244,42 @@ class _Session:
             reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid), messages,
                                                                     schema, self.spec.seed, self.team, observation))
         step, person = reply.answer.value, ({"person": reply.person} if reply.person is not None else {})
-        # A wait not on offer (the single agent's) is a failed step: it spends budget and is not idleness.
-        self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
-                               and "wait" in observation.valid_actions)
         if step is None:
             self.emit(pid, INVALID_OUTPUT, "failed_step", result=reply.answer.error or "",
                       llm_calls=reply.answer.records, **person)
-        else:
-            self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought, time=time.time()))
-            if await self.act(pid, step, spent=spent, thought=step.thought, llm_calls=reply.answer.records, **person):
-                return "finish"
-        self.budget_side = self.sched.budget_end(self.sides[pid])
-        return "budget" if self.budget_side is not None else None
+            return None, {}
+        self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought, time=time.time()))
+        return step, {"thought": step.thought, "llm_calls": reply.answer.records, **person}
+
+    async def closing_pass(self, ended_by: EndedBy) -> EndedBy:
+        """Before any end but a finish: each signatory with open requests (gated actions or memory
+        updates) gets one decision-only step, off budget, in the seed's closing order; an approved
+        action takes effect before the editor is read. The same rule for every variant, so a
+        gated edit proposed at the AI's last step is decided, not lost to the round order.
+        Returns `ended_by`, unchanged."""
+        waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
+        if ended_by not in CLOSING_ENDS or not waiting:
+            return ended_by
+        self.emit(SYSTEM, CLOSING_PASS, "info", args={"ended_by": ended_by, "signatories": waiting},
+                  result=f"closing pass after the {ended_by} end: {', '.join(waiting)} decide open requests")
+        self.closing = True
+        try:
+            for pid in waiting:
+                if self.fork is not None:
+                    self.fork.before_turn(self)
+                if not self.has_requests(pid):
+                    continue
+                step, fields = await self.ask(pid, self.observe(pid))
+                if step is not None:
+                    await self.act(pid, step, spent=True, **fields)
+        finally:
+            self.closing = False
+        return ended_by
 
     async def act(self, pid: str, step: StepSchema, *, spent: bool = False, **fields: Any) -> bool:
         """Validate and carry out (or hold, or decide) a step; True when a finish took effect."""
         try:
-            action = to_action(step, pid, self.team)
+            action = to_action(step, pid, self.team, memory_updates=self.living is not None)
         except InvalidAction as exc:
             self.emit(pid, step.action, "failed_step", args=step.model_dump(exclude={"thought"}),
                       result=str(exc), **fields)
@@ -350,7 +399,7 @@ async def run_session(
         detail: dict[str, Any] = {}
         calls: tuple[CallRecord, ...] = ()
         try:
-            ended_by = await session.play()
+            ended_by = await session.closing_pass(await session.play())
         except BudgetExceeded as exc:
             ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
         except ProviderError as exc:  # the failed call's records stay in the log: attempts are data

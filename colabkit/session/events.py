@@ -27,18 +27,25 @@ from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.seats.person import PersonStep
 from colabkit.team import ACTION_TYPES, GateScope
 
-EVENT_SCHEMA_VERSION: Final = 3
+EVENT_SCHEMA_VERSION: Final = 4
 """Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule.
 Version 3 added `person` (a step taken by a person in a seat) and split the calls' cost:
 `cost` is what was paid, a suite replay (`suite_replay`, was `cache_hit`) keeps its original
 cost in `replayed_cost`, and `provider_cached_tokens` counts the provider's prefix-cache hits;
-older calls are read into these fields (`colabkit.llm.records.upgrade_call`). A stored line
-without `schema_version` was written by version 1."""
+older calls are read into these fields (`colabkit.llm.records.upgrade_call`). Version 4 added
+the closing pass: a `closing_pass` system event, and the signatories' steps in it marked by
+`args["closing_pass"]` (`CLOSING_PASS`), off budget. A stored line without `schema_version`
+was written by version 1."""
+CLOSING_PASS: Final = "closing_pass"
+"""The engine's closing pass: its system event's action, and the args key marking its steps."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
 """How a session ended; the one definition every layer imports."""
-INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "llm_budget", "provider_error"})
-"""Endings that say nothing about the team (a crash, a spending cap, a provider refusal): the
-runner's `--retry-errors` reruns them and the score tables leave their metrics missing."""
+INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "provider_error"})
+"""Endings that say nothing about the team (a crash, a provider refusal): the runner's
+`--retry-errors` reruns them and the score tables leave their metrics missing. A session
+that reaches its spending cap (`llm_budget`) is not one of them: how much a team spends is
+its own doing, so the cap's end is the team's outcome, scored from its editor like any other
+end and kept in every table (dropping it would bias the arm that spends more)."""
 Phase = Literal["build", "task"]
 Status = Literal["ok", "error", "failed_step", "pending", "approved", "rejected", "blocked", "info"]
 SYSTEM = "system"
@@ -50,7 +57,7 @@ BUILD_ACTIONS = ("propose_memory", "consolidate_memory", "ratify_memory", "amend
 # A living memory (Dynamic variants): a member's proposal, and the team act's outcome.
 MEMORY_UPDATE_ACTIONS = ("memory_updated", "memory_update_dropped")
 SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", *MEMORY_UPDATE_ACTIONS, "request_expired",
-                  "session_end", "fork_change")  # fork_change: what a counterfactual fork changed at its fork point
+                  CLOSING_PASS, "session_end", "fork_change")  # fork_change: what a counterfactual fork changed at its fork point
 PARTICIPANT_ACTIONS = (*ACTION_TYPES, MEMORY_UPDATE, *BUILD_ACTIONS, INVALID_OUTPUT)
 
 
@@ -74,7 +81,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[2, 3] = EVENT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4] = EVENT_SCHEMA_VERSION
     session_id: str
     seq: int
     phase: Phase

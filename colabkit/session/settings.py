@@ -19,27 +19,43 @@ from colabkit.team import PERSONA_IDS, VariantConfig
 from colabkit.workspace import Limits
 
 Side = Literal["ai", "human"]  # a persona's role is its side
-Termination = Literal["either_side", "all_sides"]
+Termination = Literal["ai_budget", "either_side", "all_sides"]
 """When spent budgets end a session (see `SessionSettings.termination`)."""
+END_RULES: dict[str, str] = {
+    "ai_budget": "The session ends when the AI agent (ai) has used all its steps, when someone's finish takes "
+                 "effect, or when nobody has acted for {idle} rounds. Each member's steps are its own; a member "
+                 "whose steps are used up may still approve or reject requests addressed to it.",
+    "either_side": "The session ends as soon as the AI agent (ai) or the simulated humans (together) have used "
+                   "all their steps, when someone's finish takes effect, or when nobody has acted for {idle} rounds.",
+    "all_sides": "The session ends when every side has used all its steps, when someone's finish takes effect, "
+                 "or when nobody has acted for {idle} rounds; a side whose steps are used up may still approve or "
+                 "reject requests addressed to it.",
+}
+"""The end rule as every participant reads it (`SessionSettings.end_rule`)."""
 
 
 class SessionSettings(BaseModel):
     """How long a session may run, how its kernel is limited, and how large its prompts are.
 
-    Budgets are per side, as in Co-Gym, whose environment counts the agent's and the users'
-    task-phase steps separately against one `max_steps` (30 in its simulated experiments):
-    `action_budget` is the AI agent's, `human_action_budget` the simulated humans' together
-    (None: the same number). A step is any task-phase step other than `wait`, failed steps
+    Budgets are counted apart, as in Co-Gym, whose environment counts the agent's and the
+    users' task-phase steps separately against one `max_steps` (30 in its simulated
+    experiments): `action_budget` is the AI agent's; `human_action_budget` (None: the same
+    number) is each simulated human's own cap under "ai_budget", the humans' pooled budget
+    under the two Co-Gym rules. A step is any task-phase step other than `wait`, failed steps
     included (so a participant stuck on malformed output cannot spin forever), and an
     approve/reject is its signatory's step, never its proposer's. `team_action_budget`, when
     set, is a further cap on all steps together (the old single team-wide budget).
-    `termination` says when spent budgets end the session. "either_side" (the default) is
-    the substrate's rule: Co-Gym's environment (`collaborative_gym/nodes/task_env.py`) ends
-    the session as soon as the agent's steps or the users' steps reach `max_steps`, so a team
-    never runs longer than the single agent because its humans are still talking.
-    "all_sides" is the departure kept as a setting: the session goes on until every side has
-    spent its budget (a spent side only decides requests addressed to it). The rules live in
-    `colabkit.session.scheduler`; `experiments/sensitivity.yaml` runs both.
+    `termination` says when spent budgets end the session. "ai_budget" (the default) makes
+    the AI agent's budget the session's clock: the session ends when the AI has spent it,
+    whatever the humans did, so every variant gives the AI the same opportunity (with two
+    humans pooled, Co-Gym's rule let a DR team's humans end the session after half the AI's
+    steps). "either_side" is the substrate's rule: Co-Gym's environment
+    (`collaborative_gym/nodes/task_env.py`) ends the session as soon as the agent's steps or
+    the users' (pooled) steps reach `max_steps`. "all_sides" goes on until every side has
+    spent its budget. Under every rule a spent member still decides requests addressed to
+    it. The rules live in `colabkit.session.scheduler`; `experiments/sensitivity.yaml` runs
+    all three. Changing the default changed every session's identity (this model is hashed
+    into it), so sessions stored under another rule are never reused for this one.
     `idle_rounds` is K in "everyone waited or had nothing new for K consecutive rounds".
     `context_window` overrides the models' window (tokens) the observation profile is
     derived from.
@@ -50,17 +66,27 @@ class SessionSettings(BaseModel):
     action_budget: int = Field(default=30, ge=1)
     human_action_budget: int | None = Field(default=None, ge=1)
     team_action_budget: int | None = Field(default=None, ge=1)
-    termination: Termination = "either_side"
+    termination: Termination = "ai_budget"
     idle_rounds: int = Field(default=3, ge=1)
     max_rounds: int = Field(default=60, ge=1)
     context_window: int | None = Field(default=None, ge=1)
     limits: Limits = Limits()
 
     def budget_for(self, side: Side) -> int:
-        """The task-phase steps `side` ("ai" or "human") may take."""
+        """The task-phase steps `side` ("ai" or "human") may take: under "ai_budget" each human's
+        own cap, under the Co-Gym rules the humans' pooled budget."""
         if side == "ai":
             return self.action_budget
         return self.action_budget if self.human_action_budget is None else self.human_action_budget
+
+    @property
+    def per_member(self) -> bool:
+        """Whether each simulated human has a budget of its own (else the humans share one)."""
+        return self.termination == "ai_budget"
+
+    def end_rule(self) -> str:
+        """The end rule as a participant reads it (the same text in every variant)."""
+        return END_RULES[self.termination].format(idle=self.idle_rounds)
 
     def identity(self) -> str:
         return sha256_hex(self.model_dump(mode="json"))

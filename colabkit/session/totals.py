@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from colabkit.session.events import SYSTEM, Event
+from colabkit.session.actions import MEMORY_UPDATE
+from colabkit.session.events import CLOSING_PASS, SYSTEM, Event
 from colabkit.session.settings import SessionSettings, Side
 
 
@@ -22,8 +23,16 @@ class Totals(BaseModel):
     `actions` counts task-phase steps other than waits (failed steps included), all sides
     together; `ai_actions` and `human_actions` split it by side (the humans' together), and
     `ai_budget`, `human_budget` and `team_budget` (None: no team-wide cap) are the budgets
-    they were counted against. A side's figures exist even when it has no members (a single
-    agent's `human_actions` is 0), so every session has the same columns.
+    they were counted against (`human_budget` is each human's own cap under the "ai_budget"
+    rule, the humans' pooled budget under the Co-Gym rules). A side's figures exist even when
+    it has no members (a single agent's `human_actions` is 0), so every session has the same
+    columns. `past_budget_decisions` are approvals/rejections a member made after its budget
+    was spent (allowed so every gate stays decidable; counted in the side's actions).
+
+    The closing pass (`colabkit.session.engine`): `closing_decisions` are the decisions made
+    in it (off budget, so in no side's actions); `expired` counts what was still open after
+    it, split by the held action in `expired_<action>` (`expired_memory_update`: a living
+    memory's updates).
 
     The calls' figures (`llm_calls`, tokens) count every answer the session used. What was
     paid is `paid_cost`; answers the suite's response cache replayed are `suite_replays`,
@@ -62,6 +71,14 @@ class Totals(BaseModel):
     team_budget: int | None
     ai_actions: int
     human_actions: int
+    past_budget_decisions: int = 0
+    closing_decisions: int = 0
+    expired_send_message: int = 0
+    expired_execute_code: int = 0
+    expired_edit_result: int = 0
+    expired_finish: int = 0
+    expired_memory_update: int = 0
+    """Fields from `past_budget_decisions` on are record version 4's (0 in older records)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -96,8 +113,10 @@ def session_totals(
     task = [e for e in events if e.phase == "task"]
     # Every participant event is a step of its own, except an approved action taking effect
     # as its proposer's (participant == proposer): that step was the signatory's decision.
-    steps = [e for e in task if e.participant != SYSTEM and e.participant != e.proposer]
+    # Closing-pass steps are off budget (`CLOSING_PASS`), so they are counted on their own.
+    steps = [e for e in task if e.participant != SYSTEM and e.participant != e.proposer and not closing_step(e)]
     acted = [e for e in steps if e.action != "wait"]
+    expired = [e for e in task if e.action == "request_expired"]
 
     def count(action: str, status: str) -> int:
         return sum(1 for e in task if e.action == action and e.status == status)
@@ -122,7 +141,7 @@ def session_totals(
         requests=sum(1 for e in task if e.status == "pending"),
         approved=count("approve", "approved"),
         rejected=count("reject", "rejected"),
-        expired=sum(1 for e in task if e.action == "request_expired"),
+        expired=len(expired),
         messages=count("send_message", "ok"),
         cells=sum(1 for e in task if e.action == "execute_code" and e.status in ("ok", "error")),
         edits=count("edit_result", "ok"),
@@ -132,4 +151,32 @@ def session_totals(
         team_budget=settings.team_action_budget,
         ai_actions=side_actions("ai"),
         human_actions=side_actions("human"),
+        past_budget_decisions=_past_budget(acted, settings, sides),
+        closing_decisions=sum(1 for e in task if closing_step(e) and e.status in ("approved", "rejected")),
+        **{f"expired_{name}": sum(1 for e in expired if e.args.get("action") == action)
+           for name, action in EXPIRED_FIELDS.items()},
     )
+
+
+EXPIRED_FIELDS = {"send_message": "send_message", "execute_code": "execute_code", "edit_result": "edit_result",
+                  "finish": "finish", "memory_update": MEMORY_UPDATE}
+"""`Totals.expired_<name>` -> the held action it counts."""
+
+
+def closing_step(event: Event) -> bool:
+    """Whether `event` is a step of the engine's closing pass (marked in its args)."""
+    return bool(event.args.get(CLOSING_PASS))
+
+
+def _past_budget(acted: Sequence[Event], settings: SessionSettings, sides: Mapping[str, Side]) -> int:
+    """Steps taken after their holder's budget was spent (only decisions can be)."""
+    used: dict[str, int] = {}
+    past = 0
+    for event in acted:
+        side = sides.get(event.participant)
+        if side is None:
+            continue
+        holder = event.participant if side == "human" and settings.per_member else side
+        used[holder] = used.get(holder, 0) + 1
+        past += used[holder] > settings.budget_for(side)
+    return past

@@ -32,6 +32,7 @@ from colabkit.store.layout import (
     session_dir,
 )
 from colabkit.store.loaders import export_parquet, load_events, load_sessions
+from colabkit.store.outcomes import RUN_OUTCOME_COLUMNS, run_outcomes
 from colabkit.store.records import SessionRecord
 from colabkit.store.sink import JsonlEventSink
 
@@ -39,6 +40,7 @@ __all__ = [
     "CACHE_DIR",
     "EVENTS_FILE",
     "PROMPTS_FILE",
+    "RUN_OUTCOME_COLUMNS",
     "SESSION_FILE",
     "SNAPSHOT_FILE",
     "WORK_DIR",
@@ -54,5 +56,6 @@ __all__ = [
     "load_events",
     "load_sessions",
     "remove_stale_temporaries",
+    "run_outcomes",
     "session_dir",
 ]

@@ -24,14 +24,17 @@ from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
-RECORD_SCHEMA_VERSION: Final = 4
+RECORD_SCHEMA_VERSION: Final = 5
 """Version 2 added schema_version, task_digest, briefings and persona_versions; its `totals`
 carry each side's budget and use, and its `spec` the observation profile. Version 3's
 totals say what was paid apart from the suite's replays and count the provider's cached
 prompt tokens (`Totals`; version 2 totals are read into those fields); it also has
 `budget_side` (which side's budget ended the session) and `fork` (None for every session that
 is not a fork continuation), both optional so older records read. Version 4 adds `environment`:
-the lock the session's process was installed from and any drift from it (None in older records)."""
+the lock the session's process was installed from and any drift from it (None in older records).
+Version 5's totals count the closing pass's decisions, decisions past a spent budget and the
+expired requests by action (0 when read from an older record), and its sessions' settings may
+hold the `ai_budget` termination rule (the new default)."""
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -48,7 +51,7 @@ class SessionRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[2, 3, 4] = RECORD_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5] = RECORD_SCHEMA_VERSION
     session_id: str
     """First 16 hex digits of `spec.identity()`: also the session's folder name."""
     spec_identity: str

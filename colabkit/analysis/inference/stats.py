@@ -24,6 +24,7 @@ import pandas as pd
 from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
 from colabkit.analysis.judging import with_judge_columns
 from colabkit.analysis.scores import METRIC_LABELS, STUDY_METRICS, check_scores, variant_order
+from colabkit.store import run_outcomes
 
 STUDY_COLUMNS = ("variant", "structure", "composition", "metric", "n", "n_tasks", "mean", "se_task",
                  "judge_grade", "judge_reliable", "plan_hash")
@@ -43,7 +44,10 @@ def clustered_standard_error(values: Sequence[float] | pd.Series, clusters: Sequ
 def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS,
                 plan: AnalysisPlan | None = None) -> pd.DataFrame:
     """One row per variant and metric: n sessions, n tasks, mean, task-clustered SE, the grade
-    and reliability of the judge behind the variant's scores, and the plan's hash.
+    and reliability of the judge behind the variant's scores, and the plan's hash; with the
+    score table's run columns, also the variant's run outcomes (`colabkit.store.run_outcomes`:
+    the AI's steps used, mean/min/max, the endings and the expired requests), so a variant
+    whose sessions gave the AI fewer steps or ended differently shows it beside its scores.
 
     Long format (columns `STUDY_COLUMNS`), variants in the study's order; `format_study_table`
     gives the paper's wide layout.
@@ -62,8 +66,10 @@ def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS,
                 "mean": float(present[metric].mean()) if len(present) else math.nan,
                 "se_task": clustered_standard_error(present[metric], present["task_id"]),
             })
-    return with_plan(with_judge_columns(pd.DataFrame(rows, columns=list(STUDY_COLUMNS[:-3])), table),
-                     plan or AnalysisPlan())
+    out = with_judge_columns(pd.DataFrame(rows, columns=list(STUDY_COLUMNS[:-3])), table)
+    if {"ended_by", "ai_steps", "expired_requests"} <= set(table.columns):  # how each variant's sessions ran
+        out = out.merge(run_outcomes(table).drop(columns="sessions"), on="variant", how="left")
+    return with_plan(out, plan or AnalysisPlan())
 
 
 def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
@@ -92,6 +98,14 @@ def format_study_table(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
     if {"judge_grade", "judge_reliable"} <= set(table.columns):
         judge = table.groupby("variant")[["judge_grade", "judge_reliable"]].first()
         wide = wide.join(judge)
+    if "endings" in table.columns:
+        runs = table.groupby("variant")[["ai_steps_mean", "ai_steps_min", "ai_steps_max", "endings",
+                                         "expired_requests"]].first()
+        wide["AI steps (mean [min-max])"] = runs.apply(
+            lambda r: f"{r['ai_steps_mean']:.1f} [{r['ai_steps_min']:.0f}-{r['ai_steps_max']:.0f}]"
+            if not np.isnan(r["ai_steps_mean"]) else "–", axis=1)
+        wide["endings"] = runs["endings"]
+        wide["expired requests"] = runs["expired_requests"]
     if "plan_hash" in table.columns:
         wide["plan_hash"] = table["plan_hash"].iloc[0]
     return wide

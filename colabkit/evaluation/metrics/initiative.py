@@ -16,6 +16,15 @@ where |U| is the team size, members with no initiative included. It is N/A for t
 agent (|U| = 1) and undefined (missing, flagged) when nobody took initiative. The zero-rule
 column is Co-Gym's published definition: the same value when every p_u > 0, else 0.
 
+H_init,events (`h_init_events`, beside it, rule-based): the study defines p_u over the
+events member u initiated, not only its messages. Here an initiated event is every
+task-phase step of u that did something (`initiated_events`): a message sent, a cell run
+(an error included), an edit, a proposal held for approval, a decision on a request or a
+memory update, a finish, a memory-update proposal; waits, failed steps, the application of
+an approved proposal (initiated when proposed) and the system's events are not. Same
+entropy, same N/A and undefined cases. Which of the two is the study's H_init is said in
+the README's metric table.
+
 Controlled autonomy, as Co-Gym counts it over the message sequence: CA+ is the number of AI
 messages containing "?" immediately followed by a human message judged a confirmation
 (yes or no both confirm); CA- is the number of human messages judged to halt a teammate's
@@ -47,6 +56,7 @@ from colabkit.evaluation.metrics.process import (
 )
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
+from colabkit.session.events import SYSTEM, Event
 from colabkit.team import AI_ID
 
 METRIC = "initiative"
@@ -231,3 +241,30 @@ class InitiativeScorer(Scorer):
                     "ca_plus": result.ca_plus, "ca_minus": result.ca_minus},
             flags=flags, judgements=judgements, complete=not transient(flags),
             details={"initiative_counts": result.initiative_counts, "n_messages": result.n_messages})
+
+
+_NOT_INITIATED = ("wait", "invalid_output")
+
+
+def initiated_events(events: Sequence[Event]) -> Counter[str]:
+    """Per member, the task-phase events it initiated (module docstring: H_init,events)."""
+    return Counter(e.participant for e in events
+                   if e.phase == "task" and e.participant != SYSTEM and e.action not in _NOT_INITIATED
+                   and e.status != "failed_step" and e.participant != e.proposer)
+
+
+@register_scorer
+class InitiativeEventsScorer(Scorer):
+    """H_init,events: the initiative entropy over every event a member initiated, no judge."""
+
+    name = "initiative_events"
+    version = "1"
+    columns = ("h_init_events",)
+
+    async def score(self, ctx: SessionContext) -> ScoreResult:
+        team = ctx.record.spec.variant.team
+        counts = initiated_events(ctx.events)
+        per_member = {member: counts.get(member, 0) for member in team}
+        h_events, _ = initiative_entropy(per_member, team)
+        flags = [f"{self.name}:no_initiated_events"] if len(team) > 1 and not sum(per_member.values()) else []
+        return ScoreResult(values={"h_init_events": h_events}, flags=flags, details={"initiated": per_member})

@@ -2,7 +2,11 @@
 
 The items are the humans' substantive contributions in the task phase (paper-metrics notes,
 section 3): their initiative messages (as labelled by the initiative judge), their workspace
-actions that took effect (the same set Work counts), and their gate decisions. A judge sees
+actions that took effect (the same set Work counts), and their gate decisions. A decision is
+judged on the signatory's own words (its decision and stated reason), never on the proposal
+it decided: the proposal's content is the proposer's work, and judging it would credit the
+signatory with expertise it never showed, in the gated variants only (where with Preassigned
+routing the proposal is on the signatory's own subject by construction). A judge sees
 the persona cards and one contribution and says whose expertise it reflects: one of the
 cards, or "generic" (anyone could have made it). The judge is not told who made it, so the
 label cannot lean on the name; "own" then means the card it picked is the contributor's.
@@ -113,13 +117,10 @@ def contributions(
             result = f"\n--- result ---\n{e.result}" if kind == "execute_code" else ""
             items.append(Contribution(item_id=event_item(e), seq=e.seq, contributor=e.participant, kind=kind,
                                       content=_payload(e) + result))
-    held = {e.request_id: e for e in task_events(events) if e.status == "pending" and e.request_id}
     for e in task_events(events):
         if e.participant in humans and e.action in ("approve", "reject") and e.status in ("approved", "rejected"):
-            request = held.get(e.request_id or "")
-            what = f"{request.action}: {clip(_payload(request), 600)}" if request else e.result
             items.append(Contribution(item_id=event_item(e), seq=e.seq, contributor=e.participant, kind="decision",
-                                      content=f"{e.status}: {what}\nreason: {e.decision_reason or '(none)'}"))
+                                      content=f"{e.status}; reason: {e.decision_reason or '(none given)'}"))
     return sorted(items, key=lambda c: c.seq), []
 
 
@@ -148,11 +149,12 @@ def a_profile(
                          generic=kinds[GENERIC], n_contributions=len(items), flags=tuple(upstream_flags))
 
 
-PROFILE_PROMPT = JudgePrompt(id="profile", version=1, instructions="""\
+PROFILE_PROMPT = JudgePrompt(id="profile", version=2, instructions="""\
 You annotate the work of a team doing a data-analysis task. The team's human experts are
 described by persona cards (their role and what they privately know). The input is JSON:
 "persona_cards" and ONE "contribution" (a chat message, a code cell and its output, an edit
-of the submitted hypothesis, or an approval decision). Say whose expertise the contribution
+of the submitted hypothesis, or an approval decision with its stated reason: judge the reason
+only, what was decided is not shown). Say whose expertise the contribution
 draws on: the id of the card whose knowledge or skills it shows, or "generic" if it needs
 neither expert's particular knowledge (anyone on the team could have made it). You are not
 told who made it; judge the content only. Answer in JSON.""")
@@ -161,7 +163,8 @@ told who made it; judge the content only. Answer in JSON.""")
 def profile_fields(item: Contribution, cards: Sequence[Persona]) -> dict[str, Any]:
     """What the profile judge sees about one contribution (not who made it)."""
     kind = {"message": "chat message", "execute_code": "code cell and its output",
-            "edit_result": "edit of the submitted hypothesis", "decision": "approval decision"}[item.kind]
+            "edit_result": "edit of the submitted hypothesis",
+            "decision": "approval decision and its reason"}[item.kind]
     return {"persona_cards": [{"id": p.id, "name": p.name, "card": clip(p.prompt, 900)} for p in cards],
             "contribution": {"kind": kind, "content": clip(item.content)},
             "answer_with_one_of": [*(p.id for p in cards), GENERIC]}
@@ -174,7 +177,7 @@ class ProfileScorer(Scorer):
     than depending on another scorer's stored result."""
 
     name = "a_profile"
-    version = "1"
+    version = "2"  # 2: a decision is judged on its own reason, not on the proposal
     prompts = (INITIATIVE_PROMPT, PROFILE_PROMPT)
     columns = ("a_profile",)
 

@@ -31,6 +31,7 @@ def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
     return SessionOutcome(
         session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name, seed=spec.seed,
         status="cached" if not ran else ("failed" if failed else "done"), ran_here=ran, ended_by=record.ended_by,
+        ai_steps=record.totals.ai_actions, expired_requests=record.totals.expired,
         error=_session_error(events) if failed and ran else None,
         tokens=record.totals.tokens if ran else 0, spend=Spend.of(c for e in events for c in e.llm_calls))
 

@@ -86,6 +86,9 @@ class Observation(BaseModel):
     round: int
     actions_left: int
     budget_holder: str
+    ai_actions_left: int | None = None  # the AI agent's steps left, shown to every other member (None: the AI itself)
+    closing: bool = False  # the engine's closing pass: the session has ended, only open requests are decided
+    end_rule: str = ""  # when the session ends (`SessionSettings.end_rule`), the same text in every variant
     query: str  # "" when the briefing already states it
     briefing: str
     memory: str | None
@@ -122,7 +125,8 @@ class Observation(BaseModel):
         if self.gate_rules is not None:
             parts.append(f"# {self.gate_rules}")  # likewise
         members = ", ".join(f"{pid} ({name})" for pid, name in zip(self.team, self.names))
-        parts.append(f"# Team\nYou are {self.participant}. Team: {members}.")
+        parts.append(f"# Team\nYou are {self.participant}. Team: {members}."
+                     + (f"\n{self.end_rule}" if self.end_rule else ""))
         # Before what grows, so the same every step; approve/reject (valid only while a request
         # is addressed to you) are explained with the requests, near the end.
         decisions = [a for a in self.valid_actions if a in _DECISIONS]
@@ -160,8 +164,14 @@ class Observation(BaseModel):
                          + "\n".join(f"- {note.line()}" for note in self.scratchpad))
         if self.feedback:
             parts.append(f"# Your last step\n{self.feedback}")
+        if self.closing:
+            parts.append(f"# Now (round {self.round}: the session has ended)\nThis is your closing step: approve or "
+                         "reject a request addressed to you; whatever is still open after it expires."
+                         + ("" if self.timeline else f"\n{reply}"))
+            return "\n\n".join(parts)
         spent = self.timeline and not set(self.valid_actions) - set(_DECISIONS)
-        parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder})"
+        ai_left = "" if self.ai_actions_left is None else f"; {self.ai_actions_left} for the AI agent (ai)"
+        parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder}{ai_left})"
                      + ("\nOnly approve or reject is possible now." if spent else "")
                      + ("" if self.timeline else f"\n{reply}"))
         return "\n\n".join(parts)
@@ -207,6 +217,9 @@ def build_observation(
     actions_left: int,
     budget_holder: str,
     query: str,
+    ai_actions_left: int | None = None,
+    end_rule: str = "",
+    closing: bool = False,
     briefing: str,
     memory: str | None,
     workspace: Any,
@@ -259,6 +272,9 @@ def build_observation(
         round=round,
         actions_left=actions_left,
         budget_holder=budget_holder,
+        ai_actions_left=ai_actions_left,
+        end_rule=end_rule,
+        closing=closing,
         query=clip(unstated_query(query, briefing), profile.query_chars),
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
@@ -58,24 +58,32 @@ async def ask(
     return Answer(value, tuple(records))
 
 
+LONE_ACTIONS = ("execute_code", "edit_result", "finish")
+"""The single agent's actions: nobody to message, wait for or decide for (`actions.valid_actions`)."""
+
+
 @cache
-def step_schema(thought_chars: int, content_chars: int, memory_updates: bool = False) -> type[StepSchema]:
+def step_schema(thought_chars: int, content_chars: int, memory_updates: bool = False,
+                lone: bool = False) -> type[StepSchema]:
     """`StepSchema` with the profile's answer lengths (its own bounds when they are the same).
 
     The bounds go into the JSON schema (hence the decoding grammar and the gateway's
     `max_tokens`), so a model with a large window may write code cells of several thousand
     characters while the embedded model keeps short, always-finishable answers. With
     `memory_updates` (the Dynamic variants) the action may also be `propose_memory_update`;
-    every other variant decodes under the schema without it.
+    every other variant decodes under the schema without it. A `lone` participant (the single
+    agent) gets only `LONE_ACTIONS`, so its schema lists nothing it may not do.
     """
     fields = StepSchema.model_fields
-    if (thought_chars, content_chars, memory_updates) == (fields["thought"].metadata[0].max_length,
-                                                          fields["content"].metadata[0].max_length, False):
+    if (thought_chars, content_chars, memory_updates, lone) == (fields["thought"].metadata[0].max_length,
+                                                                fields["content"].metadata[0].max_length, False, False):
         return StepSchema
     extra: dict[str, Any] = {"action": (ActionType, Field(description=fields["action"].description))} \
         if memory_updates else {}
+    if lone:
+        extra["action"] = (Literal[LONE_ACTIONS], Field(description=fields["action"].description))
     sized: type[StepSchema] = create_model(
-        f"StepSchema{thought_chars}x{content_chars}" + ("m" if memory_updates else ""),
+        "StepSchema",  # one name whatever the bounds and actions: it is in the repair prompt and the schema's title
         __base__=StepSchema,
         thought=(str, Field(max_length=thought_chars, description=fields["thought"].description)),
         content=(str, Field(default="", max_length=content_chars, description=fields["content"].description)),

@@ -19,27 +19,25 @@ variants and their texts). A section missing from `RULES` has no allowed cause, 
 section shown to some variants only, or a prompt line added for one, is always found.
 
 The human personas are also compared with each other (`persona_frame`): apart from their
-role and knowledge lines, every line one has and another lacks is a finding.
+role and knowledge lines, every line one has and another lacks is a finding; a knowledge
+line holding a normative cue (`NORMATIVE_CUES`: "a sound answer must respect") is one too.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from colabkit.errors import ColabkitError
-from colabkit.runner.build import build_spec
-from colabkit.runner.experiment import Experiment
 from colabkit.session import SessionSpec
 from colabkit.session.prompting.preview import ParticipantPreview, Prompt, preview
 from colabkit.session.structure.gating import SET_BY
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
 from colabkit.team.memory import GATES_LINE, TEAM_LINE
-from colabkit.team.personas import persona_frame
+from colabkit.team.personas import KNOWLEDGE_LINE, persona_frame
 
 CAUSES = {
     "team": "(a) which personas are on the team",
@@ -98,6 +96,8 @@ RULES: dict[str, Rule] = {
     }.items()},
 }
 NO_CAUSE = Rule()
+NORMATIVE_CUES = frozenset({"must", "should", "sound", "correct", "respect", "right", "wrong", "valid", "proper"})
+"""Words that tell a persona what a good answer is: a knowledge line names what it knows, only."""
 
 
 def factors(variant: VariantConfig) -> dict[str, object]:
@@ -192,10 +192,12 @@ class AuditReport:
     uncompared: set[str] = field(default_factory=set)
     """Sections shown to several variants of which no two share the section's allowed causes:
     their texts are explained by construction, never checked against another variant's."""
+    behaviour: AuditReport | None = None
+    """The behavioural audit of the same variants (`colabkit.runner.audit.behaviour`), when run."""
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        return not self.findings and (self.behaviour is None or self.behaviour.ok)
 
     def table(self) -> str:
         """The allowed differences as a Markdown table; sections that differ alike share a row."""
@@ -214,8 +216,11 @@ class AuditReport:
         head = (f"variant audit: {len(self.variants)} variants on task {self.task_id}, seed {self.seed}: "
                 f"{len(self.allowed)} sections differ for allowed causes, {len(self.findings)} unexplained")
         note = [f"not compared (no two variants share their allowed causes): {_stages(sorted(self.uncompared))}"]
-        return "\n".join([head, "", self.table(), "", *(note if self.uncompared else []),
-                          *([f.render() for f in self.findings] or ["no unexplained difference"])])
+        text = "\n".join([head, "", self.table(), "", *(note if self.uncompared else []),
+                           *([f.render() for f in self.findings] or ["no unexplained difference"])])
+        if self.behaviour is None:
+            return text
+        return text + "\n\nbehaviour (one scripted trajectory played in every variant):\n" + self.behaviour.render()
 
 
 def audit_specs(specs: Sequence[SessionSpec], task: Task) -> AuditReport:
@@ -225,6 +230,16 @@ def audit_specs(specs: Sequence[SessionSpec], task: Task) -> AuditReport:
         raise ValueError(f"one spec per variant, got {names}")
     shown = {spec.variant.name: {pid: sections(spec, view) for pid, view in preview(spec, task).items()}
              for spec in specs}
+    report = compare_variants(specs, shown, lambda key, pid: RULES.get(key, NO_CAUSE))
+    report.findings += _persona_findings(specs)
+    return report
+
+
+def compare_variants(specs: Sequence[SessionSpec], shown: dict[str, dict[str, dict[str, str]]],
+                     rule_for: Callable[[str, str], Rule]) -> AuditReport:
+    """Compare named sections per participant across variants (`shown`: variant -> participant
+    -> section -> text), each under the causes `rule_for(section, participant)` allows."""
+    names = [spec.variant.name for spec in specs]
     design = {spec.variant.name: factors(spec.variant) for spec in specs}
     allowed: dict[tuple[str, str], Allowed] = {}
     findings: list[Finding] = []
@@ -232,14 +247,13 @@ def audit_specs(specs: Sequence[SessionSpec], task: Task) -> AuditReport:
     for pid in sorted({pid for views in shown.values() for pid in views}):
         having = [v for v in names if pid in shown[v]]
         for key in sorted({k for v in having for k in shown[v][pid]}):
-            rule = RULES.get(key, NO_CAUSE)
+            rule = rule_for(key, pid)
             texts = {v: shown[v][pid].get(key) for v in having}
             findings += _compare(key, "shown", pid, texts, design, rule.presence, allowed)[0]
             present: dict[str, str | None] = {v: t for v, t in texts.items() if t is not None}
             found, checked = _compare(key, "text", pid, present, design, rule.text, allowed)
             findings += found
             compared[key] = compared.get(key, False) or checked or len(present) < 2
-    findings += _persona_findings(specs)
     return AuditReport(task_id=specs[0].task_id if specs else "", seed=specs[0].seed if specs else 0,
                        variants=tuple(names), allowed=allowed, findings=findings,
                        uncompared={key for key, checked in compared.items() if not checked})
@@ -293,26 +307,13 @@ def _persona_findings(specs: Sequence[SessionSpec]) -> list[Finding]:
             only_b = "\n".join(line for line in fb if line not in fa) or "(same lines, other order)"
             out.append(Finding(f"persona frame: {a.id} ({a.version}) vs {b.id} ({b.version})", f"{a.id}/{b.id}",
                                ((tuple(where[ka]), only_a), (tuple(where[kb]), only_b))))
+    for key, p in personas.items():  # the knowledge lines may differ in topic, never in tone
+        line = next((ln.strip() for ln in p.prompt.splitlines() if ln.strip().startswith(KNOWLEDGE_LINE)), "")
+        cues = sorted(set(re.findall(r"[a-z]+", line.lower())) & NORMATIVE_CUES)
+        if cues:
+            out.append(Finding(f"persona knowledge line: {p.id} ({p.version}) has normative cue(s) {', '.join(cues)}",
+                               p.id, ((tuple(where[key]), line),)))
     return out
-
-
-def audit_experiment(exp: Experiment, *, task_id: str | None = None, seed: int | None = None,
-                     variants: Sequence[str] | None = None) -> dict[str, AuditReport]:
-    """The audit of `exp`'s variants on one task (default: its first) and seed (default: its
-    first), one report per settings arm and simulator ("arm/simulator", either part left out
-    when the experiment has none; "" with neither): within one only the design may differ;
-    between them the settings or the simulated humans' models differ by design."""
-    suite = exp.load_suite()
-    task = suite.get(task_id) if task_id is not None else suite.tasks[0]
-    names = tuple(variants) if variants else exp.variants
-    unknown = [v for v in names if v not in exp.variants]
-    if unknown:
-        raise ColabkitError(f"variant(s) {', '.join(map(repr, unknown))} not in experiment {exp.name!r}")
-    chosen_seed = exp.seeds[0] if seed is None else seed
-    return {"/".join(part for part in (arm, sim) if part):
-            audit_specs([build_spec(task.id, name, chosen_seed, models=models, settings=settings)
-                         for name in names], task)
-            for arm, settings in exp.arm_settings().items() for sim, models in exp.simulator_models().items()}
 
 
 def _families(chosen: set[str], everyone: Sequence[str]) -> str:
