@@ -4,11 +4,13 @@ the environment allow-list, the bubblewrap command line and the snapshot."""
 import base64
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from helpers.env import require
 
+import colabkit.workspace.workspace as workspace_module
 from colabkit.errors import ColabkitError
 from colabkit.workspace import CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot
 from colabkit.workspace.boot import DROPPED_MIME
@@ -210,27 +212,48 @@ def test_kernel_uid_cannot_swap_the_data_copy(tmp_path):
 def test_open_that_cannot_copy_the_data_leaves_no_folders(tmp_path, monkeypatch):
     import asyncio
     import shutil
-    import tempfile
 
     (tmp_path / "x.csv").write_text("a\n1\n")
     root = tmp_path / "root"
-    made: list[str] = []  # this process's folders (other processes may make ck-* folders too)
-    mkdtemp = tempfile.mkdtemp
+    made: list[Path] = []  # this process's socket folders (other processes may make ck-* folders too)
+    socket_folder = workspace_module._socket_folder
 
-    def recording_mkdtemp(*args, **kwargs):
-        made.append(mkdtemp(*args, **kwargs))
+    def recording_socket_folder(linked_from):
+        made.append(socket_folder(linked_from))
         return made[-1]
 
     def unreadable(src, dst):
         raise PermissionError(13, "Permission denied", str(src))
 
     monkeypatch.setattr(shutil, "copyfile", unreadable)
-    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+    monkeypatch.setattr(workspace_module, "_socket_folder", recording_socket_folder)
     with pytest.raises(ColabkitError, match="cannot prepare the workspace data: .*x.csv"):
         asyncio.run(Workspace.open([tmp_path / "x.csv"], root=root))
     assert list(root.iterdir()) == []
-    assert any(Path(d).name.startswith("ck-") for d in made)  # the socket folder was made...
-    assert [d for d in made if Path(d).exists()] == []  # ...and removed, with the private folder
+    assert len(made) == 1 and made[0].name.startswith("ck-")  # the socket folder was made...
+    assert not made[0].exists()  # ...and removed, with the private folder
+
+
+def test_the_socket_folder_is_linked_before_it_exists(tmp_path, monkeypatch):
+    """A process killed between making the socket folder (in the system temp dir) and linking
+    it from the workspace would leak it: no sweep of the results root could find it. So the
+    link comes first: at the instant the folder is made, the sweep can already see it."""
+    base = tmp_path / "colabkit-ws-x"
+    base.mkdir()
+    seen: list[tuple[Path, Path]] = []
+    mkdir = Path.mkdir
+
+    def checking_mkdir(self, *args, **kwargs):
+        if self.name.startswith("ck-"):
+            seen.append((self, Path(os.readlink(base / "ipc"))))
+        return mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", checking_mkdir)
+    folder = workspace_module._socket_folder(base)
+    try:
+        assert seen == [(folder, folder)] and folder.is_dir() and folder.parent == Path(tempfile.gettempdir())
+    finally:
+        folder.rmdir()
 
 
 def test_file_listing_skips_data_and_does_not_follow_links(tmp_path):
