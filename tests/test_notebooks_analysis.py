@@ -45,7 +45,7 @@ PARAMETERS = {
     "realism": ["experiment", "results", "people", "cogym", "out"],
 }
 TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
-          "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator")
+          "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 
 
