@@ -7,9 +7,9 @@ store layer's job. A participant is its model unless a person holds its seat (`s
 """
 
 from colabkit.session.actions import Action, StepSchema
-from colabkit.session.engine import SessionResult, run_session
 from colabkit.session.events import Event, EventSink, ListSink, comparable
 from colabkit.session.prompting.observation import Observation
+from colabkit.session.run import SessionResult, run_session
 from colabkit.session.settings import SessionSettings, SessionSpec
 
 __all__ = [

@@ -1,24 +1,17 @@
-"""`run_session`: one task x one team variant x one seed, played to the end and logged.
+"""The session engine: the loop and the effects of one running session (`_Session`).
 
-The engine owns the loop and the effects; the pieces it composes each answer one question:
-`observation` (what may this participant see), `react` (what does its model answer),
-`actions` (what does the answer mean, what is on offer), `gating` (may it take effect now,
-which gate rules are shown), `scheduler` (who acts next, is it over: budgets under the
-`termination` setting, idleness), `build_phase` (the memory). `preview` sets a session up
-with this module's own code to show what each participant is given, without a model. It does no file I/O: events go to the
-caller's sink as they happen, the workspace lives in the caller's (or a temporary) folder.
+`colabkit.session.run.run_session` opens the workspace, plays a `_Session` to its end and
+returns how it ended. The engine owns the loop and the effects; the pieces it composes each
+answer one question: `observation` (what may this participant see), `react` (what does its
+model answer), `actions` (what does the answer mean, what is on offer), `gating` (may it
+take effect now, which gate rules are shown), `scheduler` (who acts next, is it over:
+budgets under the `termination` setting, idleness), `build_phase` (the memory). `preview`
+sets a session up with this module's own code to show what each participant is given,
+without a model.
 
 The closing pass (`_Session.closing_pass`): at a budget, idle or max-rounds end, every
 signatory with open requests decides once, off budget, before the editor is read; what is
 still open after it expires (`request_expired`, counted by action in `Totals`).
-
-Failure policy (fail closed, always recorded): a malformed model answer or an impossible
-action is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by
-"llm_budget"; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
-at once with ended_by "provider_error" and the provider's one-line error, instead of
-spending the action budget on failed steps; any other exception is a bug, and still ends
-it with ended_by "error" and a `session_end` event carrying the exception, so a batch never
-loses a session silently.
 
 Forks (`colabkit.session.fork`): with `fork=ForkReplay(...)` the same engine replays a
 stored session's first N events and continues from there with one change. The hook is
@@ -29,15 +22,10 @@ and may replace `spec`/`variant`/`memory` at N; without it nothing here changes.
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
-from colabkit.errors import ColabkitError
-from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError
+from colabkit.llm import CallRecord, Gateway
 from colabkit.session.actions import (
     DECISIONS,
     MEMORY_UPDATE,
@@ -47,50 +35,25 @@ from colabkit.session.actions import (
     to_action,
     valid_actions,
 )
-from colabkit.session.events import CLOSING_PASS, INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, EventSink, GateRuleRef
+from colabkit.session.events import CLOSING_PASS, INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, GateRuleRef
 from colabkit.session.hooks import ReplayHook
 from colabkit.session.prompting.observation import Observation, build_observation
 from colabkit.session.prompting.views import Thought, cell_output, clip
 from colabkit.session.scheduler import Scheduler, closing_order, round_order
-from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer, check_seats
+from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import Answer, step_messages, step_schema
 from colabkit.session.settings import SessionSpec
 from colabkit.session.structure.build_phase import build_memory
 from colabkit.session.structure.gating import Gatekeeper, gate_rules_text, gate_table
 from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
-from colabkit.session.totals import Totals, session_totals
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord, private_briefing
-from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
+from colabkit.workspace import Workspace
 
 RESULT_CHARS = 500
 CLOSING_ENDS: tuple[EndedBy, ...] = ("budget", "idle", "max_rounds")
 """Ends followed by the closing pass: a finish submits as it stands, and the infrastructure
 ends (cost cap, provider refusal, crash) cannot ask a model again."""
-
-
-class SessionResult(BaseModel):
-    """How a session ended and what it produced (the events went to the sink).
-
-    `briefings` (the private text each participant received) and `persona_versions` are
-    per session, not per event: they are fixed before the first step.
-    """
-
-    session_id: str
-    spec: SessionSpec
-    task_digest: str
-    briefings: dict[str, str]
-    persona_versions: dict[str, str]
-    final_hypothesis: str
-    ended_by: EndedBy
-    budget_side: str | None = None
-    """When `ended_by` is "budget": whose budget ended it ("ai", "human" or "team"; see
-    `Scheduler.budget_end`, under `spec.settings.termination`)."""
-    memory: MemoryRecord | None
-    isolation: IsolationReport
-    snapshot: WorkspaceSnapshot
-    n_events: int
-    totals: Totals
 
 
 class _Session:
@@ -367,61 +330,3 @@ class _Session:
                   args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round,
                         **rule, **detail},
                   result=detail.get("error", f"ended by {ended_by}"), llm_calls=calls)
-
-
-async def run_session(
-    spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None,
-    seats: Mapping[str, Seat] | None = None, fork: ReplayHook | None = None,
-) -> SessionResult:
-    """Run `spec` on `task`, emitting every event to `sink`; return how it ended.
-
-    `seats` holds the participants a person plays (`seats.PersonSeat`), each named in the
-    spec by `person.person_model`; every other participant is its model. Raises only for
-    problems before anything can run (a task that does not match the spec, a person seat
-    nobody holds, a workspace that cannot open: logged as a `session_end` error event
-    first); everything after that ends in a `SessionResult`.
-    """
-    if spec.task_id != task.id:
-        raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
-    seats = dict(seats or {})
-    check_seats({pid: spec.model_for(pid) for pid in spec.variant.team}, spec.variant.team, seats)
-    log = EventLog(spec.session_id, sink) if fork is None else EventLog(fork.session_id, fork.verifying(sink))
-    try:
-        # The kernel starts while the first model calls are asked (a cell waits for it).
-        ws = await Workspace.open([d.path for d in task.datasets], root=workdir_root, limits=spec.settings.limits,
-                                  start_kernel="background")
-    except Exception as exc:
-        log.emit(phase="task", round=0, participant=SYSTEM, action="session_end", status="error",
-                 args={"ended_by": "error"}, result=f"workspace failed to open: {type(exc).__name__}: {exc}")
-        raise
-    try:
-        session = _Session(spec, task, ws, gateway, log, seats, fork)
-        detail: dict[str, Any] = {}
-        calls: tuple[CallRecord, ...] = ()
-        try:
-            ended_by = await session.closing_pass(await session.play())
-        except BudgetExceeded as exc:
-            ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
-        except ProviderError as exc:  # the failed call's records stay in the log: attempts are data
-            ended_by, detail, calls = "provider_error", {"error": str(exc)}, tuple(exc.records)
-        except Exception as exc:  # a bug: end the session closed and recorded, never silently
-            ended_by = "error"
-            detail = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
-        session.close(ended_by, detail, calls)
-        return SessionResult(
-            session_id=log.session_id,
-            spec=session.spec,  # a fork's as it was after its change
-            task_digest=task.task_digest,
-            briefings=session.briefings,
-            persona_versions={pid: session.variant.persona(pid).version for pid in session.variant.team},
-            final_hypothesis=ws.editor.text,
-            ended_by=ended_by,
-            budget_side=session.budget_side,
-            memory=session.memory,
-            isolation=ws.isolation,
-            snapshot=ws.snapshot(),
-            n_events=len(log.events),
-            totals=session_totals(log.events, spec.settings, session.sides, rounds=session.round),
-        )
-    finally:
-        await ws.close()
