@@ -45,12 +45,13 @@ $(STAMP):
 	@rm -f $(VENV)/.stamp-*; touch $@
 	@echo "== setup done"
 
-# Refresh requirements.lock and environment.yml's pins to the newest versions that resolve
-# (uv, in a throwaway venv under build/). A deliberate step: run `make test`, then commit both.
+# Refresh requirements.lock and environment.yml's pins (uv, in a throwaway venv under build/):
+# current pins kept where they resolve, new packages at their newest; `make lock UPGRADE=1` moves
+# every pin to the newest. A deliberate step: run `make test`, then commit both.
 lock:
 	@test -x build/lock-venv/bin/uv || { $(PYTHON) -m venv build/lock-venv && \
 	  build/lock-venv/bin/pip install -q "uv==$(UV_VERSION)"; }
-	$(PYTHON) tools/lock.py build/lock-venv/bin/uv
+	$(PYTHON) tools/lock.py build/lock-venv/bin/uv $(if $(UPGRADE),--upgrade)
 
 # The demo experiment (experiments/demo.yaml) through the whole batch: sessions, scores, gate
 # annotations and the ablation notebook; it prints where the notebooks, table and figures are.

