@@ -6,6 +6,10 @@
 # source with portable CPU flags (the default native build dies with SIGILL on VMs that
 # advertise AMX); the embedded model package is locked without its unrelated CLI dependencies.
 # Packages the lock does not name are removed, and setup fails if anything differs from it.
+# Measured from fresh clones on 2 cores: the first setup takes 5-6 min on an idle machine
+# (5.5 min with ruff and mypy) and 11m14s on a busy one (issue 35's trial), most of it the
+# llama.cpp compile; .venv is about 2.0 GB (`du -sh .venv`). Each step prints what it builds,
+# a line every 30 s while it runs and its elapsed time (tools/timed.sh).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -24,26 +28,33 @@ DEMO_ARGS ?=
 # Test files run on this many workers (pytest-xdist; a file's tests stay together, so its
 # module fixtures are built once). The suite is sized for 2 cores.
 TEST_WORKERS ?= 2
+TIMED := bash tools/timed.sh
+SETUP_START := $(shell date +%s)
+# `make lab PORT=8890`, `make docs PORT=8001`: each target has its own default port.
+lab: PORT ?= 8888
+docs: PORT ?= 8000
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lab setup lock clean
+.PHONY: demo test lab docs setup lock clean
 
 setup: $(STAMP)
 
 $(STAMP):
-	@echo "== colabkit setup: $(VENV) from requirements.lock (first run ~5 min: llama.cpp is compiled from source)"
+	@echo "== colabkit setup: $(VENV) from requirements.lock (first run 5-11 min on 2 cores, about 2.0 GB: llama.cpp is compiled from source)"
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null); } || \
 	  echo "warning: bubblewrap is not installed; kernels will run with weaker isolation (recorded per session)"
-	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -q "pip==$(PIP_VERSION)"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	@test -x $(VPY) || $(TIMED) "the virtual environment $(VENV) ($(PYTHON))" $(PYTHON) -m venv $(VENV)
+	@$(TIMED) "pip $(PIP_VERSION)" $(VPY) -m pip install -q "pip==$(PIP_VERSION)"
+	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(TIMED) "the locked packages (llama.cpp is compiled here: most of the setup's time)" \
 	  $(VPY) -m pip install -q --no-cache-dir --no-deps --require-hashes -r requirements.lock
-	$(VPY) -m pip install -q --no-deps --no-build-isolation -e .
+	@$(TIMED) "colabkit itself (editable)" $(VPY) -m pip install -q --no-deps --no-build-isolation -e .
 	@extra="$$($(VPY) -m colabkit.environment --unlocked)"; [ -z "$$extra" ] || \
 	  { echo "== removing packages the lock does not name: $$extra"; $(VPY) -m pip uninstall -q -y $$extra; }
-	$(VPY) -m colabkit.environment --strict
+	@$(TIMED) "checking $(VENV) against the lock" $(VPY) -m colabkit.environment --strict
 	@rm -f $(VENV)/.stamp-*; touch $@
-	@echo "== setup done"
+	@$(TIMED) --since $(SETUP_START) "setup done ($(VENV): $$(du -sh $(VENV) | cut -f1))"
 
 # Refresh requirements.lock and environment.yml's pins (uv, in a throwaway venv under build/):
 # current pins kept where they resolve, new packages at their newest; `make lock UPGRADE=1` moves
@@ -64,9 +75,15 @@ test: $(STAMP)
 	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The project's own Jupyter config (jupyter/: allow_root, so a container's root can run it),
-# not the user's; tests/test_lab_root.py starts this recipe's command as root.
+# not the user's; tests/test_lab_root.py starts this recipe's command as root. No browser is
+# opened (a server or a container has none): open the link it prints.
 lab: $(STAMP)
-	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --port=$(PORT)
+
+# The documentation site (mkdocs.yml, docs/), rebuilt on every change; tests/test_docs.py
+# builds it with --strict. Warnings are shown here but do not stop the server.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs serve --no-strict -a 127.0.0.1:$(PORT) --watch colabkit --watch notebooks
 
 clean:
 	rm -rf $(VENV)

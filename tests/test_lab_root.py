@@ -30,7 +30,9 @@ def lab_recipe() -> list[str]:
     assert words[0] == "JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter", words  # the project's config, first
     assert "--allow-root" not in words
     jupyter = str(Path(sys.executable).parent / "jupyter")
-    return [w.replace("$(VENV)/bin/jupyter", jupyter) for w in words[1:] if not w.startswith("--notebook-dir")]
+    assert "--no-browser" in words and "--port=$(PORT)" in words  # `make lab PORT=...`, no browser to open
+    return [w.replace("$(VENV)/bin/jupyter", jupyter) for w in words[1:]
+            if not w.startswith(("--notebook-dir", "--port=$(PORT)"))]  # start_lab picks a free port
 
 
 def test_make_lab_starts_as_root_with_the_projects_jupyter_config(tmp_path):
