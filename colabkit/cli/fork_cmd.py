@@ -4,7 +4,9 @@ Without `--at` it lists the session's fork points (task-phase steps that start a
 With `--at N` it runs one continuation per seed with the change (`--change`, JSON of a
 `colabkit.session.fork` change, e.g. '{"kind": "replace_message", "to": ["ai"]}'; default
 none, the control) and, unless `--no-controls`, one control per seed; each is stored like a
-session (default under `<parent results>/forks/`) and printed as one line.
+session (default under `<parent results>/forks/`) and printed as one line. A session of an
+experiment folder runs on the experiment's data root (its `experiment.yaml`) unless
+`--data-root` says otherwise.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="record prefix cells that replay differently instead of stopping")
     parser.add_argument("--no-controls", action="store_true", help="do not run the unchanged controls")
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
-                        help="DiscoveryBench data the session ran on (default: the demo tasks)")
+                        help="DiscoveryBench data the session ran on (default: the experiment's, else the demo tasks)")
     parser.set_defaults(func=_fork)
 
 
@@ -38,6 +40,7 @@ def _fork(args: argparse.Namespace) -> int:
     from pydantic import TypeAdapter, ValidationError
 
     from colabkit.runner.fork import describe_points, fork
+    from colabkit.runner.recorded import data_root_for
     from colabkit.session.fork import CHANGE_KINDS, Change
     from colabkit.store import SessionRecord
 
@@ -59,7 +62,7 @@ def _fork(args: argparse.Namespace) -> int:
     seeds = [parse_int(s.strip(), "--seeds", minimum=0) for s in args.seeds.split(",") if s.strip()]
     forks = fork(args.session, at=parse_int(args.at, "--at", minimum=1), change=change, seeds=seeds,
                  out=args.out, verify="lenient" if args.lenient else "strict", controls=not args.no_controls,
-                 data_root=args.data_root)
+                 data_root=data_root_for(args.session, args.data_root)[0])
     label = "control" if change.kind == "none" else "change"
     rows = [(label, f) for f in forks.changed] + [("control", f) for f in forks.controls
                                                      if f not in forks.changed]

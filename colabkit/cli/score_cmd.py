@@ -5,6 +5,8 @@ in RESULTS/judge-cache), writes `<session>/scores/<scorer id>.json` and the parq
 and prints a summary (exit status 1 when a spent budget or a provider refusing the judge stopped
 the job early). Run again, it reuses every complete score; with another `--judge` it
 scores again beside the old results. The embedded judge is accepted with a loud warning.
+In an experiment folder (`colabkit batch` stored its `experiment.yaml` there) the data root,
+judge, metrics and repeats not given on the command line are the experiment's.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("score", help="score stored sessions (judge, metrics, tables)",
                                    description=__doc__.split("\n")[0])
     parser.add_argument("results", type=Path, metavar="RESULTS", help="results folder of `colabkit run`")
-    parser.add_argument("--judge", metavar="M", help="litellm model string of the judge "
-                        "(default: the embedded model, plumbing grade only)")
-    parser.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to score (default: all)")
-    parser.add_argument("--repeats", default="1", metavar="K", help="ask every judge question K times")
+    parser.add_argument("--judge", metavar="M", help="litellm model string of the judge (default: the experiment's, "
+                        "else the embedded model, plumbing grade only)")
+    parser.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to score (default: the experiment's, else all)")
+    parser.add_argument("--repeats", default=None, metavar="K",
+                        help="ask every judge question K times (default: the experiment's, else 1)")
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
-                        help="DiscoveryBench data folder the sessions ran on (default: the demo tasks)")
+                        help="DiscoveryBench data folder the sessions ran on (default: the experiment's, else the demo tasks)")
     parser.add_argument("--sanity-tasks", default="3", metavar="N",
                         help="tasks the judge's sanity check runs on (default 3)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -40,8 +43,9 @@ def _score(args: argparse.Namespace) -> int:
 
     from colabkit.evaluation import judge_config, load_scores, score_results
     from colabkit.evaluation.storage import finished_sessions
+    from colabkit.runner.recorded import data_root_for
 
-    repeats = parse_int(args.repeats, "--repeats", minimum=1)
+    repeats = parse_int(args.repeats, "--repeats", minimum=1) if args.repeats is not None else None
     sanity_tasks = parse_int(args.sanity_tasks, "--sanity-tasks", minimum=1)
     metrics = [m for item in args.metrics or () for m in item.split(",") if m] or None
     if not args.results.is_dir():
@@ -49,6 +53,10 @@ def _score(args: argparse.Namespace) -> int:
     if not finished_sessions(args.results):  # before any judge is loaded or asked
         raise ColabkitError(f"no stored sessions under {args.results}: nothing to score "
                             "(colabkit run or colabkit batch stores them)")
+    data_root, exp = data_root_for(args.results, args.data_root)
+    if exp is not None:
+        print(f"experiment {exp.name} (its experiment.yaml): data root {data_root or 'the demo tasks'}"
+              f"{'' if args.judge else f', judge {exp.judge_config().model}'}", file=sys.stderr, flush=True)
     if not args.quiet:
         print(f"scoring {args.results} (a judged job first checks the judge on known answers)",
               file=sys.stderr, flush=True)
@@ -61,7 +69,8 @@ def _score(args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the plumbing warning is printed below, once, loudly
-        report = score_results(args.results, metrics=metrics, repeats=repeats, data_root=args.data_root,
+        report = score_results(args.results, exp.scoring() if exp is not None else None, metrics=metrics,
+                               repeats=repeats, data_root=data_root,
                                judge=judge_config(args.judge) if args.judge else None, progress=progress,
                                sanity_tasks=sanity_tasks)
     if bar is not None:

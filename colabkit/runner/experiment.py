@@ -3,8 +3,8 @@
 An experiment is a grid (variants x tasks x seeds) plus what every session of it shares
 (models per role, session settings such as action budgets and the observation profile, LLM
 budgets) and how to run it (concurrency, executor) and score it (judge, metrics). The file
-is validated by pydantic; a mistake is one `ColabkitError` line naming the file and the
-field (`experiments/x.yaml: seeds.1: Input should be a valid integer`).
+is validated by pydantic; a mistake is one `ColabkitError` line naming the file and every
+problem (`experiments/x.yaml: unknown key sedes (did you mean seeds?)`; `config_errors`).
 
 Its identity (`Experiment.identity`) hashes exactly what determines the sessions (the
 selected task ids, not the filter or the data's path), so the folder `<results>/<name>-<hash8>/` holds one grid's sessions and nothing else; the judge,
@@ -45,6 +45,7 @@ from colabkit.evaluation import ScoringConfig, available_metrics
 from colabkit.hashing import sha256_hex
 from colabkit.llm import DEFAULT_MODEL, ModelConfig
 from colabkit.runner.build import build_spec, model_config
+from colabkit.runner.config_errors import config_error
 from colabkit.runner.executors.capacity import KernelCap, machine_kernel_cap
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.tasks import Task, TaskSuite, load_tasks
@@ -222,7 +223,7 @@ class Experiment(_Strict):
             try:
                 out[arm.name] = SessionSettings.model_validate({**self.settings.model_dump(), **arm.settings})
             except ValidationError as exc:
-                raise ValueError(f"arm {arm.name!r}: {_first_error(exc)}") from None
+                raise ValueError(f"arm {arm.name!r}: {config_error(exc, SessionSettings)}") from None
         return out
 
     def judge_config(self) -> ModelConfig:
@@ -354,7 +355,8 @@ def _expand(value: Any, base: Path, field: str, source: Path) -> Path | None:
         return None
     text = os.path.expandvars(str(value))
     if "$" in text:
-        raise ColabkitError(f"{source}: {field}: environment variable not set in {value!r}")
+        hint = " (set it, or give the data folder with --data-root DIR)" if field == "tasks.data_root" else ""
+        raise ColabkitError(f"{source}: {field}: environment variable not set in {value!r}{hint}")
     path = Path(text).expanduser()
     return path if path.is_absolute() else (base / path).resolve()
 
@@ -388,12 +390,4 @@ def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
     try:
         return Experiment.model_validate({**raw, "source": path.resolve()})
     except ValidationError as exc:
-        raise ColabkitError(f"{path}: {_first_error(exc)}") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(part) for part in err["loc"]) or "(top level)"
-    message = err["msg"].removeprefix("Value error, ")
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {message}{more}"
+        raise ColabkitError(f"{path}: {config_error(exc, Experiment)}") from None
