@@ -18,6 +18,7 @@ import yaml
 from helpers.stored import store_session
 
 from colabkit.cli import main
+from colabkit.errors import ColabkitError
 from colabkit.runner import load_experiment
 from colabkit.runner.pipeline import CONFIG_COPY, write_config
 from colabkit.runner.recorded import data_root_for, open_experiment
@@ -67,6 +68,15 @@ def test_the_folder_its_sessions_and_their_forks_name_the_experiments_data_root(
     assert data_root_for(session, tmp_path)[0] == tmp_path  # a given --data-root wins
     assert data_root_for(tmp_path, None) == (None, None)  # outside an experiment: the demo tasks
     assert open_experiment("", str(folder)).folder() == folder  # a notebook given only the folder
+
+
+def test_a_stored_config_that_no_longer_reads_stops_only_a_command_that_needs_it(folder, tmp_path):
+    broken = tmp_path / "old-exp"
+    broken.mkdir()
+    (broken / CONFIG_COPY).write_text("name: old\nvariants: [single]\nseeds: [0]\nretired_knob: 1\n")
+    assert data_root_for(broken, tmp_path) == (tmp_path, None)
+    with pytest.raises(ColabkitError, match=r"retired_knob.*pass --data-root DIR"):
+        data_root_for(broken, None)
 
 
 def test_score_reads_the_data_root_and_metrics_from_the_folder(folder, data_root, tmp_path, monkeypatch, capsys):

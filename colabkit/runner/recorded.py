@@ -43,8 +43,14 @@ def recorded_experiment(path: Path | str) -> Experiment | None:
 
 def data_root_for(path: Path | str, given: Path | None) -> tuple[Path | None, Experiment | None]:
     """(the data root to use, the experiment it came from): `given` when set, else the
-    recorded experiment's (None: the demo tasks)."""
-    exp = recorded_experiment(path)
+    recorded experiment's (None: the demo tasks). A stored config that no longer reads (an
+    older colabkit wrote it) is an error only when it was needed: with `given`, it is skipped."""
+    try:
+        exp = recorded_experiment(path)
+    except ColabkitError as exc:
+        if given is not None:
+            return given, None
+        raise ColabkitError(f"{exc} (pass --data-root DIR to go without it)") from None
     if given is not None:
         return given, exp
     return (exp.tasks.data_root if exp is not None else None), exp
