@@ -6,7 +6,8 @@ It does no file I/O: events go to the caller's sink as they happen.
 
 Failure policy (fail closed, always recorded): a malformed model answer or an impossible
 action is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by
-"llm_budget"; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
+"llm_budget", after the closing pass (which runs past the cap, its spend recorded apart in
+`Totals.closing_paid_cost`), so the cost cap loses no open request; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
 at once with ended_by "provider_error" and the provider's one-line error, instead of
 spending the action budget on failed steps; any other exception is a bug, and still ends
 it with ended_by "error" and a `session_end` event carrying the exception, so a batch never
@@ -90,9 +91,11 @@ async def run_session(
         detail: dict[str, Any] = {}
         calls: tuple[CallRecord, ...] = ()
         try:
-            ended_by = await session.closing_pass(await session.play())
-        except BudgetExceeded as exc:
-            ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
+            try:
+                ended_by = await session.play()
+            except BudgetExceeded as exc:
+                ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
+            await session.closing_pass(ended_by)  # every open request decided, past the cap if need be
         except ProviderError as exc:  # the failed call's records stay in the log: attempts are data
             ended_by, detail, calls = "provider_error", {"error": str(exc)}, tuple(exc.records)
         except Exception as exc:  # a bug: end the session closed and recorded, never silently
