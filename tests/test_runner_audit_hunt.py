@@ -32,8 +32,6 @@ from colabkit.session.structure.gating import Gatekeeper
 from colabkit.tasks import load_tasks
 
 REPO = Path(__file__).resolve().parents[1]
-NEEDS_CLOCK = pytest.mark.xfail(reason="the engine before issue 33 items 1-3 (the clock branch) breaks ai-opportunity, "
-                                       "nothing-lost and prompts-as-sent", strict=False)
 TASK = load_tasks().get("demo_archaeology/0/0")
 TASKS = {TASK.id: TASK}
 
@@ -86,9 +84,12 @@ def _newest_request_never_listed(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(Gatekeeper, "addressed_to", lambda self, pid: (lambda rs: rs[:-1] if len(rs) > 1 else rs)(real(self, pid)))
 
 
-def _single_schema_widened(mp: pytest.MonkeyPatch) -> None:
+def _schema_widened_with_decisions(mp: pytest.MonkeyPatch) -> None:
     real = engine.step_schema
-    mp.setattr(engine, "step_schema", lambda *a, **kw: real(*a, **{**kw, "lone": False}))
+
+    def step_schema(thought: int, content: int, actions: tuple[str, ...], *rest: Any) -> Any:
+        return real(thought, content, tuple(dict.fromkeys((*actions, "approve", "reject"))), *rest)
+    mp.setattr(engine, "step_schema", step_schema)
 
 
 def _gated_variants_reverse_the_round(mp: pytest.MonkeyPatch) -> None:
@@ -152,8 +153,8 @@ MUTANTS = (
            ("preassigned-r",), QUEUE),
     Mutant("the newest open request never listed (a request list cut)", "nothing-lost", _newest_request_never_listed,
            ("preassigned-r",), QUEUE),
-    Mutant("the single agent's schema widened to the team's actions", "prompts-as-sent", _single_schema_widened,
-           ("single",), BUSY),
+    Mutant("every schema's action enum widened with approve and reject", "prompts-as-sent",
+           _schema_widened_with_decisions, ("single",), BUSY),
     Mutant("gated variants reverse the round order", "same-turn-order", _gated_variants_reverse_the_round,
            ("default-d", "preassigned-d"), BUSY),
     Mutant("each human's cap halved in a DR team", "same-capacity", _human_cap_halved_in_dr,
@@ -163,7 +164,6 @@ MUTANTS = (
 )
 
 
-@NEEDS_CLOCK
 def test_the_engine_passes_every_mutation_scenario():
     for variants, scenario in {(m.variants, repr(m.scenario)): (m.variants, m.scenario) for m in MUTANTS}.values():
         report = run_hunt(variants, scenario)
@@ -180,11 +180,8 @@ def test_every_mutant_is_killed_by_its_invariant(mutant, monkeypatch):
     assert f"VIOLATION {mutant.invariant} [" in report.render()
 
 
-@NEEDS_CLOCK
 def test_the_command_kills_the_two_why_8_mutants_and_names_the_invariant(monkeypatch, capsys):
-    demo = ["audit", str(REPO / "experiments" / "demo.yaml"), "--quick"]
-    assert main(demo) == 0
-    assert "every invariant held" in capsys.readouterr().out
+    demo = ["audit", str(REPO / "experiments" / "demo.yaml"), "--quick"]  # passes unmutated: the paper test below
     for mutant in MUTANTS[:2]:
         with monkeypatch.context() as mp:
             mutant.apply(mp)
@@ -196,12 +193,17 @@ def test_the_command_kills_the_two_why_8_mutants_and_names_the_invariant(monkeyp
 # --- the shipped experiments --------------------------------------------------------------
 
 
-@NEEDS_CLOCK
-@pytest.mark.parametrize("name", ["paper.yaml", "dynamic.yaml", "sensitivity.yaml"])
-def test_the_shipped_experiments_pass_the_quick_hunt(name, capsys):
-    assert main(["audit", str(REPO / "experiments" / name), "--quick", "--data-root", str(shared_data())]) == 0
+@pytest.mark.parametrize(("name", "variants"), [
+    ("paper.yaml", None),  # all 13
+    ("dynamic.yaml", "scaffolded-d,dynamic-d,scaffolded-dr,dynamic-dr,default-d"),
+    ("sensitivity.yaml", "single,default-dr,preassigned-dr"),  # each arm (all variants: docs/audit.md)
+])
+def test_the_shipped_experiments_pass_the_quick_hunt(name, variants, capsys):
+    args = ["audit", str(REPO / "experiments" / name), "--quick", "--data-root", str(shared_data())]
+    assert main(args + (["--variants", variants] if variants else [])) == 0
     out = capsys.readouterr().out
     assert out.count("every invariant held") == (3 if name == "sensitivity.yaml" else 1)
+    assert "0 violation(s)" in out and "7 scenarios" in out
 
 
 def test_the_known_scenarios_cover_the_issues_patterns():
@@ -211,7 +213,6 @@ def test_the_known_scenarios_cover_the_issues_patterns():
     assert any("wait" in s.policy("ai").moves for s in known) and any(s.policy("R").decider == "late" for s in known)
 
 
-@NEEDS_CLOCK
 @pytest.mark.slow
 def test_a_generated_search_on_a_real_kernel_finds_no_violation():
     specs = [build_spec(TASK.id, name, 0) for name in ("single", "default-r", "scaffolded-r", "preassigned-r")]

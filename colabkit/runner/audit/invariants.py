@@ -7,9 +7,11 @@ invariants (named as the audit prints them):
 - `ai-opportunity`: under the AI's clock ("ai_budget"), the AI takes exactly its budget in
   turns unless its own finish takes effect first (then the session ends there); nothing but
   the AI's budget, its finish or an infrastructure end (cost cap, provider refusal, crash)
-  ends a session, and no human takes a turn after the AI's last.
+  ends a session, and no human takes a turn after the AI's last; and no run crashes (the
+  audit's double never refuses, so an "error" or "provider_error" end is the engine's).
 - `nothing-lost`: no request or memory update is still open at any end but a crash or a
-  provider refusal.
+  provider refusal, unless the engine asked its signatory in the closing pass and that step
+  failed (a malformed or impossible answer: the member's failure, recorded as such).
 - `gates-transparent`: when every member approves every request (oldest first) and only the
   AI edits, a gated variant submits what its ungated twin submits (Scaffolded and Memory-only,
   Preassigned and Default), unless the AI itself signs (its decisions are its turns).
@@ -21,7 +23,8 @@ invariants (named as the audit prints them):
   approve/reject without a request shown to it, no id not shown, no action its prompt does not
   list); beyond its action enums the schema is the same for every member of every variant;
   the sampling parameters are a role's own, the same in every variant; max_tokens is a
-  function of the schema; a repair prompt is the same wherever the same answer is repaired.
+  function of the schema; a repair prompt is the same wherever the same answer is repaired
+  under the same choices (the validation error names the actions on offer).
 
 `same-rendering` (what the variants show for the same history) is `probe`'s.
 """
@@ -37,6 +40,7 @@ from typing import Any
 
 from colabkit.runner.audit.player import Run, open_requests, schema_of
 from colabkit.runner.audit.scenario import Scenario
+from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.totals import closing_step
 
@@ -54,6 +58,9 @@ STRUCTURAL_ACTIONS = {"send_message": "a team's members message each other",
                       "propose_memory_update": "the memory lives (Dynamic)"}
 """The only actions a schema may list or not by variant, each with the reason it may."""
 _NOW = re.compile(r"^# Now \(round \d+, (\d+) actions? left for ([^;)]+)", re.M)
+_SLOTS = {"expertise", "responsibility", "plan", "evidence_standards", "gates"}
+"""A living memory's slots: what `to` names for a memory update (Dynamic)."""
+_REQUEST_ID = re.compile(r"(?:req|upd)-\d+")
 _VALID = re.compile(r"^# Valid actions\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _VOLATILE = ("metadata", "timeout", "api_base", "response_format", "max_tokens")
 
@@ -80,6 +87,9 @@ def check_all(scenario: Scenario, runs: Sequence[Run], termination: str) -> list
     """Every invariant of this module over one scenario's runs (see the module docstring)."""
     found: list[Violation] = []
     for run in runs:
+        if run.result.ended_by in LOST_OK:  # the audit's double never refuses: a crash is the engine's
+            found.append(Violation("ai-opportunity", (run.variant,), f"the session ended by {run.result.ended_by}: "
+                                   + _crash(run)))
         if termination == "ai_budget":
             found += ai_opportunity(scenario, run)
         found += nothing_lost(run)
@@ -120,7 +130,9 @@ def ai_opportunity(scenario: Scenario, run: Run) -> list[Violation]:
 def nothing_lost(run: Run) -> list[Violation]:
     if run.result.ended_by in LOST_OK:
         return []
-    lost = [e for e in run.events if e.participant == SYSTEM and e.action == "request_expired"]
+    failed = {e.participant for e in run.events if closing_step(e) and e.status == "failed_step"}
+    lost = [e for e in run.events if e.participant == SYSTEM and e.action == "request_expired"
+            and not (e.signatory in failed or (e.args.get("action") == MEMORY_UPDATE and failed))]
     if not lost:
         return []
     what = ", ".join(f"{e.request_id} ({e.args.get('action')} by {e.proposer})" for e in lost)
@@ -155,12 +167,9 @@ def same_capacity(runs: Sequence[Run]) -> list[Violation]:
     seats: dict[str, dict[str, int]] = {}
     for run in runs:
         for pid in run.spec.variant.humans:
-            first = next((c for c in run.calls if c["role"] == pid and _is_step(c)), None)
-            if first is None:
-                continue
-            now = _NOW.search(str(first["messages"][-1]["content"]))
+            nows = (_NOW.search(str(c["messages"][-1]["content"])) for c in run.calls if c["role"] == pid and _is_step(c))
+            now = next((found for found in nows if found is not None), None)  # its first step not a closing one
             if now is None:
-                out.append(Violation("same-capacity", (run.variant,), f"{pid}'s first step shows no budget"))
                 continue
             seats.setdefault(pid, {})[run.variant] = int(now.group(1))
             taken = [e for e in turns(run, pid) if e.action not in ("approve", "reject")]
@@ -194,7 +203,7 @@ def prompts_as_sent(runs: Sequence[Run]) -> list[Violation]:
     frames: dict[str, tuple[str, str]] = {}  # the schema without its action enums -> (variant, role)
     params: dict[str, dict[str, tuple[str, str]]] = {}  # role -> its sampling parameters -> the first variant
     tokens: dict[str, tuple[Any, str]] = {}  # schema -> (max_tokens, variant)
-    repairs: dict[tuple[str, str], tuple[str, str]] = {}  # (role, answer) -> (repair prompt, variant)
+    repairs: dict[tuple[str, str, str], tuple[str, str]] = {}  # (role, answer, choices) -> (repair, variant)
     for run in runs:
         seen_here: set[str] = set()
         for call in run.calls:
@@ -214,7 +223,8 @@ def prompts_as_sent(runs: Sequence[Run]) -> list[Violation]:
                                      f"max_tokens {prior[0]} and {call['params'].get('max_tokens')} for one schema ({name})"))
             if len(messages) > 2:
                 repair = "\n".join(f"{m['role']}: {m['content']}" for m in messages[2:])
-                key = (role, str(messages[2]["content"]))
+                choices = json.dumps([_enum(schema.get("properties", {}).get(k, {}), schema) for k in ("action", "to")])
+                key = (role, str(messages[2]["content"]), choices)  # the error names the choices on offer
                 earlier = repairs.setdefault(key, (repair, run.variant))
                 if earlier[0] != repair:
                     out.append(Violation("prompts-as-sent", (earlier[1], run.variant), f"{role}'s repair prompt differs"))
@@ -247,9 +257,13 @@ def _valid_now(run: Run, role: str, schema: dict[str, Any], observation: str) ->
     out = []
     if {"approve", "reject"} & actions and not shown:
         out.append(f"offers {', '.join(sorted({'approve', 'reject'} & actions))} with no request shown to {role}")
-    ids = set(_enum(props.get("to", {}), schema)) - {"", "all"}
-    if ids and not ids <= set(shown) | set(run.spec.variant.team) | {"D,R", "R,D"}:
-        out.append(f"offers ids {sorted(ids - set(shown))} not shown to {role}")
+    ids = {v for v in _enum(props.get("to", {}), schema) if _REQUEST_ID.fullmatch(v)}
+    if not ids <= set(shown):
+        out.append(f"offers request ids {sorted(ids - set(shown))} not shown to {role}")
+    recipients = {p for v in _enum(props.get("to", {}), schema) if not _REQUEST_ID.fullmatch(v)
+                  for p in v.split(",")} - {"", "all"} - (_SLOTS if run.spec.variant.memory_updates else set())
+    if not recipients <= set(run.spec.variant.team) - {role}:
+        out.append(f"offers recipients {sorted(recipients)} beyond {role}'s teammates")
     extra = actions - offered - {"approve", "reject"}
     if listed and extra:
         out.append(f"offers {', '.join(sorted(extra))} that {role}'s prompt does not list")
@@ -270,12 +284,14 @@ def _enum(prop: dict[str, Any], schema: dict[str, Any]) -> list[str]:
 
 
 def _without_enums(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with the action and request-id choices taken out (they may differ by design)."""
+    """The schema with the action and `to` choices, `to`'s help and bound taken out: they follow
+    the actions on offer (recipients where messages are, request ids where decisions are; an
+    enum of choices bounds `to` instead of a maxLength)."""
     out = json.loads(json.dumps(schema))
     for key in ("action", "to"):
         prop = out.get("properties", {}).get(key)
         if isinstance(prop, dict):
-            out["properties"][key] = {k: v for k, v in prop.items() if k in ("type", "description", "maxLength")}
+            out["properties"][key] = {k: v for k, v in prop.items() if k in ("type", "title", "default")}
     out.pop("$defs", None)
     return out
 
@@ -297,6 +313,11 @@ def _orders(run: Run) -> dict[int, list[str]]:
 def _round(observation: str) -> str:
     found = re.search(r"^# Now \(round (\d+)", observation, re.M)
     return found.group(1) if found else "?"
+
+
+def _crash(run: Run) -> str:
+    end = next((e for e in reversed(run.events) if e.action == "session_end"), None)
+    return str(end.args.get("error", end.result))[:300] if end is not None else "(no end logged)"
 
 
 def _short(text: str) -> str:

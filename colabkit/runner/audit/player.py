@@ -107,12 +107,14 @@ class PolicyDouble(CustomLLM):
             return json.dumps({"reply": self._ratification(role)})
         if name.startswith("Memory"):
             return json.dumps(self._memory("gates" in body.get("properties", {})))
-        return self._next(role, str(messages[-1]["content"]))
+        offered = body.get("properties", {}).get("action", {}).get("enum")
+        return self._next(role, str(messages[-1]["content"]), offered)
 
-    def _next(self, role: str, observation: str) -> str:
+    def _next(self, role: str, observation: str, offered: Sequence[str] | None = None) -> str:
         policy = self.scenario.policy(role)
         shown = open_requests(observation)
-        if shown and policy.decider != "ignore" and (policy.decider != "late" or decisions_only(observation)):
+        only = decisions_only(observation) or (offered is not None and not set(offered) - {"approve", "reject"})
+        if shown and policy.decider != "ignore" and (policy.decider != "late" or only):
             verdict, which = ("approve", "oldest") if policy.decider == "late" else policy.decider.split("-")
             pick = {"oldest": shown[0], "newest": shown[-1]}.get(which) or random.Random(
                 f"{self.scenario.seed}:{role}:{len(self.calls)}").choice(shown)
@@ -154,8 +156,8 @@ def decisions_only(observation: str) -> bool:
     listed = _VALID.search(observation)
     actions = {line[2:].split(":")[0] for line in listed.group(1).splitlines() if line.startswith("- ")} \
         if listed else set()
-    return "session has ended" in observation or "Only approve or reject" in observation or not actions - {
-        "approve", "reject"}
+    return any(text in observation for text in ("session has ended", "session is ending", "closing step",
+                                                "Only approve or reject")) or not actions - {"approve", "reject"}
 
 
 def schema_of(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
