@@ -106,7 +106,7 @@ def test_a_default_dr_ai_that_edits_then_waits_ends_at_its_budget_with_no_step_a
     result, events, model = run(tmp_path, variant("default-dr"), {"ai": [say("edit_result", "H")], "D": chatter,
                                                                   "R": list(chatter)}, action_budget=4)
     assert result.ended_by == "budget" and result.budget_side == "ai"
-    assert steps(events)[-1].participant == "ai" and result.totals.ai_steps == 4
+    assert steps(events)[-1].participant == "ai" and result.totals.ai_turns == 4
     calls = {pid: sum(1 for c in model.calls if c["name"] == pid) for pid in ("ai", "D", "R")}
     assert calls["ai"] == 4 and calls["D"] <= 4 and calls["R"] <= 4
     assert result.totals.rounds == 4 and result.final_hypothesis == "H"
@@ -115,12 +115,12 @@ def test_a_default_dr_ai_that_edits_then_waits_ends_at_its_budget_with_no_step_a
 def test_humans_that_finish_or_wait_cannot_end_a_session_before_the_ais_budget(tmp_path):
     finisher, events, model = run(tmp_path / "finish", variant("default-d"),
                                   {"ai": [say("execute_code", "x = 1")], "D": [say("finish", "done")]}, action_budget=5)
-    assert finisher.ended_by == "budget" and finisher.totals.ai_steps == 5
+    assert finisher.ended_by == "budget" and finisher.totals.ai_turns == 5
     assert not [e for e in steps(events) if e.participant == "D" and e.action == "finish"]
     d_schema = next(c for c in model.calls if c["name"] == "D")["params"]["response_format"]["json_schema"]["schema"]
     assert "finish" not in d_schema["properties"]["action"]["enum"]
     waiters, _, _ = run(tmp_path / "wait", variant("default-dr"), {}, action_budget=5, idle_rounds=1)
-    assert waiters.ended_by == "budget" and waiters.totals.ai_steps == 5 and waiters.totals.rounds == 5
+    assert waiters.ended_by == "budget" and waiters.totals.ai_turns == 5 and waiters.totals.rounds == 5
 
 
 def test_a_binding_cost_cap_leaves_no_request_open(tmp_path):
