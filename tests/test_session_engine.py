@@ -140,7 +140,7 @@ def test_the_ai_agent_sees_all_code_outputs_and_messages_but_no_thoughts(visibil
     assert {cell.author for cell in observations["ai"][-1].cells} == {"ai", "D"}
     thoughts = {e.participant: e.thought for e in events if e.action == "execute_code"}
     assert thoughts == {"ai": "AI-THOUGHT-X", "D": "D-SECRET-THOUGHT"}  # logged, though private
-    assert result.ended_by == "budget" and result.totals.ai_steps == 8
+    assert result.ended_by == "budget" and result.totals.ai_turns == 8
 
 
 def test_the_same_seed_gives_an_identical_event_log(visibility):
@@ -508,7 +508,7 @@ def test_the_single_agent_waits_as_a_team_ai_does_a_step_of_its_budget(tmp_path)
     assert all("wait" in obs.valid_actions and "send_message" not in obs.valid_actions for obs in observations["ai"])
     assert [(e.action, e.status) for e in events if e.participant == "ai"] == [
         ("wait", "ok"), ("edit_result", "ok"), ("finish", "ok")]
-    assert result.ended_by == "finish" and result.totals.ai_steps == 3 and result.final_hypothesis == "H1"
+    assert result.ended_by == "finish" and result.totals.ai_turns == 3 and result.final_hypothesis == "H1"
 
 
 def test_under_either_side_the_single_agent_is_not_offered_wait_and_never_ends_idle_after_one_wait(tmp_path):

@@ -270,6 +270,7 @@ class _Session:
                     step, fields = await self.ask(pid, observation)
                     if step is not None:
                         await self.act(pid, step, spent=True, offered=observation.valid_actions, **fields)
+            await self.release(force=True)  # approvals held behind a request whose signatory's answers failed
         finally:
             self.closing = False
             self.gateway.budget = budget
@@ -317,21 +318,31 @@ class _Session:
         return await self.apply(action, pid, **fields)
 
     async def decide(self, pid: str, action: Action, **fields: Any) -> bool:
-        """A signatory's approve/reject; an approved action then takes effect as the proposer's."""
+        """A signatory's approve/reject; approved actions then take effect as their proposers', in
+        proposal order (`Gatekeeper.due`). True when a finish took effect."""
         decision: Literal["approved", "rejected"] = "approved" if action.type == "approve" else "rejected"
         try:
             request = self.gates.decide(action.request_id or "", pid, decision, action.reason)
         except InvalidAction as exc:
             self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
             return False
-        gate = {"request_id": request.request_id, "signatory": pid, "decision": decision,
-                "decision_reason": action.reason, "proposer": request.proposer}
-        self.emit(pid, action.type, decision, args=action.args(),
-                  result=f"{request.request_id} ({request.action.type} by {request.proposer}) {decision}",
-                  **gate, **fields)
-        if decision == "rejected":
-            return False
-        return await self.apply(request.action, request.proposer, **gate)
+        older = [r.request_id for r in self.gates.older_open(request)]
+        wait = f"; takes effect once {', '.join(older)} {'is' if len(older) == 1 else 'are'} decided" \
+            if older and decision == "approved" else ""
+        self.emit(pid, action.type, decision, args=action.args(), request_id=request.request_id, signatory=pid,
+                  decision=decision, decision_reason=action.reason, proposer=request.proposer,
+                  result=f"{request.request_id} ({request.action.type} by {request.proposer}) {decision}{wait}",
+                  **fields)
+        return await self.release()
+
+    async def release(self, *, force: bool = False) -> bool:
+        """Apply the approved actions now due, in proposal order; True when one was a finish."""
+        finished = False
+        for request in self.gates.due(force=force):
+            finished = await self.apply(request.action, request.proposer, request_id=request.request_id,
+                                        signatory=request.signatory, decision="approved",
+                                        decision_reason=request.reason, proposer=request.proposer) or finished
+        return finished
 
     async def apply(self, action: Action, actor: str, **fields: Any) -> bool:
         """Make `action` take effect as `actor`'s and log it; True for a finish."""

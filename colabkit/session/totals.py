@@ -81,7 +81,7 @@ class Totals(BaseModel):
     expired_finish: int = 0
     expired_memory_update: int = 0
     """Fields from `past_budget_decisions` on are record version 4's (0 in older records)."""
-    ai_steps: int = 0
+    ai_turns: int = 0
     closing_llm_calls: int = 0
     closing_paid_cost: float = 0.0
     """Record version 6: the AI agent's task-phase steps, its waits included (under "ai_budget"
@@ -161,7 +161,7 @@ def session_totals(
         human_actions=side_actions("human"),
         past_budget_decisions=_past_budget(acted, settings, sides),
         closing_decisions=sum(1 for e in task if closing_step(e) and e.status in ("approved", "rejected")),
-        ai_steps=sum(1 for e in steps if sides.get(e.participant) == "ai"),
+        ai_turns=sum(1 for e in steps if sides.get(e.participant) == "ai"),
         closing_llm_calls=sum(len(e.llm_calls) for e in task if closing_step(e)),
         closing_paid_cost=sum(c.cost for e in task if closing_step(e) for c in e.llm_calls),
         **{f"expired_{name}": sum(1 for e in expired if e.args.get("action") == action)

@@ -34,7 +34,7 @@ is not a fork continuation), both optional so older records read. Version 4 adds
 the lock the session's process was installed from and any drift from it (None in older records).
 Version 5's totals count the closing pass's decisions, decisions past a spent budget and the
 expired requests by action (0 when read from an older record), and its sessions' settings may
-hold the `ai_budget` termination rule (the new default). Version 6's totals add `ai_steps` (the
+hold the `ai_budget` termination rule (the new default). Version 6's totals add `ai_turns` (the
 AI's steps, waits included) and the closing pass's calls and cost (0 when read from older
 records); its sessions ran under the AI's clock (issue 33)."""
 
