@@ -12,7 +12,7 @@ invariants (named as the audit prints them):
 - `nothing-lost`: no request or memory update is still open at any end but a crash or a
   provider refusal, unless the engine asked its signatory in the closing pass and that step
   failed (a malformed or impossible answer: the member's failure, recorded as such).
-- `gates-transparent`: when every member approves every request (oldest first) and only the
+- `gates-transparent`: when every member approves every request (in any order, or at the end) and only the
   AI edits, a gated variant submits what its ungated twin submits (Scaffolded and Memory-only,
   Preassigned and Default), unless the AI itself signs (its decisions are its turns).
 - `same-capacity`: a human seat's steps available (its first prompt's "actions left") are the

@@ -83,8 +83,9 @@ class Scenario:
         return moves.index("finish") + 1 if "finish" in moves else None
 
     def approving(self) -> bool:
-        """Whether every member approves every request shown to it, oldest first."""
-        return all(self.policy(r).decider == "approve-oldest" for r in ("ai", "D", "R"))
+        """Whether every member approves every request shown to it (in any order, or at the end)."""
+        return all(self.policy(r).decider.startswith("approve") or self.policy(r).decider == "late"
+                   for r in ("ai", "D", "R"))
 
     def describe(self) -> str:
         """The scenario as the audit prints a (shrunk) violating draw."""
