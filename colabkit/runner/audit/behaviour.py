@@ -52,9 +52,10 @@ SECTION_RULES: dict[str, Rule] = {
     "Your last step": _rule(presence=_LATER, text=_LATER),
     "Now": _rule(text=_LATER),  # the round a member's k-th call falls in; a spent or closing step
     # JSON mode's schema text lists the actions on offer: a memory update where the memory lives,
-    # no message, wait or decision for the single agent; likewise the schema sent, max_tokens sized from it
-    "schema": _rule(text="team living"),
-    "gateway params": _rule(text="team living"),
+    # no message for the single agent, decisions (the open ids their enum) only with a request
+    # open; likewise the schema sent, max_tokens sized from it
+    "schema": _rule(text="team gated living"),
+    "gateway params": _rule(text="team gated living"),
     "repair": Rule(),
 }
 FACT_RULES: dict[str, Rule] = {
