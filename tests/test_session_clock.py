@@ -16,6 +16,7 @@ import re
 import pytest
 from helpers.scripted import use_scripted
 
+from colabkit.errors import ColabkitError
 from colabkit.llm import Budget, Gateway, ModelConfig
 from colabkit.session import ListSink, SessionSettings, SessionSpec, run_session
 from colabkit.session.scheduler import round_order
@@ -141,3 +142,11 @@ def test_defaults_schemas_offer_no_approve_or_reject(tmp_path):
         schema = call["params"]["response_format"]["json_schema"]["schema"]
         assert not {"approve", "reject"} & set(schema["properties"]["action"]["enum"]), call["name"]
         assert "approve" not in json.dumps(schema) and "approve:" not in call["messages"][1]["content"]
+
+
+def test_sessions_of_the_earlier_rules_keep_their_identity_and_are_never_run_as_these(tmp_path):
+    spec = SessionSpec(task_id=TASK.id, variant=variant("default-d"), seed=0)
+    earlier = spec.model_copy(update={"engine_rules": 1})
+    assert spec.engine_rules == 2 and earlier.session_id != spec.session_id  # the rules are hashed in
+    with pytest.raises(ColabkitError, match="recorded under the engine's rules 1"):
+        asyncio.run(run_session(earlier, TASK, gateway=Gateway(), sink=ListSink(), workdir_root=tmp_path))

@@ -29,7 +29,7 @@ from colabkit.session.engine import _Session
 from colabkit.session.events import SYSTEM, EndedBy, EventLog, EventSink
 from colabkit.session.hooks import ReplayHook
 from colabkit.session.seats.policy import Seat, check_seats
-from colabkit.session.settings import SessionSpec
+from colabkit.session.settings import ENGINE_RULES, SessionSpec
 from colabkit.session.totals import Totals, session_totals
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord
@@ -75,6 +75,9 @@ async def run_session(
     """
     if spec.task_id != task.id:
         raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
+    if spec.engine_rules != ENGINE_RULES:
+        raise ColabkitError(f"session {spec.session_id} was recorded under the engine's rules {spec.engine_rules}; "
+                            f"this engine runs rules {ENGINE_RULES} and cannot rerun or continue it")
     seats = dict(seats or {})
     check_seats({pid: spec.model_for(pid) for pid in spec.variant.team}, spec.variant.team, seats)
     log = EventLog(spec.session_id, sink) if fork is None else EventLog(fork.session_id, fork.verifying(sink))

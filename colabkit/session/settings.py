@@ -18,6 +18,11 @@ from colabkit.session.prompting.profile import ObservationProfile, resolve_profi
 from colabkit.team import PERSONA_IDS, VariantConfig
 from colabkit.workspace import Limits
 
+ENGINE_RULES: Literal[2] = 2
+"""The version of the engine's session rules a spec runs under, hashed into its identity: 2 is
+issue 33's (the AI's clock, the closing pass before every end, schemas listing only what is
+valid now). Sessions recorded under the earlier rules (1) keep their identities and are never
+reused, resumed or rerun as sessions of these."""
 Side = Literal["ai", "human"]  # a persona's role is its side
 Termination = Literal["ai_budget", "either_side", "all_sides"]
 """When spent budgets end a session (see `SessionSettings.termination`)."""
@@ -114,6 +119,9 @@ class SessionSpec(BaseModel):
     seed: int
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     settings: SessionSettings = SessionSettings()
+    engine_rules: Literal[1, 2] = ENGINE_RULES
+    """The engine's session rules the spec runs under (`ENGINE_RULES`); 1 only in records stored
+    before they changed (`colabkit.store.records`), which this engine refuses to run."""
     # Derived after `models` and `settings` are validated (a field that failed is absent from `data`).
     profile: ObservationProfile = Field(
         default_factory=lambda data: _derive_profile(data.get("models", {}), data.get("settings", SessionSettings())))

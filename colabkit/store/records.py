@@ -10,9 +10,9 @@ store's definition of "finished", so it is always written last and atomically.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 import colabkit
 from colabkit.environment import EnvironmentStamp, environment_stamp
@@ -36,7 +36,7 @@ Version 5's totals count the closing pass's decisions, decisions past a spent bu
 expired requests by action (0 when read from an older record), and its sessions' settings may
 hold the `ai_budget` termination rule (the new default). Version 6's totals add `ai_turns` (the
 AI's steps, waits included) and the closing pass's calls and cost (0 when read from older
-records); its sessions ran under the AI's clock (issue 33)."""
+records); its spec has `engine_rules` (2: issue 33's rules; read as 1 from older records)."""
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -52,6 +52,14 @@ class SessionRecord(BaseModel):
     """One finished session, as stored in `<out>/<session id>/session.json`."""
 
     model_config = ConfigDict(frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_rules(cls, data: Any) -> Any:
+        """A record before version 6 ran under the engine's rules 1 (its spec has no `engine_rules`)."""
+        if isinstance(data, dict) and data.get("schema_version", 1) < 6 and isinstance(data.get("spec"), dict):
+            return {**data, "spec": {"engine_rules": 1, **data["spec"]}}
+        return data
 
     schema_version: Literal[2, 3, 4, 5, 6] = RECORD_SCHEMA_VERSION
     session_id: str

@@ -149,7 +149,7 @@ class Observation(BaseModel):
             shown = {c.index for c in self.cells}
             rest = (f"\n({self.other_requests_for_me} older requests for you not shown; they come next)"
                     if self.other_requests_for_me else "")
-            parts.append("# Approval requests for you, newest first (approve or reject each)\n"
+            parts.append("# Approval requests for you (newest first; approve or reject each)\n"
                          + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest
                          + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team,
                                                                            self.open_ids)))
