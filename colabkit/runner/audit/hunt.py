@@ -29,6 +29,9 @@ from colabkit.runner.audit.scenario import Policy, Scenario, scenarios
 from colabkit.session import SessionSpec
 from colabkit.tasks import Task
 
+PROBE_BUDGET = 30
+"""The AI's budget (the study's) in the same-rendering probe, whatever the scenario's."""
+
 
 def known_scenarios(task_id: str) -> tuple[Scenario, ...]:
     """The issue's failure patterns, as scenarios (each should pass on the fixed engine)."""
@@ -126,7 +129,8 @@ class _Player:
         specs = [scenario_spec(s, scenario) for s in self.variants(scenario)]
         runs = [play(spec, task, scenario, self.workdir_root) for spec in specs]
         found = check_all(scenario, runs, self.termination)
-        found += same_rendering([scenario_spec(s, scenario) for s in self.specs], task, scenario)
+        probe = replace(scenario, budget=PROBE_BUDGET)  # room for the whole history before any budget ends it
+        found += same_rendering([scenario_spec(s, probe) for s in self.specs], task, probe)
         if self.focus is not None:  # while shrinking, only the violations first found count
             found = [v for v in found if set(v.variants) <= self.focus | {"single"}]
         self.report.played += 1

@@ -1,7 +1,8 @@
 """`same-rendering`: for the same history, every section two variants share renders byte-identically.
 
 A history (`history`: who ran which cell, sent which message, wrote which hypothesis, in
-which round) is made to take effect in each variant's session through the engine's own
+which round; a member's steps past its budget left out, the history cut where the budgets
+end the session) is made to take effect in each variant's session through the engine's own
 effect path (`_Session.apply`, the path an ungated or approved action takes, with the
 member's budget spent as a step spends it), restricted to the members both variants have.
 Then each member's prompt (system and observation, `_Session.observe` and `messages`) is
@@ -85,6 +86,8 @@ async def _render(spec: SessionSpec, task: Task, members: tuple[str, ...],
         session.round = rnd
         for actor, move, _ in [s for s in steps if s[2] == rnd and s[0] in members
                                and (len(members) > 1 or not s[1].startswith("msg"))]:  # alone: nobody to message
+            if session.sched.actions_left(actor) == 0:  # a possible history: nobody acts past its budget
+                continue
             kind, _, index = move.partition(":")
             i = int(index or 0)
             pool = {"code": CODE, "msg": MESSAGES, "edit": EDITS}[kind]
@@ -95,6 +98,8 @@ async def _render(spec: SessionSpec, task: Task, members: tuple[str, ...],
             await session.apply(to_action(step, actor, session.team, memory_updates=session.living is not None), actor,
                                 thought=step.thought)
             session.sched.record_step(actor, key, waited=False)
+            if session.sched.budget_end(actor) is not None:  # the session ends here: no later prompt to compare
+                return out
         for pid in members:
             messages = session.messages(pid, session.observe(pid))
             out[(rnd, pid)] = sections("\n\n".join(str(m["content"]) for m in messages))
@@ -121,7 +126,7 @@ def same_rendering(specs: Sequence[SessionSpec], task: Task, scenario: Scenario)
         for name, points in by_variant.items():
             out += _kept(name, points)
         for (a, pa), (b, pb) in combinations(by_variant.items(), 2):
-            for point in pa:
+            for point in sorted(set(pa) & set(pb)):
                 found = _compare(pa[point], pb[point], pooled)
                 if found:
                     out.append(Violation("same-rendering", (a, b), f"{point[1]}'s prompt after round {point[0]} "
