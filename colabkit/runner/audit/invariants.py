@@ -5,7 +5,8 @@ violations found (`Violation`: the invariant, the variants involved, what was se
 invariants (named as the audit prints them):
 
 - `ai-opportunity`: under the AI's clock ("ai_budget"), the AI takes exactly its budget in
-  turns unless its own finish takes effect first (then the session ends there); nothing but
+  turns unless its own finish takes effect first (then the session ends there: an AI that
+  finishes at its k-th turn takes k); nothing but
   the AI's budget, its finish or an infrastructure end (cost cap, provider refusal, crash)
   ends a session, and no human takes a turn after the AI's last; and no run crashes (the
   audit's double never refuses, so an "error" or "provider_error" end is the engine's).
@@ -116,6 +117,8 @@ def ai_opportunity(scenario: Scenario, run: Run) -> list[Violation]:
         if finish is None or finish.participant != "ai":
             who = finish.participant if finish is not None else "nobody"
             bad(f"ended by {who}'s finish with the AI at {len(ai)} of {scenario.budget} turns")
+        elif finish.signatory is None and (not ai or ai[-1].seq != finish.seq):  # finished at its k-th turn: took k
+            bad(f"the AI's finish took effect at {finish.seq} but its last turn was {ai[-1].seq if ai else None}")
     elif len(ai) != scenario.budget or ended != "budget":
         bad(f"ended by {ended} with the AI at {len(ai)} of {scenario.budget} turns")
     if len(ai) > scenario.budget:
