@@ -154,3 +154,18 @@ def test_h_init_events_counts_every_event_a_member_initiated_not_only_its_messag
     h_events, _ = initiative_entropy(counts, t.team)
     expected = -sum(p * math.log(p) for p in (3 / 5, 1 / 5, 1 / 5)) / math.log(3)
     assert math.isclose(h_events, expected)
+
+
+def test_h_init_events_leaves_the_closing_pass_decisions_out_and_h_init_events_all_counts_them():
+    """Closing-pass decisions exist only where requests can be open (gated variants): machinery."""
+    from collections import Counter
+
+    from colabkit.evaluation.metrics.initiative import initiated_events
+
+    t = Trajectory(("ai", "R"))
+    t.start()
+    t.run("ai", "x = 1")
+    t.decide("R", t.request("ai", "edit_result", "R", text="H1"), approve=True, closing=True)
+    t.end()
+    assert initiated_events(t.events) == Counter({"ai": 2})
+    assert initiated_events(t.events, closing=True) == Counter({"ai": 2, "R": 1})

@@ -92,8 +92,9 @@ def test_team_session_row_matches_the_hand_computed_values(scored):
     # work: D cell 0, ai cell 1, ai's approved edit = 3; W_human = D's cell = 1 (R's cell was rejected)
     assert (row["w_total"], row["w_human"]) == (3, 1)
     # a_profile: the humans' contributions are D's message and D's cell (both mention the csv: D, own),
-    # R's approval of the hypothesis edit and D's rejection of "h = h.dropna()" (generic) -> 2/4 = 0.5
-    assert row["a_profile"] == pytest.approx(0.5)
+    # R's approval of the hypothesis edit and D's rejection of "h = h.dropna()" (generic) -> 2/4 = 0.5 with the
+    # decisions; a_profile (the tables') leaves them out, as only gated variants have any -> 2/2
+    assert row["a_profile_with_decisions"] == pytest.approx(0.5) and row["a_profile"] == pytest.approx(1.0)
     # c_wf: load (rule, cell 0) + series (judged, cell 1) = 2 of 7 nodes; the plot rule finds no plot
     assert row["c_wf"] == pytest.approx(2 / 7)
     # s_hyp: 2 claims, only "Axes peak around 2300 BCE." supported by cell 1 -> 0.5, not all

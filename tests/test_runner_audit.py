@@ -6,17 +6,13 @@ engine's real renderers, so the comparison code under test is the shipped one.""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from helpers.env import shared_data
 
 from colabkit.cli import main
-from colabkit.llm import gateway as llm_gateway
 from colabkit.runner import build_spec, load_experiment
-from colabkit.runner.audit import audit_behaviour, audit_experiment, audit_specs
-from colabkit.runner.audit.behaviour import _play, run_sections
-from colabkit.runner.audit.double import STEPS
+from colabkit.runner.audit import audit_experiment, audit_specs
 from colabkit.session import SessionSpec, engine
 from colabkit.session.prompting.preview import preview
 from colabkit.tasks import load_tasks
@@ -136,26 +132,22 @@ def test_a_normative_cue_in_a_knowledge_line_is_found():
     assert "must, respect, sound" in finding.section and finding.participant == "R"
 
 
-def test_the_shipped_experiments_pass():
+def test_the_shipped_experiments_render_alike_but_for_allowed_causes():
     for name in ("demo.yaml", "paper.yaml", "sensitivity.yaml"):
         root = None if name == "demo.yaml" else shared_data()
         exp = load_experiment(REPO / "experiments" / name, data_root=root)
-        reports = audit_experiment(exp)
+        reports = audit_experiment(exp, hunting=False)  # the hunt: tests/test_runner_audit_hunt.py
         assert all(r.ok for r in reports.values()), name
         assert len(next(iter(reports.values())).variants) == len(exp.variants)
     assert set(reports) == {"ai_budget", "either_side", "all_sides"}  # sensitivity: each arm audited on its own
-    assert all(r.behaviour is not None and r.behaviour.ok for r in reports.values())
 
 
-def test_the_command_exits_0_on_the_shipped_variants_and_1_on_an_injected_difference(monkeypatch, capsys):
-    assert main(["audit", str(REPO / "experiments" / "demo.yaml")]) == 0
-    out = capsys.readouterr().out
-    assert "4 variants on task demo_archaeology/0/0" in out and "0 unexplained" in out
+def test_the_command_exits_1_on_an_injected_difference(monkeypatch, capsys):
 
     real = engine._Session.observe
     monkeypatch.setattr(engine._Session, "observe", lambda self, pid: real(self, pid).model_copy(
         update={"actions_left": 7}) if self.variant.name == "memory-d" else real(self, pid))
-    assert main(["audit", "--variants", "default-d,memory-d"]) == 1
+    assert main(["audit", "--variants", "default-d,memory-d", "--quick"]) == 1
     assert "UNEXPLAINED task: Now [ai]" in capsys.readouterr().out
 
 
@@ -178,98 +170,3 @@ def test_a_line_added_to_one_variants_build_phase_is_found(monkeypatch):
     sections = {f.section for f in report.findings}
     assert sections == {f"{stage}: Memory build" for stage in ("propose", "consolidate", "ratify", "amend")}
     assert all(("scaffolded-dr",) in dict(f.texts) for f in report.findings)
-
-
-# --- the behavioural audit: the variants run -------------------------------------------------
-
-
-def test_the_scripted_trajectory_gives_the_ai_the_same_steps_and_end_in_every_study_variant():
-    finals, ends = set(), set()
-    for spec in shipped_specs():
-        rehearsal, calls = asyncio.run(_play(spec, TASK))
-        assert (rehearsal.totals.ai_actions, rehearsal.totals.ai_budget) == (STEPS, STEPS), spec.variant.name
-        ends.add((rehearsal.ended_by, rehearsal.budget_side))
-        facts = run_sections(spec, rehearsal, calls)["ai"]
-        finals.add(facts["behaviour: final hypothesis"])
-        if spec.variant.name == "preassigned-dr":  # the AI's last edit is held for R and decided in the closing pass
-            assert "edit_result pending" in facts["behaviour: steps (ai)"].split(", ")[-1]
-            assert rehearsal.totals.closing_decisions == 1
-            repair = next(c for c in calls if c["role"] == "ai" and len(c["messages"]) > 2)
-            assert "not a valid StepSchema" in repair["messages"][-1]["content"]
-            assert "It must match this JSON schema" in repair["messages"][0]["content"]  # JSON mode after the refusal
-    assert ends == {("budget", "ai")} and finals == {"audit: the final hypothesis"}
-
-
-def test_the_shipped_variants_behave_alike_but_for_allowed_causes():
-    report = audit_behaviour(shipped_specs(), TASK)
-    assert report.ok, report.render()
-    assert not report.uncompared  # every section was checked against a variant with the same causes
-    assert ("behaviour: closing pass", "shown") in report.allowed  # only the gated variants hold requests
-    assert any(key.endswith(": Approval requests for you") for key, _ in report.allowed)
-
-
-def test_a_budget_consumed_differently_in_one_variant_is_found(monkeypatch):
-    real = engine._Session.turn
-
-    async def costly(self, pid):  # memory-dr's AI pays two steps for one
-        ended = await real(self, pid)
-        if self.variant.name == "memory-dr" and pid == "ai" and ended is None and self.round == 2:
-            self.sched.used["ai"] += 1
-        return ended
-
-    monkeypatch.setattr(engine._Session, "turn", costly)
-    report = audit_behaviour(shipped_specs(), TASK)
-    found = {f.section for f in report.findings if f.participant == "ai"}
-    assert {"behaviour: AI steps", "behaviour: model calls (ai)"} <= found
-    steps = next(f for f in report.findings if f.section == "behaviour: AI steps")
-    assert [v for v, _ in steps.texts if "memory-dr" in v] == [("memory-dr",)]
-
-
-def test_a_later_round_section_shown_to_one_variant_is_found_by_the_run_not_the_rendering(monkeypatch):
-    real = engine._Session.observe
-
-    def hint_from_round_3(self, pid):
-        observation = real(self, pid)
-        if self.variant.name == "default-r" and self.round >= 3:
-            return observation.model_copy(update={"gate_rules": "Hints\nThe answer is about pottery."})
-        return observation
-
-    monkeypatch.setattr(engine._Session, "observe", hint_from_round_3)
-    assert audit_specs(shipped_specs(), TASK).ok  # round 1 is as shipped
-    report = audit_behaviour(shipped_specs(), TASK)
-    hints = {(f.section.split(": ", 1)[1], f.participant) for f in report.findings if f.section.startswith("call ")}
-    assert ("Hints", "ai") in hints and ("Hints", "R") in hints
-    assert all("default-r" in {v for vs, t in f.texts if t is not None for v in vs}
-               for f in report.findings if f.section.endswith(": Hints"))
-
-
-def test_a_gateway_parameter_sent_in_one_variant_only_is_found(monkeypatch):
-    real = llm_gateway._litellm_kwargs
-
-    def with_top_p(config, messages, **kw):  # only where the prompt holds a memory: the memory variants
-        kwargs = real(config, messages, **kw)
-        if "# Shared Group Memory" in str(messages[-1]["content"]) and "ok" in str(messages):
-            kwargs["top_p"] = 0.5
-        return kwargs
-
-    monkeypatch.setattr(llm_gateway, "_litellm_kwargs", with_top_p)
-    report = audit_behaviour(shipped_specs(("default-d", "memory-d")), TASK)
-    params = [f for f in report.findings if f.section.endswith("gateway params")]
-    assert params and all(any('"top_p": 0.5' in (t or "") for _, t in f.texts) for f in params)
-
-
-def test_the_paper_audit_includes_the_behaviour_and_exits_1_on_an_injected_behavioural_difference(monkeypatch, capsys):
-    paper = ["audit", str(REPO / "experiments" / "paper.yaml"), "--data-root", str(shared_data())]
-    assert main(paper) == 0
-    out = capsys.readouterr().out
-    assert "behaviour (one scripted trajectory played in every variant)" in out
-    assert out.count("0 unexplained") == 2
-    real = engine._Session.closing_pass
-
-    async def no_closing_for_scaffolded(self, ended_by):  # one variant skips the closing pass
-        return ended_by if self.variant.name == "scaffolded-r" else await real(self, ended_by)
-
-    monkeypatch.setattr(engine._Session, "closing_pass", no_closing_for_scaffolded)
-    assert main([*paper, "--variants", "scaffolded-r,preassigned-r"]) == 1
-    out = capsys.readouterr().out
-    assert "UNEXPLAINED behaviour: final hypothesis [ai]" in out and "UNEXPLAINED behaviour: closing pass" in out

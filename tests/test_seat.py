@@ -94,7 +94,7 @@ def test_in_a_dynamic_team_the_form_proposes_and_decides_memory_updates():
     valid = valid_actions("D", ("ai", "D", "R"), has_requests=True, memory_updates=True)
     obs = observation(valid, ("req-2",)).model_copy(
         update={"updates_for_me": ("upd-1 from ai: plan: 'x' -- waiting for D, R",)})
-    form, presentation = step_form(obs, step_schema(200, 500, True))
+    form, presentation = step_form(obs, step_schema(200, 500, valid))
     assert "propose_memory_update" in [value for _, value in form.action.options]
     assert form.request.options == ("req-2", "upd-1")  # both kinds of decision in one menu
     form.action.value = "propose_memory_update"

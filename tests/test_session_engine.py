@@ -82,8 +82,8 @@ VISIBILITY_SCRIPTS = {
 
 @pytest.fixture(scope="module")
 def visibility(tmp_path_factory):
-    first = run(tmp_path_factory.mktemp("vis1"), variant("default-dr"), VISIBILITY_SCRIPTS, seed=5)
-    second = run(tmp_path_factory.mktemp("vis2"), variant("default-dr"), VISIBILITY_SCRIPTS, seed=5)
+    first = run(tmp_path_factory.mktemp("vis1"), variant("default-dr"), VISIBILITY_SCRIPTS, seed=5, action_budget=8)
+    second = run(tmp_path_factory.mktemp("vis2"), variant("default-dr"), VISIBILITY_SCRIPTS, seed=5, action_budget=8)
     return first, second
 
 
@@ -140,7 +140,7 @@ def test_the_ai_agent_sees_all_code_outputs_and_messages_but_no_thoughts(visibil
     assert {cell.author for cell in observations["ai"][-1].cells} == {"ai", "D"}
     thoughts = {e.participant: e.thought for e in events if e.action == "execute_code"}
     assert thoughts == {"ai": "AI-THOUGHT-X", "D": "D-SECRET-THOUGHT"}  # logged, though private
-    assert result.ended_by == "idle"
+    assert result.ended_by == "budget" and result.totals.ai_turns == 8
 
 
 def test_the_same_seed_gives_an_identical_event_log(visibility):
@@ -160,7 +160,8 @@ def test_a_session_whose_kernel_starts_after_its_first_model_calls_logs_the_same
     var = variant("default-dr")
     model = use_scripted(VISIBILITY_SCRIPTS, default=WAIT)
     spec = SessionSpec(task_id=TASK.id, variant=var, seed=5,
-                       models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team})
+                       models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team},
+                       settings=SessionSettings(action_budget=8))
     monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
     asked_before_start: list[int] = []
 
@@ -221,10 +222,14 @@ def test_a_gated_edit_is_held_until_approved_then_applied_as_the_proposers(gated
         "ai", "H1: axes peak in the 16th century BCE")
 
 
-def test_a_signatory_cannot_decide_a_request_addressed_to_someone_else(gated):
-    _, events, _, _ = gated
-    failed = next(e for e in events if e.participant == "D" and e.action == "approve")
-    assert failed.status == "failed_step" and "addressed to R" in failed.result
+def test_a_member_with_no_request_open_for_it_is_not_offered_a_decision(gated):
+    """D signs nothing here: approve is not in its schema, so its written approve of R's req-1 is
+    repaired away (a wait), and no decision of D's reaches the log."""
+    _, events, model, observations = gated
+    assert not [e for e in events if e.participant == "D" and e.action in ("approve", "reject")]
+    assert all("approve" not in o.valid_actions for o in observations["D"])
+    d_schema = next(c for c in model.calls if c["name"] == "D")["params"]["response_format"]["json_schema"]["schema"]
+    assert "approve" not in json.dumps(d_schema)
 
 
 def test_a_rejected_edit_leaves_the_editor_as_it_was_and_the_proposer_sees_why(gated):
@@ -259,7 +264,7 @@ def scaffolded(tmp_path_factory):
         "D": [{**SLOTS, "gates": []}, {"reply": {"decision": "accept"}}],
         "R": [{**SLOTS, "gates": [{"action": "finish", "signatory": "R"}]}, {"reply": {"decision": "accept"}}],
     }
-    return run(tmp_path_factory.mktemp("scaf"), variant("scaffolded-dr"), scripts, seed=3, idle_rounds=2)
+    return run(tmp_path_factory.mktemp("scaf"), variant("scaffolded-dr"), scripts, seed=3, action_budget=3)
 
 
 def test_the_build_phase_freezes_the_memory_and_logs_its_digest(scaffolded):
@@ -280,8 +285,8 @@ def test_the_build_phase_freezes_the_memory_and_logs_its_digest(scaffolded):
 def test_the_memory_is_in_every_task_phase_observation(scaffolded):
     result, _, model, _ = scaffolded
     task_calls = model.calls[6:]  # three proposals, one consolidation and two ratifications come first
-    assert task_calls and all(
-        f"frozen {result.memory.digest()[:8]}" in call["messages"][-1]["content"] for call in task_calls)
+    assert task_calls and all(  # messages[1]: the observation (a repair's prompt follows it)
+        f"frozen {result.memory.digest()[:8]}" in call["messages"][1]["content"] for call in task_calls)
     assert all("Shared Group Memory" not in call["messages"][-1]["content"] for call in model.calls[:4])
     assert all("Shared Group Memory (draft" in call["messages"][-1]["content"] for call in model.calls[4:6])
 
@@ -291,8 +296,8 @@ def test_self_selected_gates_come_from_the_memory(scaffolded):
     pending = next(e for e in events if e.action == "edit_result")
     assert pending.status == "pending" and pending.signatory == "D"  # preassigned would say R
     expired = [e for e in events if e.action == "request_expired"]
-    assert [(e.request_id, e.signatory) for e in expired] == [("req-1", "D")]
-    assert result.final_hypothesis == "" and result.ended_by == "idle"
+    assert [(e.request_id, e.signatory) for e in expired] == [("req-1", "D")]  # D's closing answers failed
+    assert result.final_hypothesis == "" and result.ended_by == "budget" and events[-1].args["expired"] == 1
 
 
 def test_a_memory_at_the_compact_maximum_is_shown_whole_and_the_query_is_said_once(tmp_path):
@@ -307,17 +312,17 @@ def test_a_memory_at_the_compact_maximum_is_shown_whole_and_the_query_is_said_on
              {"action": "execute_code", "signatory": "D", "note": notes[4]}]
     scripts = {"ai": [long, {**long, "gates": gates}, say("send_message", "hello", "all")],
                "D": [long, {"reply": {"decision": "accept"}}]}
-    result, _, model, _ = run(tmp_path, variant("scaffolded-d"), scripts, seed=1, idle_rounds=1)
+    result, _, model, _ = run(tmp_path, variant("scaffolded-d"), scripts, seed=1, action_budget=2)
     assert len(result.memory.gates.rules) == 5  # as many gates as can take effect, each with its note
     shown = result.memory.render()
     assert len(shown) <= (result.spec.profile.memory_chars or 0)  # so nothing the team wrote is cut
     task_calls = model.calls[4:]  # two proposals, one consolidation and one ratification come first
     # the slots in the memory section, the gates whole in the gate-rules section, every note included
     slots, rules = result.memory.render(gates=False), [f"- {r.describe()}" for r in result.memory.gates.rules]
-    assert task_calls and all(slots in call["messages"][-1]["content"] for call in task_calls)
-    assert all(rule in call["messages"][-1]["content"] for call in task_calls for rule in rules)
+    assert task_calls and all(slots in call["messages"][1]["content"] for call in task_calls)
+    assert all(rule in call["messages"][1]["content"] for call in task_calls for rule in rules)
     assert all(notes[4] in rule for rule in rules[-1:])
-    assert all(call["messages"][-1]["content"].count(TASK.query) == 1 for call in model.calls)
+    assert all(call["messages"][1]["content"].count(TASK.query) == 1 for call in model.calls)
 
 
 def test_memory_only_ignores_gates_the_team_wrote(tmp_path):
@@ -383,9 +388,10 @@ def test_under_ai_budget_a_dr_teams_humans_cannot_end_the_session_and_everyone_s
     assert last.participant == "ai"
     first_d = observations["D"][0].render()
     assert re.search(r"6 actions left for you; [56] for the AI agent \(ai\)\)", first_d)
-    assert "ends when the AI agent (ai) has used all its steps" in first_d
+    assert "ends when the AI agent (ai) has taken all its steps" in first_d
     assert "for the AI agent" not in observations["ai"][0].render().split("# Now")[-1]
-    assert "ends when the AI agent (ai) has used all its steps" in observations["ai"][0].render()
+    assert "ends when the AI agent (ai) has taken all its steps" in observations["ai"][0].render()
+    assert all("finish" not in o.valid_actions for pid in ("D", "R") for o in observations[pid])
 
 
 def test_a_gated_edit_at_the_ais_last_step_is_decided_in_the_closing_pass_and_submitted(tmp_path):
@@ -461,7 +467,8 @@ def test_a_spent_side_may_still_decide_the_requests_addressed_to_it_and_nothing_
     assert result.ended_by == "finish" and result.final_hypothesis == "H1"
     r_steps = [(e.action, e.status) for e in events if e.participant == "R" and e.phase == "task"]
     assert r_steps[:2] == [("send_message", "ok"), ("send_message", "ok")]
-    assert ("send_message", "failed_step") in r_steps  # the third message: the side is spent
+    # the third message: the side is spent, so its schema offers only decisions (repaired to the next answer)
+    assert "three" not in [m.text for m in result.snapshot.messages]
     assert [s for s in r_steps if s[0] == "approve"] == [("approve", "approved"), ("approve", "approved")]
     assert result.totals.human_actions > result.totals.human_budget  # decisions past the budget are counted
     spent_views = [o for o in observations["R"] if "send_message" not in o.valid_actions]
@@ -494,9 +501,20 @@ def test_preassigned_members_see_the_gate_table_before_any_request(tmp_path):
         assert (signs in section) if signs else "You sign" not in section
 
 
-def test_the_single_agent_is_not_offered_wait_and_never_ends_idle_after_one_wait(tmp_path):
+def test_the_single_agent_waits_as_a_team_ai_does_a_step_of_its_budget(tmp_path):
+    """Under the AI's clock a wait is one of the AI's steps alone as in a team: offered, never an end."""
     scripts = {"ai": [say("wait"), say("edit_result", "H1"), say("finish", "done")]}
-    result, events, model, observations = run(tmp_path, variant("single"), scripts, idle_rounds=1)
+    result, events, model, observations = run(tmp_path, variant("single"), scripts, action_budget=3)
+    assert all("wait" in obs.valid_actions and "send_message" not in obs.valid_actions for obs in observations["ai"])
+    assert [(e.action, e.status) for e in events if e.participant == "ai"] == [
+        ("wait", "ok"), ("edit_result", "ok"), ("finish", "ok")]
+    assert result.ended_by == "finish" and result.totals.ai_turns == 3 and result.final_hypothesis == "H1"
+
+
+def test_under_either_side_the_single_agent_is_not_offered_wait_and_never_ends_idle_after_one_wait(tmp_path):
+    scripts = {"ai": [say("wait"), say("edit_result", "H1"), say("finish", "done")]}
+    result, events, model, observations = run(tmp_path, variant("single"), scripts, idle_rounds=1,
+                                              termination="either_side")
     assert all("wait" not in obs.valid_actions for obs in observations["ai"])
     assert "wait:" not in prompts(model, "ai")[0]
     # its schema has no wait: the written wait is repaired (the next answer), never an idle step
@@ -525,7 +543,8 @@ def test_the_default_ai_prompt_and_view_name_teammates_but_not_their_knowledge(v
 
 
 def test_idleness_ends_the_session_without_further_model_calls(tmp_path):
-    result, events, model, _ = run(tmp_path, variant("default-d"), {"ai": [], "D": []}, idle_rounds=2)
+    result, events, model, _ = run(tmp_path, variant("default-d"), {"ai": [], "D": []}, idle_rounds=2,
+                                   termination="either_side")
     assert result.ended_by == "idle"
     assert len(model.calls) == 2  # both waited in round 1; nothing new after, nobody was asked again
     assert events[-1].args["rounds"] == 2
@@ -533,7 +552,7 @@ def test_idleness_ends_the_session_without_further_model_calls(tmp_path):
 
 def test_max_rounds_ends_a_session_that_keeps_going(tmp_path):
     result, _, _, _ = run(tmp_path, variant("single"), {"ai": [say("execute_code", f"{i}") for i in range(5)]},
-                          max_rounds=2)
+                          max_rounds=2, termination="either_side")
     assert result.ended_by == "max_rounds" and result.totals.rounds == 2
 
 

@@ -117,16 +117,19 @@ def test_the_action_is_offered_and_decoded_only_where_the_memory_lives():
     team = variant("dynamic-dr").team
     assert "propose_memory_update" in valid_actions("D", team, has_requests=False, memory_updates=True)
     assert "propose_memory_update" not in valid_actions("D", team, has_requests=False)
-    enum = step_schema(200, 500, True).model_json_schema()["properties"]["action"]["enum"]
+    living = valid_actions("D", team, has_requests=False, memory_updates=True)
+    enum = step_schema(200, 500, living).model_json_schema()["properties"]["action"]["enum"]
     assert "propose_memory_update" in enum
-    assert "propose_memory_update" not in step_schema(200, 500).model_json_schema()["properties"]["action"]["enum"]
+    frozen = valid_actions("D", team, has_requests=False)
+    assert "propose_memory_update" not in step_schema(200, 500, frozen).model_json_schema()["properties"]["action"]["enum"]
 
 
 def test_the_single_agents_schema_lists_only_the_actions_it_may_take():
-    lone = step_schema(200, 500, lone=True).model_json_schema()["properties"]["action"]["enum"]
-    assert lone == list(valid_actions("ai", ("ai",), has_requests=False)) == ["execute_code", "edit_result", "finish"]
-    team = step_schema(200, 500).model_json_schema()["properties"]["action"]["enum"]
-    assert {"send_message", "wait", "approve", "reject"} <= set(team)
+    alone = valid_actions("ai", ("ai",), has_requests=False, clock=True)
+    lone = step_schema(200, 500, alone).model_json_schema()["properties"]["action"]["enum"]
+    assert lone == list(alone) == ["execute_code", "edit_result", "finish", "wait"]
+    team = step_schema(200, 500, valid_actions("ai", ("ai", "D"), has_requests=False, clock=True))
+    assert set(team.model_json_schema()["properties"]["action"]["enum"]) - set(lone) == {"send_message"}
 
 
 # -- running sessions ------------------------------------------------------------------------------
@@ -216,7 +219,7 @@ def test_a_memory_update_written_in_a_frozen_variant_is_malformed_output(tmp_pat
     # The embedded model's grammar has no such action outside Dynamic; a provider without one
     # may still write it: the step schema refuses it (retried, then a failed step), never an update.
     bad = say("propose_memory_update", "x", "plan")
-    _, events, _ = run(tmp_path, "default-d", {"ai": [bad] * 3, "D": [bad] * 3}, seed=0, max_rounds=1)
+    _, events, _ = run(tmp_path, "default-d", {"ai": [bad] * 3, "D": [bad] * 3}, seed=0, action_budget=1)
     steps = [e for e in events if e.participant in ("ai", "D")]
     assert steps and {(e.action, e.status) for e in steps} == {("invalid_output", "failed_step")}
     assert all("invalid StepSchema: action" in e.result for e in steps)

@@ -118,10 +118,10 @@ def test_a_session_under_the_full_profile_shows_each_human_its_whole_briefing(ar
     model = use_scripted({}, default={"thought": "nothing yet", "action": "wait"})
     run_spec = SessionSpec(task_id=task.id, variant=variant("default-dr"), seed=0,
                            models={pid: ModelConfig(model=f"scripted/{pid}") for pid in ("ai", "D", "R")},
-                           settings=SessionSettings(context_window=131_072, idle_rounds=1))
+                           settings=SessionSettings(context_window=131_072, action_budget=2))
     assert run_spec.profile.name == "full"
     result = asyncio.run(run_session(run_spec, task, gateway=Gateway(), sink=ListSink(), workdir_root=tmp_path))
-    assert result.ended_by == "idle"
+    assert result.ended_by == "budget"
     first = {call["name"]: call["messages"][-1]["content"] for call in reversed(model.calls)}
     assert task.domain_knowledge.strip() in first["R"]
     assert all(_column_named(c.name, first["D"]) for ds in task.datasets for c in ds.columns)

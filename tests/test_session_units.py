@@ -48,7 +48,7 @@ def test_send_message_recipients_are_parsed_and_checked():
     assert to_action(step("send_message", "hi", "all"), "ai", TEAM).to is None
     # upd-N names a request only where the memory lives (Dynamic); elsewhere only req-N does
     assert to_action(step("approve", "ok", "upd-1"), "D", TEAM, memory_updates=True).request_id == "upd-1"
-    with pytest.raises(InvalidAction, match="needs the request id"):
+    with pytest.raises(InvalidAction, match="needs the id of a request"):
         to_action(step("approve", "ok", "upd-1"), "D", TEAM)
     assert to_action(step("approve", "ok upd-2 req-3", ""), "D", TEAM).request_id == "req-3"
     assert to_action(step("send_message", "hi"), "ai", TEAM).to is None
@@ -70,7 +70,7 @@ def test_payload_fields_follow_the_documented_mapping():
     # a small model may put the id into the content instead
     assert to_action(step("reject", "REQ-12: no evidence"), "R", TEAM).request_id == "req-12"
     assert to_action(step("finish", "done"), "ai", TEAM).reason == "done"
-    with pytest.raises(InvalidAction, match="request id"):
+    with pytest.raises(InvalidAction, match="id of a request open for you"):
         to_action(step("approve", "fine"), "R", TEAM)
     with pytest.raises(InvalidAction, match="code"):
         to_action(step("execute_code"), "ai", TEAM)
@@ -90,11 +90,21 @@ def test_valid_actions_offer_decisions_only_with_a_request_and_messages_only_in_
     assert "wait" in valid_actions("ai", TEAM, has_requests=False)
 
 
-def test_a_lone_participant_is_not_offered_wait_and_its_wait_is_invalid():
+def test_a_lone_participant_is_offered_wait_only_under_the_ais_clock():
+    """Under "ai_budget" a wait is one of the AI's steps, alone as in a team; under the Co-Gym rules a
+    free lone wait could only end the session idle, so it is not offered (the engine fails it)."""
     assert "wait" not in valid_actions("ai", ("ai",), has_requests=False)
-    with pytest.raises(InvalidAction, match="alone"):
-        to_action(StepSchema(thought="t", action="wait"), "ai", ("ai",))
+    assert "wait" in valid_actions("ai", ("ai",), has_requests=False, clock=True)
+    lone, team_ai = (set(valid_actions("ai", team, has_requests=False, clock=True)) for team in (("ai",), TEAM))
+    assert team_ai - lone == {"send_message"} and lone <= team_ai  # the team's own action, nothing else
     assert to_action(StepSchema(thought="t", action="wait"), "ai", TEAM).type == "wait"
+
+
+def test_under_the_ais_clock_only_the_ai_may_finish_and_the_closing_pass_offers_only_decisions():
+    assert "finish" in valid_actions("ai", TEAM, has_requests=False, clock=True)
+    assert "finish" not in valid_actions("D", TEAM, has_requests=False, clock=True)
+    assert "finish" in valid_actions("D", TEAM, has_requests=False)  # the Co-Gym rules: anybody may finish
+    assert valid_actions("R", TEAM, has_requests=True, clock=True, closing=True) == ("approve", "reject")
 
 
 # --- gates -----------------------------------------------------------------------------------
@@ -160,7 +170,8 @@ SIDES = {"ai": "ai", "D": "human", "R": "human"}
 
 
 def test_scheduler_skips_a_waiter_until_its_view_changes_and_detects_idleness():
-    sched = Scheduler(SessionSettings(action_budget=2, idle_rounds=2), {"ai": "ai", "D": "human"})
+    sched = Scheduler(SessionSettings(action_budget=2, idle_rounds=2, termination="all_sides"),
+                      {"ai": "ai", "D": "human"})
     assert sched.eligible("ai", "k1")  # has not acted yet
     sched.record_step("ai", "k1", waited=False)
     assert sched.eligible("ai", "k1")  # acted, so it may follow up on its own result
@@ -173,6 +184,17 @@ def test_scheduler_skips_a_waiter_until_its_view_changes_and_detects_idleness():
     assert sched.actions_left("ai") == 1 and sched.actions_left("D") == 2
     sched.record_step("D", "x", waited=False)
     assert sched.budget_end("D") is None and sched.actions == 2 and sched.waits == 1
+
+
+def test_under_the_ais_clock_every_ai_turn_is_a_step_and_no_round_is_idle():
+    sched = Scheduler(SessionSettings(action_budget=2, idle_rounds=1), {"ai": "ai", "D": "human"})
+    sched.record_step("ai", "k", waited=True)
+    assert sched.actions_left("ai") == 1 and sched.eligible("ai", "k")  # a wait spent a step; asked again
+    sched.record_step("D", "k", waited=True)
+    assert not sched.eligible("D", "k") and sched.actions_left("D") == 2  # a human's wait is free
+    assert sched.end_round() is False and sched.round_limit == 2
+    sched.record_step("ai", "k", waited=True)
+    assert sched.budget_end("ai") == "ai" and not sched.eligible("ai", "k2")
 
 
 def test_budgets_are_per_side_and_the_humans_share_theirs_under_all_sides():
@@ -274,7 +296,7 @@ def test_rendered_observation_stays_compact_and_says_what_was_elided():
     text = obs.render()
     assert (obs.older_messages, obs.older_cells, obs.older_activity) == (35, 10, 24)
     assert "35 older messages not shown" in text and "10 older cells not shown" in text
-    assert "(round 9, 3 actions left for D and R together)" in text and "- approve: to = the request id" in text
+    assert "(round 9, 3 actions left for D and R together)" in text and "- approve: to = one of the requests open for you (req-5, req-4, req-3, req-2, req-1)" in text
     assert len(text) < 11000  # ~2800 tokens worst case (three requests shown whole), plus a ~900-char persona
     assert text.count("Shared Group Memory") == 1
     # the scratchpad is not titled like the briefing's private notes (what the persona knows)

@@ -1,14 +1,16 @@
 """`colabkit audit CONFIG`: check that an experiment's variants differ only by design.
 
-Renders what every participant of every variant is given on one task and seed (no model is
-called) and compares the variants section by section; then plays one scripted trajectory in
-every variant (the audit's own test double answers for every model, through the engine and
-the real gateway) and compares the runs: the requests as sent, the AI's steps, the end, the
-closing pass (`colabkit.runner.audit`). Prints the differences the design explains (team,
-persona prompts, memory, gates and who chose them) and every other difference; exits 1
-when there is any other difference. Without CONFIG,
-`--variants` (default: all 13) on `--task` (default: the first task) under the default
-settings and model.
+First renders what every participant of every variant is given on one task and seed (no
+model is called) and compares the variants section by section. Then hunts: plays generated
+scenarios (every member may run code, message, edit, wait, finish, propose, approve or
+reject, flood requests and fail; the build phase with self-chosen gates; budgets 2 to 30;
+both profiles; a cost cap) in every variant through the engine with the audit's own test
+double, and checks the invariants (AI opportunity, nothing lost, gates transparent, same
+capacity, same turn order, prompts as sent, same rendering); a violation is shrunk to a
+minimal scenario and printed with the invariant and the variants (`colabkit.runner.audit`).
+Exits 1 on any unexplained difference or violation. `--quick` plays the known scenarios
+only (seconds: for a hook). Without CONFIG, `--variants` (default: all 13) on `--task`
+(default: the first task) under the default settings and model.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--variants", metavar="A,B", help="only these variants (default: all of them)")
     parser.add_argument("--data-root", type=Path, metavar="DIR",
                         help="DiscoveryBench root (replaces the config's tasks.data_root; default: demo tasks)")
+    parser.add_argument("--quick", action="store_true",
+                        help="hunt with the known scenarios only, in-memory (seconds; for a hook)")
+    parser.add_argument("--examples", type=int, metavar="N",
+                        help="generated scenarios per arm in the full search (default: 12)")
     parser.set_defaults(func=_audit)
 
 
@@ -41,15 +47,18 @@ def _audit(args: argparse.Namespace) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
     if args.variants is not None and not variants:
         raise ColabkitError(f"--variants names no variant: {args.variants!r}")
+    if args.examples is not None and args.examples < 0:
+        raise ColabkitError(f"--examples must be 0 or more, got {args.examples}")
     if args.config is not None:
         exp = load_experiment(args.config, data_root=args.data_root)
-        reports = audit_experiment(exp, task_id=args.task, seed=args.seed, variants=variants)
+        reports = audit_experiment(exp, task_id=args.task, seed=args.seed, variants=variants, quick=args.quick,
+                                   examples=args.examples)
     else:
         suite = load_tasks(args.data_root)
         task = suite.get(args.task) if args.task else suite.tasks[0]
         seed = 0 if args.seed is None else args.seed
         specs = [build_spec(task.id, name, seed) for name in variants or VARIANT_NAMES]
-        reports = {"": audit(specs, task)}
+        reports = {"": audit(specs, task, quick=args.quick, examples=args.examples)}
     for arm, report in reports.items():
         if arm:
             print(f"== arm {arm}")

@@ -39,8 +39,9 @@ SESSION_KEYS = ("session_id", "task_id", "variant", "structure", "composition", 
 RUN_COLUMNS = ("ended_by", "ai_steps", "expired_requests")
 """How the session ran, from its record: its ending, the AI's steps, the requests that expired
 (the study table's per-variant outcomes, `colabkit.store.run_outcomes`)."""
-METRIC_COLUMNS = ("delivered", "performance", "hms", "h_init_norm", "h_init_zero_rule", "h_init_events", "ca_plus",
-                  "ca_minus", "a_profile", "c_wf", "s_hyp", "s_hyp_all", "w_total", "w_human",
+METRIC_COLUMNS = ("delivered", "performance", "hms", "h_init_norm", "h_init_zero_rule", "h_init_events",
+                  "h_init_events_all", "ca_plus", "ca_minus", "a_profile", "a_profile_with_decisions", "c_wf",
+                  "s_hyp", "s_hyp_all", "w_total", "w_human",
                   "approval_rate", "rejection_rate", "n_gated", "sim_failure", "sim_failure_kind",
                   "sim_failure_events")
 JUDGE_COLUMNS = ("judge_model", "judge_grade", "judge_reliable", "flags")

@@ -46,8 +46,8 @@ ACTION_HELP = {
     "execute_code": "execute_code: content = Python code for the shared kernel, e.g. "
                     "import pandas as pd; df = pd.read_csv('data/<file>'); print(df.head())",
     "edit_result": "edit_result: content = the full new hypothesis text (replaces the editor)",
-    "approve": "approve: to = the request id (e.g. req-1); content = your reason",
-    "reject": "reject: to = the request id (e.g. req-1); content = your reason",
+    "approve": "approve: to = one of the requests open for you ({open}); content = your reason",
+    "reject": "reject: to = one of the requests open for you ({open}); content = your reason",
     "finish": "finish: content = why the result is ready (ends the session; the editor text is submitted)",
     "wait": "wait: do nothing now",
     MEMORY_UPDATE: "propose_memory_update: to = the memory slot (expertise, responsibility, plan, "
@@ -173,7 +173,7 @@ def to_action(step: StepSchema, actor: str, team: Sequence[str], *, memory_updat
     if kind in ("approve", "reject"):
         request_id = request_id_of(step, memory_updates)
         if request_id is None:
-            raise InvalidAction(f"{kind} needs the request id in to, e.g. req-1")
+            raise InvalidAction(f"{kind} needs the id of a request open for you in to")
         return Action(type=kind, request_id=request_id, reason=content)
     if kind == "finish":
         return Action(type=kind, reason=content)
@@ -182,28 +182,34 @@ def to_action(step: StepSchema, actor: str, team: Sequence[str], *, memory_updat
         if not step.to.strip() or not text:
             raise InvalidAction("propose_memory_update needs the slot in to and its new text in content")
         return Action(type=MEMORY_UPDATE, slot=step.to.strip(), text=text, reason=reason)
-    if len(team) < 2:
-        raise InvalidAction(LONE_WAIT)
     return Action(type="wait")
 
 
 DECISIONS = ("approve", "reject", "wait")
-LONE_WAIT = "wait is not an action when you work alone: nothing changes unless you act"
+CLOSING_DECISIONS = ("approve", "reject")
 
 
-def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool,
-                  decisions_only: bool = False, memory_updates: bool = False) -> tuple[str, ...]:
-    """What this participant may do now (the one list every prompt and check uses).
+def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool, decisions_only: bool = False,
+                  memory_updates: bool = False, clock: bool = False, closing: bool = False) -> tuple[str, ...]:
+    """What this participant may do now (the one list every prompt, schema and check uses).
 
-    Alone (the single agent) there is nobody to message and nobody who could change its
-    view, so neither `send_message` nor `wait` is offered: a wait could only end the session
-    idle, a self-inflicted end the team variants never face (a written `wait` is a failed
-    step, see `to_action`). No decisions without a request, only decisions once its side
-    has spent its budget (see `colabkit.session.scheduler`), and memory updates only where
-    the variant's memory is living (`memory_updates`)."""
+    Under the AI's clock (`clock`, the "ai_budget" rule) a wait is a step of the AI's budget
+    like any other, so the single agent is offered it as a team AI is, and `finish` is the
+    AI agent's alone (humans cannot end the session; one who thinks the work is done says so
+    in chat). Under the Co-Gym rules a lone participant is offered no `wait` (a free wait
+    could only end its session idle, an end the team variants never face) and anybody may
+    finish. Alone there is nobody to message. No decisions without a request, only
+    decisions once its side has spent its budget (see `colabkit.session.scheduler`), only
+    approve/reject in the closing pass (`closing`), and memory updates only where the
+    variant's memory is living (`memory_updates`)."""
+    lone = len(team) < 2
     allowed = []
     for kind in ACTION_HELP:
-        if kind in ("send_message", "wait") and len(team) < 2:
+        if kind == "send_message" and lone:
+            continue
+        if kind == "wait" and lone and not clock:
+            continue
+        if kind == "finish" and clock and actor != "ai":
             continue
         if kind == MEMORY_UPDATE and not memory_updates:
             continue
@@ -211,11 +217,29 @@ def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool,
             continue
         if decisions_only and kind not in DECISIONS:
             continue
+        if closing and kind not in CLOSING_DECISIONS:
+            continue
         allowed.append(kind)
     return tuple(allowed)
 
 
-def action_help(kinds: Sequence[str], actor: str, team: Sequence[str]) -> list[str]:
-    """One instruction line per allowed action, naming the fields it uses."""
+def action_help(kinds: Sequence[str], actor: str, team: Sequence[str], open_ids: Sequence[str] = ()) -> list[str]:
+    """One instruction line per allowed action, naming the fields it uses (for approve/reject,
+    the ids of the requests open for `actor`, the only values its `to` may take)."""
     others = ", ".join(p for p in team if p != actor)
-    return [ACTION_HELP[kind].format(others=others) for kind in kinds]
+    return [ACTION_HELP[kind].format(others=others, open=", ".join(open_ids) or "none") for kind in kinds]
+
+
+def step_targets(actor: str, team: Sequence[str], kinds: Sequence[str], open_ids: Sequence[str],
+                 slots: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """The values `to` may take when approve/reject is on offer (None: free text, no decision
+    on offer): the open ids only when decisions are all it may do, else also every recipient
+    list of a message and, where the memory lives, its slots. So a decision can only name a
+    request open for `actor`."""
+    if not set(kinds) & {"approve", "reject"}:
+        return None
+    if set(kinds) <= set(DECISIONS):
+        return tuple(open_ids)
+    others = [p for p in team if p != actor]
+    recipients = ("all", *others, *([",".join(others)] if len(others) > 1 else [])) if "send_message" in kinds else ()
+    return ("", *recipients, *(slots if MEMORY_UPDATE in kinds else ()), *open_ids)

@@ -9,9 +9,14 @@ budgets under the `termination` setting, idleness), `build_phase` (the memory). 
 sets a session up with this module's own code to show what each participant is given,
 without a model.
 
-The closing pass (`_Session.closing_pass`): at a budget, idle or max-rounds end, every
-signatory with open requests decides once, off budget, before the editor is read; what is
-still open after it expires (`request_expired`, counted by action in `Totals`).
+The closing pass (`_Session.closing_pass`): before every end but a crash or a provider
+refusal (the AI's last step, a finish, idleness or max rounds under the Co-Gym rules, the
+cost cap), every open request is decided: each signatory with open requests decides one,
+off budget, in the seed's closing order, repeated until none is open (at most as many
+times as requests were open when it began). A finish proposed while requests are open
+takes effect after them: the editor is read once the pass is over. Only a signatory whose
+answers keep failing leaves a request open; it expires (`request_expired`, counted by action
+in `Totals`, and the `session_end` event says how many).
 
 Forks (`colabkit.session.fork`): with `fork=ForkReplay(...)` the same engine replays a
 stored session's first N events and continues from there with one change. The hook is
@@ -32,6 +37,7 @@ from colabkit.session.actions import (
     Action,
     InvalidAction,
     StepSchema,
+    step_targets,
     to_action,
     valid_actions,
 )
@@ -44,16 +50,16 @@ from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import Answer, step_messages, step_schema
 from colabkit.session.settings import SessionSpec
 from colabkit.session.structure.build_phase import build_memory
-from colabkit.session.structure.gating import Gatekeeper, gate_rules_text, gate_table
+from colabkit.session.structure.gating import Gatekeeper, Request, gate_rules_text, gate_table
 from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
 from colabkit.tasks import Task
-from colabkit.team import MemoryRecord, private_briefing
+from colabkit.team import UPDATE_SLOTS, MemoryRecord, private_briefing
 from colabkit.workspace import Workspace
 
 RESULT_CHARS = 500
-CLOSING_ENDS: tuple[EndedBy, ...] = ("budget", "idle", "max_rounds")
-"""Ends followed by the closing pass: a finish submits as it stands, and the infrastructure
-ends (cost cap, provider refusal, crash) cannot ask a model again."""
+CLOSING_ENDS: tuple[EndedBy, ...] = ("finish", "budget", "idle", "max_rounds", "llm_budget")
+"""Ends preceded by the closing pass: every end but a crash or a provider refusal, which
+cannot ask a model again (the cost cap's pass runs past the cap, `run.run_session`)."""
 
 
 class _Session:
@@ -99,8 +105,9 @@ class _Session:
         return await self.rounds()
 
     async def rounds(self) -> EndedBy:
-        """Task rounds until an end (after `start_task`)."""
-        for self.round in range(1, self.spec.settings.max_rounds + 1):
+        """Task rounds until an end (after `start_task`); under the AI's clock its budget ends the
+        session by round `Scheduler.round_limit`, as every round asks the AI for one step."""
+        for self.round in range(1, self.sched.round_limit + 1):
             for pid in round_order(self.team, self.spec.seed, self.round):
                 ended = await self.turn(pid)
                 if ended is not None:
@@ -127,7 +134,22 @@ class _Session:
 
     def has_requests(self, pid: str) -> bool:
         """Whether a gated request or a memory update waits for `pid`'s decision."""
-        return bool(self.gates.addressed_to(pid)) or bool(self.living and self.living.addressed_to(pid))
+        return bool(self.open_ids(pid))
+
+    def open_ids(self, pid: str) -> tuple[str, ...]:
+        """The requests (req-N, newest first) and memory updates (upd-N) open for `pid`'s decision."""
+        updates = [u.update_id for u in self.living.addressed_to(pid)] if self.living else []
+        return tuple(r.request_id for r in reversed(self.gates.addressed_to(pid))) + tuple(updates)
+
+    def open_requests(self) -> int:
+        """Decisions still owed by anyone: open requests, and each member's answer to an open update."""
+        return sum(len(self.open_ids(pid)) for pid in self.team)
+
+    def offered(self, pid: str) -> tuple[str, ...]:
+        """What `pid` may do now (`actions.valid_actions`): its schema's enum and its help."""
+        return valid_actions(pid, self.team, has_requests=self.has_requests(pid),
+                             decisions_only=self.closing or self.sched.actions_left(pid) == 0,
+                             memory_updates=self.living is not None, clock=self.sched.clock, closing=self.closing)
 
     def memory_text(self) -> str | None:
         """The memory block: fitted by the memory itself (slots trimmed evenly); its gates are in
@@ -159,11 +181,12 @@ class _Session:
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
             closing=self.closing,
-            valid_actions=valid_actions(pid, self.team, has_requests=self.has_requests(pid),
-                                        decisions_only=self.closing or self.sched.actions_left(pid) == 0,
-                                        memory_updates=self.living is not None),
+            valid_actions=self.offered(pid),
+            standing_actions=valid_actions(pid, self.team, has_requests=False, memory_updates=self.living is not None,
+                                           clock=self.sched.clock),
             memory_updates=self.living is not None,
             updates_for_me=[u.line() for u in self.living.addressed_to(pid)] if self.living else (),
+            update_ids=[u.update_id for u in self.living.addressed_to(pid)] if self.living else (),
             my_updates=[u.line() for u in self.living.proposed_by(pid)] if self.living else (),
         )
 
@@ -186,10 +209,10 @@ class _Session:
             return None
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
         step, fields = await self.ask(pid, observation)
-        # A wait not on offer (the single agent's) is a failed step: it spends budget and is not idleness.
+        # A wait not on offer is a failed step: it spends budget and is not idleness.
         self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
                                and "wait" in observation.valid_actions)
-        if step is not None and await self.act(pid, step, spent=spent, **fields):
+        if step is not None and await self.act(pid, step, spent=spent, offered=observation.valid_actions, **fields):
             return "finish"
         self.budget_side = self.sched.budget_end(pid)
         return "budget" if self.budget_side is not None else None
@@ -198,8 +221,9 @@ class _Session:
         """`pid`'s answer to `observation` (a fork's changed step, a person's or its model's), its
         thought noted; a malformed answer is logged here as a failed step (None)."""
         messages = self.messages(pid, observation)
-        schema = step_schema(self.profile.thought_chars, self.profile.content_chars, self.living is not None,
-                             lone=len(self.team) < 2)
+        offered = observation.valid_actions
+        schema = step_schema(self.profile.thought_chars, self.profile.content_chars, offered,
+                             step_targets(pid, self.team, offered, observation.open_ids, UPDATE_SLOTS))
         override = self.fork.step_for(pid) if self.fork is not None else None
         if override is not None:  # a fork's changed step at its fork point
             reply: SeatAnswer[StepSchema] = SeatAnswer(Answer(override, ()))
@@ -215,33 +239,55 @@ class _Session:
         return step, {"thought": step.thought, "llm_calls": reply.answer.records, **person}
 
     async def closing_pass(self, ended_by: EndedBy) -> EndedBy:
-        """Before any end but a finish: each signatory with open requests (gated actions or memory
-        updates) gets one decision-only step, off budget, in the seed's closing order; an approved
-        action takes effect before the editor is read. The same rule for every variant, so a
-        gated edit proposed at the AI's last step is decided, not lost to the round order.
-        Returns `ended_by`, unchanged."""
-        waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
-        if ended_by not in CLOSING_ENDS or not waiting:
+        """Before any end but a crash or a provider refusal, decide every open request (gated
+        actions and memory updates): each signatory with open requests gets one decision-only
+        step (approve/reject, the open ids its enum), off budget, in the seed's closing order,
+        and the pass repeats until none is open, at most as many times as requests were open
+        when it began (each signatory decides one a time, so only failing answers can leave
+        one open). An approved action takes effect before the editor is read, a finish's
+        included. The same rule for every variant, so a gated edit proposed at the AI's last
+        step, or behind a finish, is decided, not lost to the round order. Returns `ended_by`."""
+        bound = self.open_requests()
+        if ended_by not in CLOSING_ENDS or not bound:
             return ended_by
-        self.emit(SYSTEM, CLOSING_PASS, "info", args={"ended_by": ended_by, "signatories": waiting},
-                  result=f"closing pass after the {ended_by} end: {', '.join(waiting)} decide open requests")
+        waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
+        self.emit(SYSTEM, CLOSING_PASS, "info", args={"ended_by": ended_by, "signatories": waiting, "open": bound},
+                  result=f"closing pass before the {ended_by} end: {', '.join(waiting)} decide {bound} open requests")
         self.closing = True
+        budget, self.gateway.budget = self.gateway.budget, None  # the pass runs past a spending cap
+        first = len(self.log.events)
         try:
-            for pid in waiting:
-                if self.fork is not None:
-                    self.fork.before_turn(self)
-                if not self.has_requests(pid):
-                    continue
-                step, fields = await self.ask(pid, self.observe(pid))
-                if step is not None:
-                    await self.act(pid, step, spent=True, **fields)
+            for _ in range(bound):
+                waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
+                if not waiting:
+                    break
+                for pid in waiting:
+                    if self.fork is not None:
+                        self.fork.before_turn(self)
+                    if not self.has_requests(pid):
+                        continue
+                    observation = self.observe(pid)
+                    step, fields = await self.ask(pid, observation)
+                    if step is not None:
+                        await self.act(pid, step, spent=True, offered=observation.valid_actions, **fields)
+            await self.release(force=True)  # approvals held behind a request whose signatory's answers failed
         finally:
             self.closing = False
+            self.gateway.budget = budget
+            for call in (c for e in self.log.events[first:] for c in e.llm_calls):
+                if budget is not None:  # its spend is real, and recorded apart (`Totals.closing_paid_cost`)
+                    budget.charge(call)
         return ended_by
 
-    async def act(self, pid: str, step: StepSchema, *, spent: bool = False, **fields: Any) -> bool:
-        """Validate and carry out (or hold, or decide) a step; True when a finish took effect."""
+    async def act(self, pid: str, step: StepSchema, *, spent: bool = False, offered: tuple[str, ...] | None = None,
+                  **fields: Any) -> bool:
+        """Validate and carry out (or hold, or decide) a step; True when a finish took effect.
+
+        `offered`: the actions valid at this step (one outside them, which a provider without
+        a grammar may let through, is a failed step)."""
         try:
+            if offered is not None and step.action not in offered and not (spent and step.action not in DECISIONS):
+                raise InvalidAction(f"{step.action} is not possible now; possible: {', '.join(offered)}")
             action = to_action(step, pid, self.team, memory_updates=self.living is not None)
         except InvalidAction as exc:
             self.emit(pid, step.action, "failed_step", args=step.model_dump(exclude={"thought"}),
@@ -272,21 +318,31 @@ class _Session:
         return await self.apply(action, pid, **fields)
 
     async def decide(self, pid: str, action: Action, **fields: Any) -> bool:
-        """A signatory's approve/reject; an approved action then takes effect as the proposer's."""
+        """A signatory's approve/reject; approved actions then take effect as their proposers', in
+        proposal order (`Gatekeeper.due`). True when a finish took effect."""
         decision: Literal["approved", "rejected"] = "approved" if action.type == "approve" else "rejected"
         try:
             request = self.gates.decide(action.request_id or "", pid, decision, action.reason)
         except InvalidAction as exc:
             self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
             return False
-        gate = {"request_id": request.request_id, "signatory": pid, "decision": decision,
-                "decision_reason": action.reason, "proposer": request.proposer}
-        self.emit(pid, action.type, decision, args=action.args(),
-                  result=f"{request.request_id} ({request.action.type} by {request.proposer}) {decision}",
-                  **gate, **fields)
-        if decision == "rejected":
-            return False
-        return await self.apply(request.action, request.proposer, **gate)
+        older = [r.request_id for r in self.gates.older_open(request)]
+        wait = f"; takes effect once {', '.join(older)} {'is' if len(older) == 1 else 'are'} decided" \
+            if older and decision == "approved" else ""
+        self.emit(pid, action.type, decision, args=action.args(), request_id=request.request_id, signatory=pid,
+                  decision=decision, decision_reason=action.reason, proposer=request.proposer,
+                  result=f"{request.request_id} ({request.action.type} by {request.proposer}) {decision}{wait}",
+                  **fields)
+        return await self.release()
+
+    async def release(self, *, force: bool = False) -> bool:
+        """Apply the approved actions now due, in proposal order; True when one was a finish."""
+        finished = False
+        for request in self.gates.due(force=force):
+            finished = await self.apply(request.action, request.proposer, request_id=request.request_id,
+                                        signatory=request.signatory, decision="approved",
+                                        decision_reason=request.reason, proposer=request.proposer) or finished
+        return finished
 
     async def apply(self, action: Action, actor: str, **fields: Any) -> bool:
         """Make `action` take effect as `actor`'s and log it; True for a finish."""
@@ -312,20 +368,24 @@ class _Session:
             self.emit(actor, action.type, "ok", args=args, result=f"editor version {version.index}",
                       editor_version=version.index, **fields)
         elif action.type == "finish":
-            self.emit(actor, action.type, "ok", args=args, result="finished: the editor text is submitted", **fields)
+            open_now = self.open_requests()
+            after = f" once the {open_now} open requests are decided" if open_now and not self.closing else ""
+            self.emit(actor, action.type, "ok", args=args, result=f"finished: the editor text is submitted{after}",
+                      **fields)
             return True
         return False
 
     def close(self, ended_by: EndedBy, detail: dict[str, Any], calls: tuple[CallRecord, ...] = ()) -> None:
         """Expire open requests and updates and log the end (with the error and the calls behind it, if any)."""
-        expire_updates(self.living, self.emit)
-        for request in self.gates.expire_pending():
+        expired: list[object] = [*expire_updates(self.living, self.emit), *self.gates.expire_pending()]
+        for request in (r for r in expired if isinstance(r, Request)):
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
                       signatory=request.signatory, proposer=request.proposer,
                       args={"action": request.action.type, "decision": "undecided"},
                       result=f"{request.request_id} ({request.action.type} by {request.proposer}) "
                              "undecided: still open when the session ended")
-        rule = {"termination": self.spec.settings.termination, "budget_side": self.budget_side}
+        rule = {"termination": self.spec.settings.termination, "budget_side": self.budget_side,
+                "expired": len(expired)}
         self.emit(SYSTEM, "session_end", "error" if ended_by in ("error", "provider_error") else "info",
                   args={"ended_by": ended_by, "final_hypothesis": self.ws.editor.text, "rounds": self.round,
                         **rule, **detail},

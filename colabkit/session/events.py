@@ -27,15 +27,18 @@ from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.seats.person import PersonStep
 from colabkit.team import ACTION_TYPES, GateScope
 
-EVENT_SCHEMA_VERSION: Final = 4
+EVENT_SCHEMA_VERSION: Final = 5
 """Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule.
 Version 3 added `person` (a step taken by a person in a seat) and split the calls' cost:
 `cost` is what was paid, a suite replay (`suite_replay`, was `cache_hit`) keeps its original
 cost in `replayed_cost`, and `provider_cached_tokens` counts the provider's prefix-cache hits;
 older calls are read into these fields (`colabkit.llm.records.upgrade_call`). Version 4 added
 the closing pass: a `closing_pass` system event, and the signatories' steps in it marked by
-`args["closing_pass"]` (`CLOSING_PASS`), off budget. A stored line without `schema_version`
-was written by version 1."""
+`args["closing_pass"]` (`CLOSING_PASS`), off budget. Version 5: the closing pass precedes every
+end but a crash or a provider refusal (a finish's and the cost cap's included) and repeats
+until no request is open; under "ai_budget" an AI wait is a step of its budget, and
+`session_end` args carry `expired`. A stored line without `schema_version` was written by
+version 1."""
 CLOSING_PASS: Final = "closing_pass"
 """The engine's closing pass: its system event's action, and the args key marking its steps."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
@@ -81,7 +84,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[2, 3, 4] = EVENT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5] = EVENT_SCHEMA_VERSION
     session_id: str
     seq: int
     phase: Phase

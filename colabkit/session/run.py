@@ -6,7 +6,8 @@ It does no file I/O: events go to the caller's sink as they happen.
 
 Failure policy (fail closed, always recorded): a malformed model answer or an impossible
 action is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by
-"llm_budget"; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
+"llm_budget", after the closing pass (which runs past the cap, its spend recorded apart in
+`Totals.closing_paid_cost`), so the cost cap loses no open request; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
 at once with ended_by "provider_error" and the provider's one-line error, instead of
 spending the action budget on failed steps; any other exception is a bug, and still ends
 it with ended_by "error" and a `session_end` event carrying the exception, so a batch never
@@ -28,7 +29,7 @@ from colabkit.session.engine import _Session
 from colabkit.session.events import SYSTEM, EndedBy, EventLog, EventSink
 from colabkit.session.hooks import ReplayHook
 from colabkit.session.seats.policy import Seat, check_seats
-from colabkit.session.settings import SessionSpec
+from colabkit.session.settings import ENGINE_RULES, SessionSpec
 from colabkit.session.totals import Totals, session_totals
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord
@@ -74,6 +75,9 @@ async def run_session(
     """
     if spec.task_id != task.id:
         raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
+    if spec.engine_rules != ENGINE_RULES:
+        raise ColabkitError(f"session {spec.session_id} was recorded under the engine's rules {spec.engine_rules}; "
+                            f"this engine runs rules {ENGINE_RULES} and cannot rerun or continue it")
     seats = dict(seats or {})
     check_seats({pid: spec.model_for(pid) for pid in spec.variant.team}, spec.variant.team, seats)
     log = EventLog(spec.session_id, sink) if fork is None else EventLog(fork.session_id, fork.verifying(sink))
@@ -90,9 +94,11 @@ async def run_session(
         detail: dict[str, Any] = {}
         calls: tuple[CallRecord, ...] = ()
         try:
-            ended_by = await session.closing_pass(await session.play())
-        except BudgetExceeded as exc:
-            ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
+            try:
+                ended_by = await session.play()
+            except BudgetExceeded as exc:
+                ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
+            await session.closing_pass(ended_by)  # every open request decided, past the cap if need be
         except ProviderError as exc:  # the failed call's records stay in the log: attempts are data
             ended_by, detail, calls = "provider_error", {"error": str(exc)}, tuple(exc.records)
         except Exception as exc:  # a bug: end the session closed and recorded, never silently

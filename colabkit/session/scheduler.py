@@ -1,43 +1,47 @@
 """Who may act when, and when the session is over.
 
-Rounds, not strict turn-taking: in each round every participant with something new in view
-(or that has not acted yet, or whose last step was not a wait) gets one step, in an order
-drawn from the session's seed for that round, so nobody holds a privileged first or last
-turn. "New in view" is a change of the participant's `Observation.view_key` (the shared
-world it can see) since its last step; a participant that waited and sees nothing new is
-skipped without a model call, which is also what makes a quiet session end.
+Rounds, not strict turn-taking: in each round the participants take one step each, in an
+order drawn from the session's seed for that round, so nobody holds a privileged first or
+last turn. A simulated human who waited and has nothing new in view (its
+`Observation.view_key`, the shared world it can see, is unchanged since its last step) is
+skipped without a model call.
 
 Budgets (`SessionSettings.budget_for`): the AI agent's steps are counted apart from the
 simulated humans', so a talkative teammate never spends the AI agent's steps and the single
 agent has exactly the AI agent's budget of a team. An approve/reject is the signatory's step.
 
-When spent budgets end the session is `SessionSettings.termination` (`budget_end` below is
-the one place it is decided):
-- "ai_budget" (default): the AI agent's budget is the session's clock. The session ends when
-  the AI has spent its budget, never because the humans have: each simulated human has a
-  budget of its own (`human_action_budget`, default the AI's), and a human who has spent it
-  is skipped (without a model call). So every variant gives the AI the same number of steps
-  unless a finish or idleness ends the session first.
+When the session ends is `SessionSettings.termination` (`budget_end` below is the one place
+spent budgets are decided):
+- "ai_budget" (default): one session clock, owned by the AI agent (`clock`). Every turn of
+  the AI is a step of its budget, whatever it does (a wait included, in a team and alone),
+  and the AI is asked every round while it has steps left, so it takes exactly its budget
+  unless its finish takes effect first. The session ends at the AI's last step (no human
+  acts after it) or when its finish takes effect, and for no other reason but an
+  infrastructure end: no idle end, no `max_rounds` end (the AI's budget bounds the rounds).
+  Each simulated human has a cap of its own (`human_action_budget`, default the AI's), the
+  same number in every composition; a human who has spent it is skipped (without a model
+  call). Humans cannot end the session (`finish` is the AI's action under this rule).
 - "either_side" (Co-Gym's rule, `collaborative_gym/nodes/task_env.py`, kept as a setting):
   the humans share one budget and the session ends as soon as the AI or the humans together
   have spent theirs. Written for one human: with two, a DR team's humans can end the
   session after half of the AI's steps.
 - "all_sides" (a setting, for sensitivity analyses): the humans share one budget, a spent
   side takes no more steps and the session ends when every side is spent.
-Under every rule a member whose budget is spent may still approve or reject a request
-addressed to it (nothing else), counted past the budget so `Totals` shows it. The engine
-records the rule and the side whose step spent the budget that ended the session
-(`session_end` args `termination` and `budget_side`); requests still open at the end are
-offered to their signatories once in the engine's closing pass, then expired.
+Under the two Co-Gym rules waits are free, anybody may finish, and idleness and
+`max_rounds` end a session (below). Under every rule a member whose budget is spent may
+still approve or reject a request addressed to it (nothing else), counted past the budget
+so `Totals` shows it. The engine records the rule and the side whose step spent the budget
+that ended the session (`session_end` args `termination` and `budget_side`); before any end
+but a crash or a provider refusal the engine's closing pass has every open request decided.
 
-Idleness: a round in which nobody acted (everyone waited or was skipped) is idle. A failed
-step counts as acting (it spent budget). A lone participant is never offered `wait` and its
-wait is a failed step (`colabkit.session.actions.valid_actions`), because nobody else can
-change its view: a wait could only lead to the idle end.
+Idleness (the Co-Gym rules only): a round in which nobody acted (everyone waited or was
+skipped) is idle. A failed step counts as acting (it spent budget). Under these rules a lone
+participant is never offered `wait` (`colabkit.session.actions.valid_actions`): a free wait
+could only lead to the idle end.
 
 End conditions (checked by the engine in this order): a finish takes effect; a budget ends
-the session (`budget_end`), or the optional team-wide cap is reached; K consecutive idle
-rounds; `max_rounds` rounds have run.
+the session (`budget_end`), or the optional team-wide cap is reached; under the Co-Gym
+rules, K consecutive idle rounds or `max_rounds` rounds.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class Scheduler:
 
     def __init__(self, settings: SessionSettings, sides: Mapping[str, Side]) -> None:
         self.settings = settings
+        self.clock = settings.termination == "ai_budget"  # the AI's budget is the session's clock
         self.sides = dict(sides)
         self.participants = tuple(sides)
         self.used: dict[str, int] = {self.holder(pid): 0 for pid in self.participants}
@@ -92,6 +97,12 @@ class Scheduler:
     def actions(self) -> int:
         """Task-phase steps other than waits, all sides together."""
         return sum(self.used.values())
+
+    @property
+    def round_limit(self) -> int:
+        """Rounds a session may run: `max_rounds` under the Co-Gym rules; under the clock the AI
+        takes a step every round, so its budget ends the session by then."""
+        return self.settings.action_budget if self.clock else self.settings.max_rounds
 
     def actions_left(self, participant: str) -> int:
         """Steps `participant` may still take (within the team cap, if any)."""
@@ -132,22 +143,33 @@ class Scheduler:
         """Whether `participant` gets a step now (see the module docstring)."""
         if self.actions_left(participant) == 0 and not has_requests:
             return False
+        if self.clock and self.sides[participant] == "ai":
+            return self.actions_left(participant) > 0  # the clock: asked every round while it has steps
         if participant not in self._seen or not self._waited[participant]:
             return True
         return self._seen[participant] != view_key
 
+    def budgeted_wait(self, participant: str) -> bool:
+        """Whether a wait by `participant` spends its budget (the AI's, under the clock)."""
+        return self.clock and self.sides[participant] == "ai"
+
     def record_step(self, participant: str, view_key: str, *, waited: bool) -> None:
-        """Note a step taken on the view with `view_key`; non-waits spend the holder's budget."""
+        """Note a step taken on the view with `view_key`; non-waits (and the AI's waits under the
+        clock) spend the holder's budget."""
         self._seen[participant] = view_key
         self._waited[participant] = waited
         if waited:
             self.waits += 1
-        else:
+        if waited and self.budgeted_wait(participant):
+            self.used[self.holder(participant)] += 1
+        elif not waited:
             self.used[self.holder(participant)] += 1
             self._active_this_round = True
 
     def end_round(self) -> bool:
-        """Close a round; True when K consecutive rounds passed with nobody acting."""
+        """Close a round; True when K consecutive rounds passed with nobody acting (never under the clock)."""
+        if self.clock:
+            return False
         self.idle_streak = 0 if self._active_this_round else self.idle_streak + 1
         self._active_this_round = False
         return self.idle_streak >= self.settings.idle_rounds

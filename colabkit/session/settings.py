@@ -18,13 +18,19 @@ from colabkit.session.prompting.profile import ObservationProfile, resolve_profi
 from colabkit.team import PERSONA_IDS, VariantConfig
 from colabkit.workspace import Limits
 
+ENGINE_RULES: Literal[2] = 2
+"""The version of the engine's session rules a spec runs under, hashed into its identity: 2 is
+issue 33's (the AI's clock, the closing pass before every end, schemas listing only what is
+valid now). Sessions recorded under the earlier rules (1) keep their identities and are never
+reused, resumed or rerun as sessions of these."""
 Side = Literal["ai", "human"]  # a persona's role is its side
 Termination = Literal["ai_budget", "either_side", "all_sides"]
 """When spent budgets end a session (see `SessionSettings.termination`)."""
 END_RULES: dict[str, str] = {
-    "ai_budget": "The session ends when the AI agent (ai) has used all its steps, when someone's finish takes "
-                 "effect, or when nobody has acted for {idle} rounds. Each member's steps are its own; a member "
-                 "whose steps are used up may still approve or reject requests addressed to it.",
+    "ai_budget": "The session ends when the AI agent (ai) has taken all its steps (every turn of the AI agent is "
+                 "one of its steps, a wait included) or when its finish takes effect. Each member's steps are its "
+                 "own; a member whose steps are used up may still approve or reject requests addressed to it. "
+                 "Before the session ends, every open request is decided by its signatory.",
     "either_side": "The session ends as soon as the AI agent (ai) or the simulated humans (together) have used "
                    "all their steps, when someone's finish takes effect, or when nobody has acted for {idle} rounds.",
     "all_sides": "The session ends when every side has used all its steps, when someone's finish takes effect, "
@@ -41,13 +47,15 @@ class SessionSettings(BaseModel):
     users' task-phase steps separately against one `max_steps` (30 in its simulated
     experiments): `action_budget` is the AI agent's; `human_action_budget` (None: the same
     number) is each simulated human's own cap under "ai_budget", the humans' pooled budget
-    under the two Co-Gym rules. A step is any task-phase step other than `wait`, failed steps
-    included (so a participant stuck on malformed output cannot spin forever), and an
+    under the two Co-Gym rules. A step is any task-phase step other than `wait` (under
+    "ai_budget" every turn of the AI agent, a wait included), failed steps included (so a
+    participant stuck on malformed output cannot spin forever), and an
     approve/reject is its signatory's step, never its proposer's. `team_action_budget`, when
     set, is a further cap on all steps together (the old single team-wide budget).
-    `termination` says when spent budgets end the session. "ai_budget" (the default) makes
-    the AI agent's budget the session's clock: the session ends when the AI has spent it,
-    whatever the humans did, so every variant gives the AI the same opportunity (with two
+    `termination` says when the session ends. "ai_budget" (the default) makes the AI agent's
+    budget the session's one clock: the session ends at the AI's last step or when its finish
+    takes effect, whatever the humans did (they cannot finish, and neither idleness nor
+    `max_rounds` ends it), so every variant gives the AI the same opportunity (with two
     humans pooled, Co-Gym's rule let a DR team's humans end the session after half the AI's
     steps). "either_side" is the substrate's rule: Co-Gym's environment
     (`collaborative_gym/nodes/task_env.py`) ends the session as soon as the agent's steps or
@@ -56,7 +64,8 @@ class SessionSettings(BaseModel):
     it. The rules live in `colabkit.session.scheduler`; `experiments/sensitivity.yaml` runs
     all three. Changing the default changed every session's identity (this model is hashed
     into it), so sessions stored under another rule are never reused for this one.
-    `idle_rounds` is K in "everyone waited or had nothing new for K consecutive rounds".
+    `idle_rounds` is K in "everyone waited or had nothing new for K consecutive rounds" and
+    `max_rounds` a cap on rounds, both under the Co-Gym rules only.
     `context_window` overrides the models' window (tokens) the observation profile is
     derived from.
     """
@@ -110,6 +119,9 @@ class SessionSpec(BaseModel):
     seed: int
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     settings: SessionSettings = SessionSettings()
+    engine_rules: Literal[1, 2] = ENGINE_RULES
+    """The engine's session rules the spec runs under (`ENGINE_RULES`); 1 only in records stored
+    before they changed (`colabkit.store.records`), which this engine refuses to run."""
     # Derived after `models` and `settings` are validated (a field that failed is absent from `data`).
     profile: ObservationProfile = Field(
         default_factory=lambda data: _derive_profile(data.get("models", {}), data.get("settings", SessionSettings())))

@@ -30,9 +30,11 @@ class Totals(BaseModel):
     was spent (allowed so every gate stays decidable; counted in the side's actions).
 
     The closing pass (`colabkit.session.engine`): `closing_decisions` are the decisions made
-    in it (off budget, so in no side's actions); `expired` counts what was still open after
-    it, split by the held action in `expired_<action>` (`expired_memory_update`: a living
-    memory's updates).
+    in it (off budget, so in no side's actions), `closing_llm_calls` and `closing_paid_cost`
+    what it asked and paid (also in the calls' figures: it runs past a spending cap, so its
+    spend is reported apart); `expired` counts what was still open at the end (0 but after a
+    crash, a provider refusal or a signatory whose answers kept failing), split by the held
+    action in `expired_<action>` (`expired_memory_update`: a living memory's updates).
 
     The calls' figures (`llm_calls`, tokens) count every answer the session used. What was
     paid is `paid_cost`; answers the suite's response cache replayed are `suite_replays`,
@@ -79,6 +81,12 @@ class Totals(BaseModel):
     expired_finish: int = 0
     expired_memory_update: int = 0
     """Fields from `past_budget_decisions` on are record version 4's (0 in older records)."""
+    ai_turns: int = 0
+    closing_llm_calls: int = 0
+    closing_paid_cost: float = 0.0
+    """Record version 6: the AI agent's task-phase steps, its waits included (under "ai_budget"
+    every one is a step of its budget), and the calls and cost of the closing pass, which runs
+    past a spending cap (0 in older records)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -153,6 +161,9 @@ def session_totals(
         human_actions=side_actions("human"),
         past_budget_decisions=_past_budget(acted, settings, sides),
         closing_decisions=sum(1 for e in task if closing_step(e) and e.status in ("approved", "rejected")),
+        ai_turns=sum(1 for e in steps if sides.get(e.participant) == "ai"),
+        closing_llm_calls=sum(len(e.llm_calls) for e in task if closing_step(e)),
+        closing_paid_cost=sum(c.cost for e in task if closing_step(e) for c in e.llm_calls),
         **{f"expired_{name}": sum(1 for e in expired if e.args.get("action") == action)
            for name, action in EXPIRED_FIELDS.items()},
     )

@@ -3,7 +3,9 @@
 Session mechanics (turn order, gates, failed steps) must be testable deterministically and
 instantly, so each role gets a ModelConfig `scripted/<name>` and this double pops
 `scripts[name]` on every call. It is a real litellm `CustomLLM` behind the real gateway, so
-caching, retries and accounting run exactly as with a model. Outputs may be strings, dicts
+caching, retries and accounting run exactly as with a model. `default` may be a policy, a
+function of the model name and the messages it is sent (for scripted players that answer
+what they are shown, e.g. a signatory approving the newest request open for it). Outputs may be strings, dicts
 (sent as JSON) or exceptions (raised: litellm exceptions keep their type, e.g.
 `litellm.RateLimitError`; any other exception reaches the gateway as a litellm
 `APIConnectionError`, which is retried). When a script runs out, `default` is returned.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 import litellm
@@ -30,17 +33,18 @@ PROVIDER = "scripted"
 DEFAULT_OUTPUT = '{"thought": "done", "action": "wait"}'
 
 Output = str | dict | BaseException
+Policy = Callable[[str, list[dict[str, Any]]], str | dict]
 
 
 class ScriptedModel(CustomLLM):
     """Pops scripted outputs per model name and remembers every request in `calls`."""
 
-    def __init__(self, scripts: dict[str, list[Output]], default: str | dict | None = None,
+    def __init__(self, scripts: dict[str, list[Output]], default: str | dict | Policy | None = None,
                  latency_s: float = 0.0):
         super().__init__()
         self.latency_s = latency_s
         self.scripts = {name: list(outputs) for name, outputs in scripts.items()}
-        self.default: str | dict = DEFAULT_OUTPUT if default is None else default
+        self.default: str | dict | Policy = DEFAULT_OUTPUT if default is None else default
         self.calls: list[dict[str, Any]] = []
 
     def completion(self, model: str, messages: list, api_base: Any, custom_prompt_dict: Any,
@@ -54,6 +58,8 @@ class ScriptedModel(CustomLLM):
                            "caller": metadata.get("caller"), "params": dict(optional_params)})
         queue = self.scripts.get(model)
         output = queue.pop(0) if queue else self.default
+        if callable(output) and not isinstance(output, BaseException):
+            output = output(model, messages)
         if isinstance(output, BaseException):
             raise output
         text = output if isinstance(output, str) else json.dumps(output)
@@ -73,7 +79,7 @@ class ScriptedModel(CustomLLM):
 
 
 def use_scripted(scripts: dict[str, list[Output]],
-                 default: str | dict | None = None) -> ScriptedModel:
+                 default: str | dict | Policy | None = None) -> ScriptedModel:
     """Install a fresh ScriptedModel as the `scripted` provider and return it."""
     model = ScriptedModel(scripts, default=default)
     register_provider(PROVIDER, model)

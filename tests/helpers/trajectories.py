@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from colabkit.session.events import SYSTEM, Event, GateRuleRef
+from colabkit.session.events import CLOSING_PASS, SYSTEM, Event, GateRuleRef
 from colabkit.workspace import CellResult, EditorVersion, IsolationReport, Limits, WorkspaceSnapshot
 
 
@@ -75,14 +75,15 @@ class Trajectory:
         return request_id
 
     def decide(self, signatory: str, request_id: str, approve: bool, reason: str = "",
-               output: str = "") -> Event:
-        """The decision event, then (approved) the action taking effect as the proposer's."""
+               output: str = "", closing: bool = False) -> Event:
+        """The decision event, then (approved) the action taking effect as the proposer's;
+        `closing`: made in the engine's closing pass (marked as the engine marks it)."""
         proposer, action, args = self._requests[request_id]
         decision = "approved" if approve else "rejected"
         gate = {"request_id": request_id, "signatory": signatory, "decision": decision,
                 "decision_reason": reason, "proposer": proposer}
         event = self._emit(signatory, "approve" if approve else "reject", decision,
-                           args={"request_id": request_id, "reason": reason},
+                           args={"request_id": request_id, "reason": reason, **({CLOSING_PASS: True} if closing else {})},
                            result=f"{request_id} ({action} by {proposer}) {decision}", **gate)
         if approve:
             if action == "execute_code":

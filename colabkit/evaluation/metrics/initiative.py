@@ -23,7 +23,10 @@ task-phase step of u that did something (`initiated_events`): a message sent, a 
 memory update, a finish, a memory-update proposal; waits, failed steps, the application of
 an approved proposal (initiated when proposed) and the system's events are not. Same
 entropy, same N/A and undefined cases. Which of the two is the study's H_init is said in
-the README's metric table.
+the README's metric table. The engine's closing pass (its decisions, off budget, exist only
+where requests can be open, i.e. in gated variants) is machinery, not initiative:
+`h_init_events` leaves its decisions out and is what the study tables use;
+`h_init_events_all` counts them too, for comparison.
 
 Controlled autonomy, as Co-Gym counts it over the message sequence: CA+ is the number of AI
 messages containing "?" immediately followed by a human message judged a confirmation
@@ -57,6 +60,7 @@ from colabkit.evaluation.metrics.process import (
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
 from colabkit.session.events import SYSTEM, Event
+from colabkit.session.totals import closing_step
 from colabkit.team import AI_ID
 
 METRIC = "initiative"
@@ -246,25 +250,30 @@ class InitiativeScorer(Scorer):
 _NOT_INITIATED = ("wait", "invalid_output")
 
 
-def initiated_events(events: Sequence[Event]) -> Counter[str]:
-    """Per member, the task-phase events it initiated (module docstring: H_init,events)."""
+def initiated_events(events: Sequence[Event], *, closing: bool = False) -> Counter[str]:
+    """Per member, the task-phase events it initiated (module docstring: H_init,events); the
+    closing pass's decisions only with `closing`."""
     return Counter(e.participant for e in events
                    if e.phase == "task" and e.participant != SYSTEM and e.action not in _NOT_INITIATED
-                   and e.status != "failed_step" and e.participant != e.proposer)
+                   and e.status != "failed_step" and e.participant != e.proposer
+                   and (closing or not closing_step(e)))
 
 
 @register_scorer
 class InitiativeEventsScorer(Scorer):
-    """H_init,events: the initiative entropy over every event a member initiated, no judge."""
+    """H_init,events: the initiative entropy over every event a member initiated, no judge;
+    without the closing pass's decisions (`h_init_events`, the tables') and with them."""
 
     name = "initiative_events"
-    version = "1"
-    columns = ("h_init_events",)
+    version = "2"  # 2: the closing pass's decisions are left out of h_init_events (h_init_events_all has them)
+    columns = ("h_init_events", "h_init_events_all")
 
     async def score(self, ctx: SessionContext) -> ScoreResult:
         team = ctx.record.spec.variant.team
-        counts = initiated_events(ctx.events)
+        counts, with_closing = initiated_events(ctx.events), initiated_events(ctx.events, closing=True)
         per_member = {member: counts.get(member, 0) for member in team}
         h_events, _ = initiative_entropy(per_member, team)
+        h_all, _ = initiative_entropy({member: with_closing.get(member, 0) for member in team}, team)
         flags = [f"{self.name}:no_initiated_events"] if len(team) > 1 and not sum(per_member.values()) else []
-        return ScoreResult(values={"h_init_events": h_events}, flags=flags, details={"initiated": per_member})
+        return ScoreResult(values={"h_init_events": h_events, "h_init_events_all": h_all}, flags=flags,
+                           details={"initiated": per_member})

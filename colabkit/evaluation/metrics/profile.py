@@ -13,6 +13,11 @@ label cannot lean on the name; "own" then means the card it picked is the contri
 
     A_profile = #own / #contributions
 
+Decisions exist only where something is gated (and a bare "ok" is judged generic), so they
+are structure, not expertise, when variants are compared: `a_profile`, the study tables'
+column, is computed without the decision items (over the contributions every variant can
+have); `a_profile_with_decisions` counts them too, for comparison.
+
 It is N/A for a team without humans and missing (flagged) when the humans contributed
 nothing or any needed label is missing (including an initiative label of a human message,
 since then the set of contributions itself is unknown).
@@ -177,15 +182,15 @@ class ProfileScorer(Scorer):
     than depending on another scorer's stored result."""
 
     name = "a_profile"
-    version = "2"  # 2: a decision is judged on its own reason, not on the proposal
+    version = "3"  # 2: a decision is judged on its own reason; 3: a_profile leaves decisions out
     prompts = (INITIATIVE_PROMPT, PROFILE_PROMPT)
-    columns = ("a_profile",)
+    columns = ("a_profile", "a_profile_with_decisions")
 
     async def score(self, ctx: SessionContext) -> ScoreResult:
         variant = ctx.record.spec.variant
         team = variant.team
         if not humans_of(team):
-            return ScoreResult(values={"a_profile": None})
+            return ScoreResult(values={"a_profile": None, "a_profile_with_decisions": None})
         turns = chat_turns(ctx.events)
         humans = set(humans_of(team))
         asked = await ask_each(ctx, INITIATIVE_PROMPT, {t.item_id: initiative_fields(turns, i)
@@ -197,14 +202,19 @@ class ProfileScorer(Scorer):
         judged = await ask_each(ctx, PROFILE_PROMPT, {c.item_id: profile_fields(c, cards) for c in items or ()},
                                 schema)
         labels = {item: getattr(v.value, "expertise", None) for item, v in judged.items()}
-        result = a_profile(items, labels, team, upstream)
-        flags = [*result.flags, *verdict_flags(asked, judged)]
+        with_decisions = a_profile(items, labels, team, upstream)
+        result = a_profile(None if items is None else [c for c in items if c.kind != "decision"], labels, team,
+                           upstream)
+        flags = list(dict.fromkeys([*result.flags, *with_decisions.flags, *verdict_flags(asked, judged)]))
         by_item = {c.item_id: c for c in items or ()}
         judgements = [Judgement.of(v, metric="a_profile", item=f"contribution:{item}",
                                    label=None if labels[item] is None else
                                    ("own" if labels[item] == by_item[item].contributor else
                                     GENERIC if labels[item] == GENERIC else "other"))
                       for item, v in judged.items()]
-        return ScoreResult(values={"a_profile": result.a_profile}, flags=flags, judgements=judgements,
-                           complete=not transient(flags),
-                           details=result.model_dump(include={"own", "other", "generic", "n_contributions"}))
+        counts = {"own", "other", "generic", "n_contributions"}
+        return ScoreResult(values={"a_profile": result.a_profile,
+                                   "a_profile_with_decisions": with_decisions.a_profile},
+                           flags=flags, judgements=judgements, complete=not transient(flags),
+                           details={**result.model_dump(include=counts),
+                                    "with_decisions": with_decisions.model_dump(include=counts)})

@@ -1,10 +1,13 @@
-"""The variant audit: the variants differ only by design, in what they are shown (`render`)
-and in what they do (`behaviour`, a scripted trajectory played in every variant with the
-audit's own test double, `double`); `experiment` runs both per settings arm."""
+"""The variant audit: the variants differ only by design, in what they are first shown
+(`render`) and in what they do (`hunt`: generated scenarios, `scenario`, played with the
+audit's own test double, `player`, and checked against invariants, `invariants` and `probe`);
+`experiment` runs both per settings arm."""
 
-from colabkit.runner.audit.behaviour import audit_behaviour
 from colabkit.runner.audit.experiment import audit, audit_experiment
+from colabkit.runner.audit.hunt import HuntReport, hunt
+from colabkit.runner.audit.invariants import INVARIANTS, Violation
 from colabkit.runner.audit.render import RULES, AuditReport, Finding, audit_specs, factors, sections
+from colabkit.runner.audit.scenario import Policy, Scenario
 
-__all__ = ["RULES", "AuditReport", "Finding", "audit", "audit_behaviour", "audit_experiment", "audit_specs", "factors",
-           "sections"]
+__all__ = ["INVARIANTS", "RULES", "AuditReport", "Finding", "HuntReport", "Policy", "Scenario", "Violation", "audit",
+           "audit_experiment", "audit_specs", "factors", "hunt", "sections"]

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 from colabkit.session import SessionSpec
 from colabkit.session.prompting.preview import ParticipantPreview, Prompt, preview
@@ -38,6 +39,9 @@ from colabkit.tasks import Task
 from colabkit.team import VariantConfig
 from colabkit.team.memory import GATES_LINE, TEAM_LINE
 from colabkit.team.personas import KNOWLEDGE_LINE, persona_frame
+
+if TYPE_CHECKING:
+    from colabkit.runner.audit.hunt import HuntReport
 
 CAUSES = {
     "team": "(a) which personas are on the team",
@@ -192,12 +196,12 @@ class AuditReport:
     uncompared: set[str] = field(default_factory=set)
     """Sections shown to several variants of which no two share the section's allowed causes:
     their texts are explained by construction, never checked against another variant's."""
-    behaviour: AuditReport | None = None
-    """The behavioural audit of the same variants (`colabkit.runner.audit.behaviour`), when run."""
+    hunt: HuntReport | None = None
+    """The hunt over the same variants (`colabkit.runner.audit.hunt`), when run."""
 
     @property
     def ok(self) -> bool:
-        return not self.findings and (self.behaviour is None or self.behaviour.ok)
+        return not self.findings and (self.hunt is None or self.hunt.ok)
 
     def table(self) -> str:
         """The allowed differences as a Markdown table; sections that differ alike share a row."""
@@ -218,9 +222,9 @@ class AuditReport:
         note = [f"not compared (no two variants share their allowed causes): {_stages(sorted(self.uncompared))}"]
         text = "\n".join([head, "", self.table(), "", *(note if self.uncompared else []),
                            *([f.render() for f in self.findings] or ["no unexplained difference"])])
-        if self.behaviour is None:
+        if self.hunt is None:
             return text
-        return text + "\n\nbehaviour (one scripted trajectory played in every variant):\n" + self.behaviour.render()
+        return text + "\n\n" + self.hunt.render()
 
 
 def audit_specs(specs: Sequence[SessionSpec], task: Task) -> AuditReport:

@@ -72,7 +72,7 @@ from colabkit.session.structure.gating import Gatekeeper, Request
 
 _DECISIONS = ("approve", "reject")
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
-                 "editor", "requests_for_me", "my_requests", "memory", "updates_for_me", "my_updates"}
+                 "editor", "requests_for_me", "other_requests_for_me", "my_requests", "memory", "updates_for_me", "my_updates"}
 
 
 class Observation(BaseModel):
@@ -100,7 +100,9 @@ class Observation(BaseModel):
     older_cells: int
     activity: tuple[ActivityView, ...]
     older_activity: int
-    requests_for_me: tuple[RequestView, ...]
+    requests_for_me: tuple[RequestView, ...]  # newest first
+    other_requests_for_me: int = 0  # open for it but cut by the profile (the oldest)
+    open_ids: tuple[str, ...] = ()  # every request and memory update open for it: what approve/reject may name
     my_requests: tuple[RequestView, ...]
     older_requests: int
     scratchpad: tuple[Thought, ...]
@@ -132,7 +134,7 @@ class Observation(BaseModel):
         decisions = [a for a in self.valid_actions if a in _DECISIONS]
         # The timeline layout lists the same actions all session; a spent budget is said at the end.
         listed = self.standing_actions if self.timeline else [a for a in self.valid_actions if a not in _DECISIONS]
-        help_lines = action_help(listed, self.participant, self.team)
+        help_lines = action_help(listed, self.participant, self.team, self.open_ids)
         reply = "Reply with JSON: thought, action, content, to (one of the valid actions above)."
         # In the timeline layout the reply format, the same every step, is said here, so the
         # prompt ends on what changes: round and budget.
@@ -145,9 +147,12 @@ class Observation(BaseModel):
         parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
-            parts.append("# Approval requests for you (approve or reject each)\n"
-                         + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me)
-                         + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team)))
+            rest = (f"\n({self.other_requests_for_me} older requests for you not shown; they come next)"
+                    if self.other_requests_for_me else "")
+            parts.append("# Approval requests for you (newest first; approve or reject each)\n"
+                         + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest
+                         + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team,
+                                                                           self.open_ids)))
         # In the timeline layout a decided request is an entry of the timeline; only open ones wait here.
         waiting = [r for r in self.my_requests if not self.timeline or r.status == "pending"]
         if waiting:
@@ -165,8 +170,9 @@ class Observation(BaseModel):
         if self.feedback:
             parts.append(f"# Your last step\n{self.feedback}")
         if self.closing:
-            parts.append(f"# Now (round {self.round}: the session has ended)\nThis is your closing step: approve or "
-                         "reject a request addressed to you; whatever is still open after it expires."
+            parts.append(f"# Now (round {self.round}: the session is ending)\nThis is a closing step, off your "
+                         "budget: approve or reject a request open for you. The session ends once every open "
+                         "request is decided; then the result editor is submitted."
                          + ("" if self.timeline else f"\n{reply}"))
             return "\n\n".join(parts)
         spent = self.timeline and not set(self.valid_actions) - set(_DECISIONS)
@@ -229,8 +235,10 @@ def build_observation(
     events: Sequence[Event],
     scratchpad: Sequence[Thought],
     valid_actions: Sequence[str],
+    standing_actions: Sequence[str] | None = None,
     memory_updates: bool = False,
     updates_for_me: Sequence[str] = (),
+    update_ids: Sequence[str] = (),
     my_updates: Sequence[str] = (),
 ) -> Observation:
     """Assemble `participant`'s view from the workspace, the gates and the event log.
@@ -261,6 +269,8 @@ def build_observation(
         activity, my_requests, thoughts = (recent(lines, profile.activity)[0], recent(proposed, profile.requests)[0],
                                            recent(notes, profile.notes)[0])
 
+    for_me = gatekeeper.addressed_to(participant)[::-1]  # newest first: the profile cuts the oldest
+
     def depends_on(request: Request) -> list[CellView]:
         before = all_cells[: cells_at_request.get(request.request_id, 0)]
         return [cell_view(c, profile) for c in reversed(before[-profile.request_cells:])]
@@ -288,8 +298,9 @@ def build_observation(
         older_cells=older_cells,
         activity=tuple(activity),
         older_activity=len(lines) - len(activity),
-        requests_for_me=tuple(request_view(r, profile, depends_on(r))
-                              for r in gatekeeper.addressed_to(participant)[: profile.requests]),
+        requests_for_me=tuple(request_view(r, profile, depends_on(r)) for r in for_me[: profile.requests]),
+        other_requests_for_me=max(len(for_me) - profile.requests, 0),
+        open_ids=tuple(r.request_id for r in for_me) + tuple(update_ids),
         my_requests=tuple(my_requests),
         older_requests=len(proposed) - len(my_requests),
         scratchpad=tuple(thoughts),
@@ -300,8 +311,8 @@ def build_observation(
         feedback=clip(_feedback(own[-1], {c.index for c in cells}), profile.feedback_chars)
         if own and (own[-1].status == "failed_step" or not profile.timeline) else "",
         valid_actions=tuple(valid_actions),
-        standing_actions=valid_actions_for(participant, team, has_requests=False,
-                                           memory_updates=memory_updates),
+        standing_actions=tuple(standing_actions) if standing_actions is not None else
+        valid_actions_for(participant, team, has_requests=False, memory_updates=memory_updates),
         updates_for_me=tuple(updates_for_me),
         my_updates=tuple(my_updates),
     )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field, create_model
 
 from colabkit.llm import CallRecord, Gateway, ModelConfig, StructuredOutputError
-from colabkit.session.actions import ActionType, StepSchema
+from colabkit.session.actions import MEMORY_UPDATE, StepSchema
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -58,30 +58,41 @@ async def ask(
     return Answer(value, tuple(records))
 
 
-LONE_ACTIONS = ("execute_code", "edit_result", "finish")
-"""The single agent's actions: nobody to message, wait for or decide for (`actions.valid_actions`)."""
+STEP_ACTIONS: tuple[str, ...] = get_args(StepSchema.model_fields["action"].annotation)
+"""The actions of the base `StepSchema` (every action but the Dynamic variants' memory update)."""
+
+
+TO_USES = ((("send_message",), "recipients for send_message"), (("approve", "reject"), "request id for approve/reject"),
+           ((MEMORY_UPDATE,), "memory slot for propose_memory_update"))
+"""What `to` carries, by the actions that use it: its description names only the actions offered."""
 
 
 @cache
-def step_schema(thought_chars: int, content_chars: int, memory_updates: bool = False,
-                lone: bool = False) -> type[StepSchema]:
-    """`StepSchema` with the profile's answer lengths (its own bounds when they are the same).
+def step_schema(thought_chars: int, content_chars: int, actions: tuple[str, ...] = STEP_ACTIONS,
+                targets: tuple[str, ...] | None = None) -> type[StepSchema]:
+    """`StepSchema` with the profile's answer lengths, offering exactly `actions` (its own
+    class when nothing differs).
 
     The bounds go into the JSON schema (hence the decoding grammar and the gateway's
     `max_tokens`), so a model with a large window may write code cells of several thousand
-    characters while the embedded model keeps short, always-finishable answers. With
-    `memory_updates` (the Dynamic variants) the action may also be `propose_memory_update`;
-    every other variant decodes under the schema without it. A `lone` participant (the single
-    agent) gets only `LONE_ACTIONS`, so its schema lists nothing it may not do.
+    characters while the embedded model keeps short, always-finishable answers. `actions`
+    is what the participant may do at this step (`actions.valid_actions`): the action enum
+    lists nothing else, so approve/reject appear only with a request open for it (and
+    `propose_memory_update` only where the memory lives). `targets`, when given, is the enum
+    `to` must take (`actions.step_targets`: the open request ids, with a message's
+    recipients when a message is on offer), so a decision can only name an open request.
     """
     fields = StepSchema.model_fields
-    if (thought_chars, content_chars, memory_updates, lone) == (fields["thought"].metadata[0].max_length,
-                                                                fields["content"].metadata[0].max_length, False, False):
+    if (thought_chars, content_chars, actions, targets) == (fields["thought"].metadata[0].max_length,
+                                                            fields["content"].metadata[0].max_length,
+                                                            STEP_ACTIONS, None):
         return StepSchema
-    extra: dict[str, Any] = {"action": (ActionType, Field(description=fields["action"].description))} \
-        if memory_updates else {}
-    if lone:
-        extra["action"] = (Literal[LONE_ACTIONS], Field(description=fields["action"].description))
+    extra: dict[str, Any] = {"action": (Literal[actions or ("wait",)],
+                                        Field(description=fields["action"].description))}
+    uses = [use for kinds, use in TO_USES if set(kinds) & set(actions)]
+    to_text = ", ".join(uses) if uses else "not used: leave empty"
+    extra["to"] = ((Literal[targets or ("",)], Field(default="", description=to_text)) if targets is not None
+                   else (str, Field(default="", max_length=fields["to"].metadata[0].max_length, description=to_text)))
     sized: type[StepSchema] = create_model(
         "StepSchema",  # one name whatever the bounds and actions: it is in the repair prompt and the schema's title
         __base__=StepSchema,

@@ -2,8 +2,13 @@
 
 A gated action does not take effect when proposed. It becomes a `Request` with a unique id
 ("req-1", "req-2", ... in proposal order), shown to its signatory, who approves (the action
-then takes effect as the proposer's) or rejects it (it never does). The proposer sees the
-decision and its reason. Requests still pending when the session ends are expired.
+then takes effect as the proposer's) or rejects it (it never does). Approved actions take
+effect in proposal order (`due`): one approved while an older request is still open waits
+until every older one is decided, so the team's actions land in the order they were
+proposed whatever order the signatories decide in (with signatories who approve everything,
+a gated variant ends where its ungated twin would). The proposer sees the decision and its
+reason. The engine's closing pass decides what is open before the session ends; a request
+still pending after it (a signatory whose answers kept failing) is expired.
 
 Where the gate table comes from is the variant's `gate_source`: "self" reads the frozen
 memory's table (Scaffolded), "preassigned" the variant's fixed table, "none" gates nothing.
@@ -76,6 +81,7 @@ class Request:
     round: int
     status: RequestStatus = "pending"
     reason: str = ""
+    applied: bool = False  # an approved action that has taken effect (`Gatekeeper.due`)
 
     @property
     def condition(self) -> str:
@@ -131,6 +137,23 @@ class Gatekeeper:
         request.status = decision
         request.reason = reason
         return request
+
+    def older_open(self, request: Request) -> list[Request]:
+        """Requests proposed before `request` and still undecided (its effect waits for them)."""
+        older = list(self.requests)[: list(self.requests).index(request.request_id)]
+        return [self.requests[r] for r in older if self.requests[r].status == "pending"]
+
+    def due(self, *, force: bool = False) -> list[Request]:
+        """Approved requests whose effect is now due, marked applied, in proposal order: each once
+        every older request is decided (`force`: at the end, whatever is still open)."""
+        due = []
+        for request in self.requests.values():
+            if request.status == "pending" and not force:
+                break
+            if request.status == "approved" and not request.applied:
+                request.applied = True
+                due.append(request)
+        return due
 
     def addressed_to(self, participant: str) -> list[Request]:
         return [r for r in self.requests.values() if r.status == "pending" and r.signatory == participant]

@@ -182,10 +182,12 @@ def answer_update(living: LivingMemory | None, pid: str, action: Action, round: 
     return False
 
 
-def expire_updates(living: LivingMemory | None, emit: Emit) -> None:
-    """Log every update still open at the session's end as expired (undecided, never applied)."""
-    for pending in living.expire_pending() if living is not None else ():
+def expire_updates(living: LivingMemory | None, emit: Emit) -> list[PendingUpdate]:
+    """Log every update still open at the session's end as expired (undecided, never applied); return them."""
+    expired = living.expire_pending() if living is not None else []
+    for pending in expired:
         emit(SYSTEM, "request_expired", "info", request_id=pending.update_id, proposer=pending.proposer,
              args={"action": MEMORY_UPDATE, "slot": pending.update.slot, "decision": "undecided"},
              result=f"{pending.update_id} ({pending.update.slot} by {pending.proposer}) undecided: "
                     "still open when the session ended")
+    return expired

@@ -1,0 +1,129 @@
+"""What the hunting audit plays: a scenario (task, seed, budget, profile, cost cap, the team's
+self-chosen gates, its ratification) and one scripted policy per role, drawn by `hypothesis`.
+
+A policy is a script of moves its member plays one per turn, in every variant alike, and a
+decider for the requests shown to it. It ignores the structure's own sections (the gate
+rules, the memory, the requests it is not deciding), so any difference between two variants'
+runs of one scenario comes from the engine, which is what the invariants (`invariants`) test.
+
+Moves (`MOVES`): run a cell (`code:i`, from `CODE`: a print, a listing of the data folder, a
+failing cell, a data-changing rebind), send a message (`msg:i`), edit the result (`edit:i`;
+a policy full of edits floods a gated variant with requests), wait, finish, propose a memory
+update (`update`, valid only where the memory lives) and fail (`fail`: a malformed answer
+and a malformed repair, a failed step). After its script the AI runs cells (it never
+finishes unless its script says so) and a human waits. Deciders approve or reject the
+oldest, the newest or a random request shown to them, or ignore requests (`ignore`: the
+script goes on, its move perhaps invalid).
+
+`hypothesis` is imported only by `scenarios()`: drawing needs it, replaying a scenario not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+CODE = ("x = 1\nprint(x)", "import os\nprint(sorted(os.listdir('data'))[:3])",
+        "raise ValueError('audit: a failed cell')", "x = 1\nx = x + 1\nprint('audit', x)")
+MESSAGES = ("audit: a note", "audit: a long note " + "with words that make it long " * 12)
+EDITS = ("audit: hypothesis A", "audit: hypothesis B, longer than twelve characters " + "and more " * 40)
+MOVES = ("code", "msg", "edit", "wait", "finish", "update", "fail")
+DECIDERS = ("approve-oldest", "approve-newest", "approve-random", "reject-oldest", "reject-newest",
+            "reject-random", "late", "ignore")
+"""How a member decides the requests shown to it: `late` ignores them until only decisions are
+possible (the closing pass, a spent budget), then approves the oldest; `ignore` never decides."""
+GATE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "none": (),
+    "edits": (("edit_result", "R"), ("edit_result", "D")),
+    "edits-and-finish": (("edit_result", "R"), ("edit_result", "D"), ("finish", "R"), ("finish", "D")),
+    "messages": (("send_message", "D"), ("send_message", "R")),
+    "ai-signs": (("execute_code", "ai"), ("send_message", "ai"), ("edit_result", "R"), ("edit_result", "D")),
+}
+"""The tables a Scaffolded team may choose in its build (action, signatory): the first rule
+whose signatory is on the team and is not the proposer decides (`GateTable.for_team`)."""
+PROFILES = {"compact": 8192, "full": 65536}
+"""The context window (tokens) each profile is derived from (`resolve_profile`)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One member's script (`moves`, played one per turn) and how it decides requests."""
+
+    moves: tuple[str, ...] = ()
+    decider: str = "approve-oldest"
+
+    def move(self, k: int, role: str) -> str:
+        """The move of the member's `k`-th scripted turn (0-based)."""
+        if k < len(self.moves):
+            return self.moves[k]
+        return "code:0" if role == "ai" else "wait"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One draw: everything a run of a variant needs but the variant itself."""
+
+    task_id: str
+    team: str = "dr"  # the composition played: "d", "r" or "dr" (with the single agent beside it)
+    seed: int = 0
+    budget: int = 4
+    profile: str = "compact"
+    gates: str = "edits"
+    ratify: tuple[str, ...] = ("accept", "accept")  # D's, R's answer: accept or amend
+    policies: dict[str, Policy] = field(default_factory=dict)
+    cost_cap: int | None = None  # tokens, standing in for the dollar cap
+    real: bool = False  # a real kernel and the task's real data
+
+    def policy(self, role: str) -> Policy:
+        return self.policies.get(role, Policy())
+
+    def ai_finish_step(self) -> int | None:
+        """The AI's scripted turn (1-based) that finishes, if any within its budget."""
+        moves = self.policy("ai").moves[: self.budget]
+        return moves.index("finish") + 1 if "finish" in moves else None
+
+    def approving(self) -> bool:
+        """Whether every member approves every request shown to it (in any order, or at the end)."""
+        return all(self.policy(r).decider.startswith("approve") or self.policy(r).decider == "late"
+                   for r in ("ai", "D", "R"))
+
+    def describe(self) -> str:
+        """The scenario as the audit prints a (shrunk) violating draw."""
+        lines = [f"team {self.team}, task {self.task_id}, seed {self.seed}, AI budget {self.budget}, profile {self.profile}, "
+                 f"self-chosen gates {self.gates!r}, ratification {', '.join(self.ratify)}"
+                 + (f", cost cap {self.cost_cap} tokens" if self.cost_cap else "")
+                 + (", real kernel" if self.real else ", in-memory notebook")]
+        for role in ("ai", "D", "R"):
+            p = self.policy(role)
+            lines.append(f"  {role}: {' '.join(p.moves) or '(script empty)'}; then "
+                         f"{'code:0' if role == 'ai' else 'wait'}; requests: {p.decider}")
+        return "\n".join(lines)
+
+
+def scenarios(task_ids: tuple[str, ...], *, max_budget: int = 30, real: bool = False) -> Any:
+    """A `hypothesis` strategy for scenarios on `task_ids` (budgets 2..`max_budget`, small ones first)."""
+    from hypothesis import strategies as st
+
+    move = st.one_of(st.sampled_from(("wait", "finish", "update", "fail")),
+                     st.builds(lambda kind, i: f"{kind}:{i}", st.sampled_from(("code", "msg", "edit")),
+                               st.integers(0, 1)),
+                     st.builds(lambda i: f"code:{i}", st.integers(2, 3)))
+    ai_move = st.one_of(st.builds(lambda i: f"code:{i}", st.integers(0, 3)),
+                        st.builds(lambda i: f"edit:{i}", st.integers(0, 1)), move)
+
+    def policy(moves: Any) -> Any:
+        return st.builds(Policy, st.lists(moves, max_size=8).map(tuple), st.sampled_from(DECIDERS))
+
+    return st.builds(
+        Scenario,
+        task_id=st.sampled_from(task_ids),
+        team=st.sampled_from(("dr", "d", "r")),
+        seed=st.integers(0, 3),
+        budget=st.one_of(st.integers(2, 6), st.integers(2, max_budget)),
+        profile=st.sampled_from(tuple(PROFILES)),
+        gates=st.sampled_from(tuple(GATE_TABLES)),
+        ratify=st.tuples(st.sampled_from(("accept", "amend")), st.sampled_from(("accept", "amend"))),
+        policies=st.fixed_dictionaries({"ai": policy(ai_move), "D": policy(move), "R": policy(move)}),
+        cost_cap=st.one_of(st.none(), st.none(), st.integers(2_000, 20_000)),
+        real=st.just(real),
+    )
