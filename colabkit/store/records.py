@@ -9,7 +9,10 @@ store's definition of "finished", so it is always written last and atomically.
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
+from pathlib import Path
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -24,7 +27,7 @@ from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
-RECORD_SCHEMA_VERSION: Final = 5
+RECORD_SCHEMA_VERSION: Final = 6
 """Version 2 added schema_version, task_digest, briefings and persona_versions; its `totals`
 carry each side's budget and use, and its `spec` the observation profile. Version 3's
 totals say what was paid apart from the suite's replays and count the provider's cached
@@ -34,7 +37,27 @@ is not a fork continuation), both optional so older records read. Version 4 adds
 the lock the session's process was installed from and any drift from it (None in older records).
 Version 5's totals count the closing pass's decisions, decisions past a spent budget and the
 expired requests by action (0 when read from an older record), and its sessions' settings may
-hold the `ai_budget` termination rule (the new default)."""
+hold the `ai_budget` termination rule (the new default). Version 6 adds `analysis_plan`: the
+hash of the experiment's analysis plan in force when the session ran (None without one, and
+in older records)."""
+
+
+def plan_in_force(out: Path) -> str | None:
+    """The `plan_hash` of the newest analysis plan version in `out` (`analysis_plan.json`,
+    `analysis_plan.v2.json`, ...), read as plain JSON (the plan itself is the analysis layer's);
+    None without one or when it cannot be read."""
+    versions = {}
+    for path in out.glob("analysis_plan*.json"):
+        match = re.fullmatch(r"analysis_plan(?:\.v(\d+))?\.json", path.name)
+        if match:
+            versions[int(match.group(1) or 1)] = path
+    if not versions:
+        return None
+    try:
+        value = json.loads(versions[max(versions)].read_text()).get("plan_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -51,7 +74,7 @@ class SessionRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[2, 3, 4, 5] = RECORD_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6] = RECORD_SCHEMA_VERSION
     session_id: str
     """First 16 hex digits of `spec.identity()`: also the session's folder name."""
     spec_identity: str
@@ -86,6 +109,9 @@ class SessionRecord(BaseModel):
     how the installed packages differed from it, so a result says which environment made it."""
     started: datetime
     finished: datetime
+    analysis_plan: str | None = None
+    """The hash of the newest `analysis_plan*.json` in the experiment's folder when the session
+    ran (`plan_in_force`): which pre-registered plan the session was run under."""
     fork: ForkRecord | None = None
     """A counterfactual fork's parent, fork point, change, seed and replay report; then
     `spec` is the spec in force after the change (seed: the continuation's)."""
