@@ -155,6 +155,9 @@ def study_decisions(table: pd.DataFrame, plan: AnalysisPlan) -> pd.DataFrame:
     grid = score_grid(table, list(plan.metrics))
     rows = [_hypothesis_row(grid, h, plan) for h in plan.hypotheses] + _exploratory_rows(grid, plan, claimed)
     out = pd.DataFrame(rows).reindex(columns=[*DECISION_COLUMNS, "t"])
+    labels = {(t["a"], t["b"], t["metric"]): t["component"] for t in planned_tests(plan).to_dict("records")}
+    out["component"] = [labels.get((a, b, m), c) for a, b, m, c in zip(out["a"], out["b"], out["metric"],
+                                                                       out["component"])]
     weights, g = study_graph(plan.hypotheses, len(out) - len(plan.hypotheses))
     p = out["p_test"].astype("float64").to_numpy()
     out["p_adjusted"] = graph_adjusted(p, weights, g)

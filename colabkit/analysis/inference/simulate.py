@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -88,6 +89,7 @@ def _clipped_mean(location: float, sd: float) -> float:
     return float(integrate.quad(lambda x: scipy_stats.norm.sf(x, location, sd), 0.0, 1.0)[0])
 
 
+@cache
 def latent_location(mean: float, sd: float) -> float:
     """The latent location whose clip to [0, 1] has `mean` (bounded shape)."""
     mean = min(max(mean, 1e-4), 1 - 1e-4)

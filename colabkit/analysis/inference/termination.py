@@ -106,7 +106,7 @@ def _interaction_row(runs: pd.DataFrame, a: str, b: str, metric: str, baseline: 
         return out | {"note": f"no test: {tasks} task(s) under both rules"}
     mean, se = float(change["d"].mean()), clustered_standard_error(change["d"], change["task_id"])
     if not se > 0:  # no spread: the change is known exactly, and no SD scales a margin
-        return out | {"se_task": 0.0, "equivalent": mean == 0, "verdict": "equivalent" if mean == 0 else "differs",
+        return out | {"se_task": 0.0, "margin": 0.0, "equivalent": mean == 0, "verdict": "equivalent" if mean == 0 else "differs",
                       "p_tost": 0.0 if mean == 0 else 1.0, "note": "zero spread between tasks"}
     half = float(scipy_stats.t.ppf(1 - alpha, tasks - 1)) * se
     verdict = equivalence_verdict(change, margin_sd, alpha)
