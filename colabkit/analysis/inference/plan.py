@@ -65,6 +65,10 @@ class AnalysisPlan(BaseModel):
     zero_tolerance: float = Field(default=1e-9, gt=0)
     power_delta: float = Field(default=0.05, gt=0)
     power_target: float = Field(default=0.8, gt=0, lt=1)
+    estimand: str = ("the mean paired difference (A - B, same task and seed) over the experiment's tasks and seeds; "
+                     "for the study, all 38 DiscoveryBench real/test archaeology tasks (the whole domain split: a "
+                     "population, not a sample), tasks treated as exchangeable for inference, at the study's "
+                     "models, personas and budgets")
     tasks_available: int | None = None
     planned_tasks: int = Field(default=38, ge=2)
     planned_seeds: int = Field(default=3, ge=1)
