@@ -32,6 +32,7 @@ from colabkit.analysis.inference.graph import graph_adjusted, graph_reject
 from colabkit.analysis.inference.hypotheses import Hypothesis, study_graph, variant_pairs
 from colabkit.analysis.inference.plan import AnalysisPlan, planned_tests
 from colabkit.analysis.inference.signflip import sign_flip_p
+from colabkit.analysis.scores import check_scores
 
 DECISION_COLUMNS = ("hypothesis", "family", "composition", "metric", "a", "b", "component", "direction", "claim",
                     "n_pairs", "n_tasks", "diff", "se_task", "df", "ci_low", "ci_high", "p_unadjusted", "p_test",
@@ -152,6 +153,7 @@ def study_decisions(table: pd.DataFrame, plan: AnalysisPlan) -> pd.DataFrame:
     """Every planned test with its procedure-adjusted p and decision (module docstring)."""
     claimed = {(a, b, h.metric) for h in plan.hypotheses
                for a, b in variant_pairs(h, plan.variants) if len(variant_pairs(h, plan.variants)) == 1}
+    table = check_scores(table, [m for m in plan.metrics if m in table.columns])  # floats (a bool with NA too)
     grid = score_grid(table, list(plan.metrics))
     rows = [_hypothesis_row(grid, h, plan) for h in plan.hypotheses] + _exploratory_rows(grid, plan, claimed)
     out = pd.DataFrame(rows).reindex(columns=[*DECISION_COLUMNS, "t"])
