@@ -38,3 +38,11 @@ def test_a_verdict_per_claim_never_reads_non_declaration_as_no_effect():
     verdicts = claim_verdicts(hypothesis_table(scores, plan), plan).set_index("hypothesis")
     assert verdicts.loc["H2.pooled", "paper_effect"] == (0.72 + 0.73 + 0.76 - 0.69 - 0.68 - 0.63) / 3
     assert not verdicts["verdict"].str.contains("no effect").any()
+
+
+def test_a_scored_delivery_column_with_missing_values_is_read_as_a_rate():
+    scores = score_table(n_tasks=4, seeds=2)
+    delivered = scores["delivered"].astype("boolean")
+    delivered.iloc[::7] = pd.NA  # a session the evaluator could not decide
+    table = hypothesis_table(scores.assign(delivered=delivered))
+    assert table["p_adjusted"].notna().all()
