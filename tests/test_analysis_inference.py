@@ -132,34 +132,31 @@ def test_the_same_contrast_has_the_same_adjusted_p_in_every_table():
     everything = contrasts(scores, DECOMPOSITION, metrics=metrics, plan=plan, mixed_families=())
     only_memory = contrasts(scores, DECOMPOSITION[1:2], metrics=metrics, plan=plan, mixed_families=())
     key = ["a", "b", "metric"]
-    assert set(main["family"]) == {"primary", "scaffolded-default"} and len(main) == 3 * 2
+    assert set(main["family"]) == {"structure", "exploratory: scaffolded-default"} and len(main) == 3 * 2
+    assert set(main.loc[main["metric"] == "performance", "hypothesis"]) == {"H2.d", "H2.r", "H2.dr"}
     joined = main.merge(everything, on=key, suffixes=("", "_all"))
     assert len(joined) == len(main)
-    assert np.allclose(joined["p_holm"], joined["p_holm_all"], equal_nan=True)
+    assert np.allclose(joined["p_adjusted"], joined["p_adjusted_all"], equal_nan=True)
+    assert (joined["declared"] == joined["declared_all"]).all()
     memory = everything[everything["component"] == "memory alone"].merge(only_memory, on=key, suffixes=("", "_one"))
-    assert len(memory) == 3 * 2 and np.allclose(memory["p_holm"], memory["p_holm_one"], equal_nan=True)
-    # each family is adjusted over its own planned tests: all present here
-    for family, size in (("primary", 3), ("scaffolded-default", 3), ("decomposition", 24)):
-        rows = everything[everything["family"] == family]
-        assert len(rows) == size
-        assert np.allclose(rows["p_holm"], holm(rows["p_unadjusted"].to_numpy())[0], equal_nan=True)
+    assert len(memory) == 3 * 2 and np.allclose(memory["p_adjusted"], memory["p_adjusted_one"], equal_nan=True)
+    # the exploratory tests come after the hypotheses: adjusted, never below their own p
+    exploratory = everything[everything["hypothesis"] == ""]
+    assert len(exploratory) > 0 and (exploratory["p_adjusted"] >= exploratory["p_unadjusted"] - 1e-12).all()
 
 
-def test_a_failed_test_stays_in_its_family():
+def test_a_failed_test_counts_as_p_one_and_is_never_declared():
     scores = score_table(n_tasks=4)
     scores.loc[scores["variant"] == "scaffolded-d", "hms"] = np.nan  # no pairs: the test cannot run
     plan = analysis_plan(metrics=["performance", "hms"])
     table = contrasts(scores, metrics=["performance", "hms"], plan=plan, mixed_families=())
     failed = table[(table["a"] == "scaffolded-d") & (table["metric"] == "hms")].iloc[0]
-    assert math.isnan(failed["p_unadjusted"]) and math.isnan(failed["p_holm"]) and failed["note"]
+    assert math.isnan(failed["p_unadjusted"]) and failed["p_adjusted"] == 1.0 and not failed["declared"]
+    assert failed["note"]
     assert set(table["mixed_flags"]) == {"mixedlm_not_requested"}
-    family = table[table["family"] == "scaffolded-default"]
-    ran = family["p_unadjusted"].notna().to_numpy()
-    assert not ran.all()
-    expected = holm(family["p_unadjusted"].to_numpy())[0]  # the failed test counted as p = 1
-    assert np.allclose(family["p_holm"].to_numpy()[ran], expected[ran])
-    dropped = holm(family["p_unadjusted"].to_numpy()[ran])[0]  # what leaving it out would give
-    assert (family["p_holm"].to_numpy()[ran] >= dropped - 1e-12).all()
+    whole = contrasts(score_table(n_tasks=4), metrics=["performance", "hms"], plan=plan, mixed_families=())
+    joined = table.merge(whole, on=["a", "b", "metric"], suffixes=("", "_whole"))
+    assert (joined["p_adjusted"] >= joined["p_adjusted_whole"] - 1e-12).all()  # a failure makes nothing easier
 
 
 # --- power -------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from colabkit.analysis import (
     contrast_figure,
     contrasts,
     format_study_table,
-    holm,
+    hypothesis_table,
     planned_tests,
     power_table,
     read_plan,
@@ -33,16 +33,17 @@ KEY = ["a", "b", "metric"]
 
 
 def adjusted(table: pd.DataFrame) -> pd.Series:
-    return table.set_index(KEY)["p_holm"]
+    return table.set_index(KEY)["p_adjusted"]
 
 
 def test_the_plan_fixes_families_from_planned_variants_and_metrics():
     plan = analysis_plan(metrics=METRICS)
     tests = planned_tests(plan)
     sizes = tests["family"].value_counts().to_dict()
-    # primary: performance x 3 compositions; the pair's other metric; 4 components x 3 x 2; dynamic 3 x 2
-    assert sizes == {"primary": 3, "scaffolded-default": 3, "decomposition": 24, "living-memory": 6}
-    assert plan.first_step_alpha == pytest.approx(0.05 / 3)
+    # Scaffolded - Default x 3 compositions x 2 metrics; 4 components x 3 x 2; dynamic 3 x 2
+    assert sizes == {"scaffolded-default": 6, "decomposition": 24, "living-memory": 6}
+    assert plan.first_step_alpha == pytest.approx(0.05 * 0.4)  # the largest initial share of alpha
+    assert {"H1.dr", "H2.pooled", "H3.memory", "H4.w_total", "H5.dynamic"} <= {h.name for h in plan.hypotheses}
     paper = analysis_plan([v for v in plan.variants if not v.startswith("dynamic")], metrics=METRICS)
     assert "living-memory" not in set(planned_tests(paper)["family"])
     assert paper.plan_hash != plan.plan_hash and len(plan.plan_hash) == 12
@@ -69,26 +70,23 @@ def test_the_same_contrast_has_the_same_adjusted_p_whatever_variants_are_present
     assert len(part) == len(full) - 2 * 2  # preassigned-d's two pairs x two metrics are not shown
     # the absent tests count as p = 1: no other test's adjusted p moves down
     joined = full.merge(part, on=KEY, suffixes=("", "_part"))
-    assert (joined["p_holm_part"] >= joined["p_holm"] - 1e-12).all()
-    # p = 1 in place of the absent tests, by hand: Holm over the family with them set to 1
-    family = full[full["family"] == "decomposition"].copy()
-    absent = (family["a"] == "preassigned-d") | (family["b"] == "preassigned-d")
-    by_hand = holm(family["p_unadjusted"].where(~absent, 1.0).to_numpy())[0][~absent.to_numpy()]
-    shown = part[part["family"] == "decomposition"]
-    assert np.allclose(shown["p_holm"], by_hand)
+    assert (joined["p_adjusted_part"] >= joined["p_adjusted"] - 1e-12).all()
+    absent = hypothesis_table(missing, plan)
+    assert absent.loc[absent["a"] == "preassigned", "p_test"].isna().all()  # pooled over d: not in the data
 
 
-def test_secondary_families_pass_only_through_the_gate():
+def test_a_hypothesis_never_shows_a_p_below_the_ones_that_pass_it_level():
     scores = score_table()
-    strict = contrasts(scores, DECOMPOSITION[:2], metrics=METRICS, plan=analysis_plan(metrics=METRICS),
-                       mixed_families=())
-    primary = strict[strict["family"] == "primary"]
-    assert not primary["significant_holm"].all()  # the constructed effect is small on 6 tasks
-    secondary = strict[strict["family"] != "primary"]
-    assert not secondary["significant_holm"].any() and secondary["gate"].str.startswith("closed").all()
-    loose = contrasts(scores, DECOMPOSITION[:2], metrics=METRICS, plan=analysis_plan(metrics=METRICS, alpha=0.5, gate="any"),
-                      mixed_families=())
-    assert loose.loc[loose["family"] != "primary", "gate"].str.startswith("open").all()
+    plan = analysis_plan(metrics=METRICS)
+    table = hypothesis_table(scores, plan).set_index("hypothesis")
+    for h in plan.hypotheses:
+        parents = [p.name for p in plan.hypotheses if h.name in p.then]
+        if h.weight == 0 and parents:  # reachable only through its parents
+            assert table.loc[h.name, "p_adjusted"] >= table.loc[parents, "p_adjusted"].min() - 1e-12, h.name
+    shown = contrasts(scores, DECOMPOSITION, metrics=METRICS, plan=plan, mixed_families=())
+    assert not {"p_holm", "significant_holm", "gate"} & set(shown.columns)
+    assert (shown["declared"] == (shown["p_adjusted"] <= plan.alpha)).all()
+    assert shown["decision"].isin(["declared", "not declared", "not reached (no level passed to it)"]).all()
 
 
 def test_sign_flip_p_by_enumeration():
@@ -148,28 +146,72 @@ def test_the_plan_hash_appears_on_every_table_and_figure():
               "termination": termination_contrast(both, metrics=METRICS, plan=plan)}
     for name, table in tables.items():
         assert set(table["plan_hash"]) == {plan.plan_hash}, name
+        assert table["plan_status"].str.startswith("no plan").all(), name  # no file: said so
     assert format_study_table(tables["study"])["plan_hash"].eq(plan.plan_hash).all()
     assert (tables["power"]["alpha"] == plan.first_step_alpha).all()
     figure = contrast_figure(tables["contrasts"])
     assert any(plan.plan_hash in text.get_text() for text in figure.texts)
 
 
-def test_plan_analysis_writes_the_plan_and_reading_it_checks_its_hash(tmp_path, capsys):
+def test_plan_analysis_writes_the_plan_locks_it_once_a_session_exists_and_amends_in_versions(tmp_path, capsys):
     from colabkit.cli import main
 
     config = tmp_path / "exp.yaml"
     config.write_text("name: tiny\ntasks: {data_root: null, ids: [demo_archaeology/0/0]}\n"
                       "variants: [default-dr, scaffolded-dr]\nseeds: [0]\nresults: out\n")
-    assert main(["plan-analysis", str(config), "--metrics", "performance,hms", "--alpha", "0.01"]) == 0
+    assert main(["plan-analysis", str(config), "--metrics", "performance,hms", "--alpha", "0.01",
+                 "--power-reps", "20"]) == 0
     written = list((tmp_path / "out").glob("*/analysis_plan.json"))
     assert len(written) == 1
+    folder = written[0].parent
     document = json.loads(written[0].read_text())
-    plan = read_plan(written[0].parent)
+    plan = read_plan(folder)
     assert plan.variants == ("default-dr", "scaffolded-dr") and plan.alpha == 0.01
-    assert document["family_sizes"] == {"primary": 1, "scaffolded-default": 1}
-    assert document["plan_hash"] == plan.plan_hash and plan.plan_hash in capsys.readouterr().out
-    document["plan"]["alpha"] = 0.05  # edited after the fact
+    assert document["version"] == 1 and document["sessions_at_writing"] == 0 and document["written_at"]
+    assert "before the first session" in plan.status
+    out = capsys.readouterr().out
+    assert document["plan_hash"] == plan.plan_hash and plan.plan_hash in out and "P(declared)" in out
+    # before any session the plan may still change; once one exists it is locked
+    assert main(["plan-analysis", str(config), "--power-reps", "0"]) == 0
+    (folder / "0123456789abcdef").mkdir()
+    (folder / "0123456789abcdef" / "session.json").write_text("{}")
+    before = written[0].read_text()
+    assert main(["plan-analysis", str(config), "--alpha", "0.05", "--power-reps", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "locked" in err and "1 session" in err and len(err.splitlines()) == 1
+    assert written[0].read_text() == before  # untouched
+    assert main(["plan-analysis", str(config), "--alpha", "0.02", "--power-reps", "0",
+                 "--amend", "alpha tightened after the pilot"]) == 0
+    amended = read_plan(folder)
+    assert (folder / "analysis_plan.v2.json").is_file() and written[0].is_file()  # both kept
+    assert amended.alpha == 0.02 and "plan v2" in amended.status and "after 1 session" in amended.status
+    assert "alpha tightened" in amended.status
+    document = json.loads(written[0].read_text())
+    document["plan"]["alpha"] = 0.5  # edited after the fact
     written[0].write_text(json.dumps(document))
     with pytest.raises(ColabkitError, match="edited after it was written"):
         read_plan(written[0])
     assert main(["plan-analysis", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_hypotheses_written_by_a_researcher_in_yaml(tmp_path):
+    from colabkit.cli import main
+
+    config = tmp_path / "exp.yaml"
+    config.write_text("name: own\ntasks: {data_root: null, ids: [demo_archaeology/0/0]}\n"
+                      "variants: [default-dr, scaffolded-dr, memory-dr]\nseeds: [0, 1]\nresults: out\n")
+    own = tmp_path / "hypotheses.yaml"
+    own.write_text("- {name: A, a: scaffolded-dr, b: default-dr, metric: performance, direction: greater,"
+                   " family: mine, weight: 0.5, then: {B: 1}}\n"
+                   "- {name: B, a: memory-dr, b: default-dr, metric: hms, direction: two-sided, family: mine,"
+                   " weight: 0.5}\n")
+    assert main(["plan-analysis", str(config), "--hypotheses", str(own), "--power-reps", "0"]) == 0
+    plan = read_plan(next((tmp_path / "out").glob("*/analysis_plan.json")).parent)
+    assert [h.name for h in plan.hypotheses] == ["A", "B"] and plan.hypotheses[0].then == {"B": 1.0}
+    assert plan.planned_seeds == 2
+    own.write_text("- {name: A, a: scaffolded-dr, b: default-dr, weight: 0.8}\n"
+                   "- {name: B, a: memory-dr, b: default-dr, weight: 0.8}\n")
+    with pytest.raises(ColabkitError, match="initial weights sum"):
+        analysis_plan(("default-dr", "scaffolded-dr", "memory-dr"),
+                      hypotheses=[{"name": "A", "a": "scaffolded-dr", "b": "default-dr", "weight": 0.8},
+                                  {"name": "B", "a": "memory-dr", "b": "default-dr", "weight": 0.8}])

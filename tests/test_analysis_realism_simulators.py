@@ -41,7 +41,8 @@ def test_the_simulator_effect_finds_the_shift_and_only_there():
 def test_the_study_contrasts_are_computed_under_each_simulator():
     table = contrasts_by_simulator(sweep(), metrics=["performance"], mixed_families=())  # the t test decides
     assert set(table["simulator"]) == {"m1", "m2"}
-    assert set(table["composition"]) == {"d", "r", "dr"} and set(table["family"]) == {"primary"}  # Performance, Scaffolded - Default: the primary endpoint
+    assert set(table["composition"]) == {"d", "r", "dr"} and set(table["family"]) == {"structure"}  # H2 per composition
+    assert table["plan_status"].str.startswith("no plan").all()  # no experiment plan given: said so
     by_sim = table.set_index(["simulator", "composition"])["n_tasks"]
     assert (by_sim == 8).all()  # each simulator's sessions pair with their own, never across simulators
     one = by_simulator(sweep())

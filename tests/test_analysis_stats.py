@@ -123,7 +123,7 @@ def test_figures_of_a_small_grid(variants):
     assert [ax.get_title() for ax in fig.axes] == ["H_init,norm", "S_hyp", "Performance", "HMS"]
     assert figure_bytes(ablation_figure(scores, WORK_METRICS), "svg").startswith(b"<?xml")
     texts = [t.get_text() for t in fig.texts]
-    assert any(t.startswith("Bars: 95% CI of each structure's paired difference") for t in texts)  # said so
+    assert any(t.startswith("Bars: CI of each structure's paired difference") for t in texts)  # said so
     assert any("JUDGE NOT RELIABLE" in t for t in texts)  # the constructed judge is plumbing-grade
     assert any(a.get_text() == "no interval" for ax in fig.axes for a in ax.texts)  # one task: no interval
     table = contrasts(scores, metrics=["performance"])
@@ -180,7 +180,6 @@ def test_the_contrast_figure_has_one_x_label_and_no_point_on_a_panel_edge():
 
     scores = score_table(n_tasks=3, seeds=1)
     table = contrasts(scores, metrics=["performance", "hms", "s_hyp", "w_total"])
-    table = table[table["family"] == "scaffolded-default"]
     fig = contrast_figure(table)
     assert fig.get_supxlabel() == "paired difference (CI, task-clustered)"
     assert all(ax.get_xlabel() == "" for ax in fig.axes)  # not once per panel, running into each other
@@ -188,17 +187,22 @@ def test_the_contrast_figure_has_one_x_label_and_no_point_on_a_panel_edge():
         rows = table[table["metric"] == metric]
         low, high = ax.get_xlim()
         span = high - low
-        ends = pd.concat([rows["ci_low"], rows["ci_high"], rows["diff"]]).dropna()
+        ends = pd.concat([rows["sim_ci_low"], rows["sim_ci_high"], rows["diff"]]).dropna()  # what is drawn
         assert low < ends.min() - 0.05 * span and ends.max() + 0.05 * span < high  # padded
     assert "JUDGE NOT RELIABLE" in " ".join(t.get_text() for t in fig.texts)
-    work_only = contrast_figure(contrasts(scores, metrics=["w_total"]).query("family == 'scaffolded-default'"))
+    work_only = contrast_figure(contrasts(scores, metrics=["w_total"]))
     assert "JUDGE NOT RELIABLE" not in " ".join(t.get_text() for t in work_only.texts)
 
 
 def test_ablation_bars_are_paired_difference_intervals():
-    """A structure's bar is the 95% CI half-width of its paired difference from Default of the
-    same team (task_contrast), not the SE of its level (which carries task difficulty)."""
+    """A structure's bar is the CI half-width of its paired difference from Default of the
+    same team (task_contrast) at the level the plan's procedure tested it at (none when it
+    was never reached), not the SE of its level (which carries task difficulty)."""
+    from scipy import stats as scipy_stats
+
     from colabkit.analysis import ablation_figure, task_contrast
+    from colabkit.analysis.inference.contrasts import DEFAULT_PLAN
+    from colabkit.analysis.inference.decide import study_decisions
 
     scores = score_table(n_tasks=6, seeds=3)
     fig = ablation_figure(scores, ["performance"])
@@ -206,16 +210,18 @@ def test_ablation_bars_are_paired_difference_intervals():
     d_bars = ax.containers[1]  # after single ("none"), team "d": default, scaffolded, memory, preassigned
     segments = d_bars.lines[2][0].get_segments()
     halves = [(seg[1][1] - seg[0][1]) / 2 for seg in segments]
+    decisions = study_decisions(scores, DEFAULT_PLAN).set_index(["a", "b", "metric"])["local_alpha"]
     expected = []
     for structure in ("default", "scaffolded", "memory", "preassigned"):
-        if structure == "default":
+        level = decisions.get((f"{structure}-d", "default-d", "performance"), 0.0)
+        if structure == "default" or not level > 0:
             expected.append(0.0)
             continue
         row = task_contrast(scores, f"{structure}-d", "default-d", "performance")
-        expected.append((row["ci_high"] - row["ci_low"]) / 2)
+        expected.append(float(scipy_stats.t.ppf(1 - level / 2, row["n_tasks"] - 1)) * row["se_task"])
     assert halves == pytest.approx(expected)
     level_se = study_table(scores, ["performance"]).query("variant == 'scaffolded-d'")["se_task"].item()
-    assert halves[1] != pytest.approx(1.96 * level_se, rel=0.05)
+    assert all(h != pytest.approx(1.96 * level_se, rel=0.05) for h in halves)
 
 
 def test_the_study_table_shows_each_variants_ai_steps_endings_and_expired_requests():

@@ -62,12 +62,18 @@ def both_rules_shifting(shift: float) -> pd.DataFrame:
 
 
 def test_the_interaction_is_the_change_of_the_contrast_between_rules_tested_for_equivalence():
-    plan = analysis_plan(metrics=["performance"])
+    plan = analysis_plan(metrics=["performance"], equivalence_margin_sd=1.5)  # 8 tasks: a wide margin
     same = termination_interaction(both_rules_shifting(0.0), DECOMPOSITION[:1], plan=plan)
-    assert len(same) == 3 and same["equivalent"].all() and (same["margin"] == 0.05).all()
-    assert ((same["ci90_low"] > -0.05) & (same["ci90_high"] < 0.05)).all()
+    assert len(same) == 3 and same["equivalent"].all() and (same["verdict"] == "equivalent").all()
+    assert (same["margin_sd"] == 1.5).all() and (same["tost_power"] > 0.8).all()
+    assert ((same["ci90_low"] > -same["margin"]) & (same["ci90_high"] < same["margin"])).all()
+    # the default margin (0.5 SD) cannot be met on 8 tasks: inconclusive, never "no difference"
+    small = termination_interaction(both_rules_shifting(0.0), DECOMPOSITION[:1],
+                                    plan=analysis_plan(metrics=["performance"]))
+    assert not small["equivalent"].any() and small["verdict"].str.startswith("inconclusive").all()
     moved = termination_interaction(both_rules_shifting(0.1), DECOMPOSITION[:1], plan=plan)
     assert not moved["equivalent"].any() and moved["interaction"].between(0.08, 0.12).all()
+    assert (moved["verdict"] == "not shown equivalent").all()
     row = moved.iloc[0]  # by hand: the diff of the contrast under each rule
     assert row["interaction"] == pytest.approx(row["diff_rule"] - row["diff_baseline"])
     assert (row["baseline"], row["rule"]) == ("either_side", "all_sides")

@@ -1,4 +1,4 @@
-"""The judge's agreement with itself, pooled per question over sessions with a session bootstrap."""
+"""The judge's agreement with itself, pooled per question over sessions with a task (cluster) bootstrap."""
 
 from __future__ import annotations
 
@@ -48,3 +48,17 @@ def test_the_interval_resamples_sessions_not_items():
 def test_one_repeat_or_no_labels_give_no_rows():
     assert pooled_agreement(judgements({"a": [["x"], ["y"]]})).empty
     assert list(pooled_agreement(pd.DataFrame()).columns)[:3] == ["question", "sessions", "items"]
+
+
+def test_the_interval_resamples_tasks_when_sessions_share_one():
+    # Twenty sessions on two tasks: task t1's sessions always agree, t2's never do. Resampling
+    # the two tasks moves kappa a lot; resampling the twenty sessions, as if independent, would
+    # not (a narrow interval: the session bootstrap's understatement).
+    agree, disagree = [["x", "x"], ["y", "y"]], [["x", "y"], ["y", "x"]]
+    table = judgements({f"s{k}": agree if k < 10 else disagree for k in range(20)})
+    table["task_id"] = np.where(table["session_id"].str[1:].astype(int) < 10, "t1", "t2")
+    by_task = pooled_agreement(table, n_boot=400).iloc[0]
+    by_session = pooled_agreement(table.drop(columns="task_id"), n_boot=400).iloc[0]
+    assert by_task["tasks"] == 2 and by_task["sessions"] == 20 and by_session["tasks"] == 20
+    assert (by_task["kappa_ci_high"] - by_task["kappa_ci_low"]) > 2 * (by_session["kappa_ci_high"]
+                                                                       - by_session["kappa_ci_low"])

@@ -44,7 +44,7 @@ PARAMETERS = {
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
     "realism": ["experiment", "results", "people", "cogym", "out"],
 }
-TABLES = ("study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
+TABLES = ("replication", "claims", "hypotheses", "plan", "power_of_procedure", "study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
           "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 
@@ -116,20 +116,29 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert formatted["Performance"].str.endswith("(n=18, 6 tasks)").all()  # each cell's own n, and its tasks
     assert {"judge_grade", "judge_reliable"} <= set(study.columns) & set(formatted.columns)
     contrasts = pd.read_csv(out / "contrasts.csv")
-    columns = [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable", "plan_hash"]
+    columns = [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable", "plan_hash", "plan_status"]
     assert list(contrasts.columns) == columns and len(contrasts) == 3 * 7
     assert set(contrasts["a"]) == {"scaffolded-d", "scaffolded-r", "scaffolded-dr"}
-    assert contrasts.groupby("family").size().to_dict() == {"primary": 3, "scaffolded-default": 3 * 6}
+    assert contrasts.groupby("family").size().to_dict() == {"structure": 3, "redistribution": 2,
+                                                           "exploratory: scaffolded-default": 3 * 6 - 2}
     assert contrasts["p_signflip"].notna().all() and contrasts["plan_hash"].nunique() == 1
-    decomposition = pd.read_csv(out / "decomposition.csv")  # one table, one Holm family
-    assert len(decomposition) == 3 * (len(DECOMPOSITION) - 1) * 7 and set(decomposition["family"]) == {"decomposition"}
+    decomposition = pd.read_csv(out / "decomposition.csv")  # the synergy claims (H3) and the exploratory rest
+    assert len(decomposition) == 3 * (len(DECOMPOSITION) - 1) * 7
+    assert set(decomposition["family"]) == {"decomposition", "exploratory: decomposition"}
+    replication = pd.read_csv(out / "replication.csv")  # the paper's numbers beside this run's
+    assert {"published", "estimate", "ci_low", "ci_high"} <= set(replication.columns)
+    assert (replication.query("variant == 'scaffolded-dr' and metric == 'performance'")["published"] == 0.76).all()
+    claims = pd.read_csv(out / "claims.csv")
+    assert {"H1.dr", "H2.pooled", "H3.memory"} <= set(claims["hypothesis"]) and claims["verdict"].notna().all()
     power = pd.read_csv(out / "power.csv")
     assert power["metric"].tolist() == ["performance", "h_init_norm", "s_hyp", "hms"] * 3
     assert (power["tasks_needed"] >= 2).all() and power["answer"].str.contains("tasks x").all()
     html = [o.get("data", {}).get("text/html", "") for c in code_cells(nb) for o in c.outputs]
     assert any("JUDGE NOT RELIABLE" in h for h in html)  # the constructed judge: plumbing-grade, failed
     texts = [o.get("text", "") for c in code_cells(nb) for o in c.outputs if o.get("output_type") == "stream"]
-    assert any("NO analysis_plan.json" in t for t in texts)  # no plan written before the data: said so
+    assert any(t.startswith("no plan") for t in texts)  # no plan written before the data: said so
+    tables = [h for h in html if "<table" in h]
+    assert "initial alpha" in tables[0] and "published" in tables[1]  # opens with the plan and the replication
     first = next(h for h in html if "p_signflip" in h)  # the first contrast shown is the primary result
     assert first.count("<tr") == 1 + 3 and "performance" in first and "hms" not in first
     shown = next(h for h in html if "self-chosen vs assigned gates" in h)  # every decomposition row rendered
@@ -154,7 +163,7 @@ def test_ablations_contrasts_dynamic_with_scaffolded_when_the_experiment_has_bot
     out = tmp_path / "analysis"
     execute("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(path), out=str(out))
     living = pd.read_csv(out / "living_memory.csv")
-    assert len(living) == 3 * 7 and set(living["family"]) == {"living-memory"}
+    assert len(living) == 3 * 7 and set(living["family"]) == {"exploratory: living-memory"}
     assert set(zip(living["a"], living["b"], strict=True)) == {(f"dynamic-{c}", f"scaffolded-{c}") for c in ("d", "r", "dr")}
     assert (living.loc[living["metric"] == "performance", "diff"] > 0).all()
     assert len(pd.read_csv(out / "contrasts.csv")) == 3 * 7  # the study's family is unchanged

@@ -66,6 +66,7 @@ def test_a_session_is_stored_complete_with_its_record_written_last(tmp_path):
     assert record.n_events == len(events)
     assert record.totals.llm_calls == len(model.calls) == sum(len(e.llm_calls) for e in events)
     assert record.memory is None and record.memory_digest is None
+    assert record.analysis_plan is None  # no analysis plan in the folder
     assert record.package_version == colabkit.__version__
     lock = hashlib.sha256((Path(colabkit.__file__).parents[1] / "requirements.lock").read_bytes()).hexdigest()
     assert record.environment is not None and record.environment.lock == lock[:16]  # which environment made it
@@ -74,6 +75,15 @@ def test_a_session_is_stored_complete_with_its_record_written_last(tmp_path):
 
     snapshot = json.loads((folder / "snapshot.json").read_text())
     assert any("print(6 * 7)" in cell["code"] and "42" in cell["output"] for cell in snapshot["cells"])
+
+
+def test_a_session_records_the_analysis_plan_in_force_when_it_ran(tmp_path):
+    use_scripted({"ai": ai_script()}, default=WAIT)
+    (tmp_path / "analysis_plan.json").write_text(json.dumps({"plan_hash": "aaaaaaaaaaaa"}))
+    (tmp_path / "analysis_plan.v2.json").write_text(json.dumps({"plan_hash": "bbbbbbbbbbbb"}))
+    folder = record_session(spec_for(seed=5), TASK, out=tmp_path)
+    record = SessionRecord.model_validate_json((folder / "session.json").read_bytes())
+    assert record.analysis_plan == "bbbbbbbbbbbb"  # the newest version: the amendment in force
 
 
 def test_no_session_json_when_the_snapshot_cannot_be_written(tmp_path, monkeypatch):

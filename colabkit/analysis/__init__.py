@@ -3,13 +3,17 @@
 pandas in, tables and matplotlib figures out, and no file writes: notebooks and the batch
 save what this layer returns (`artefacts` renders it to bytes for an atomic write).
 
-- `analysis_plan` / `read_plan`: the analysis plan fixed before the data (families,
-  primary endpoint, alpha, gate, tests, power); every table carries its `plan_hash`.
+- `analysis_plan` / `read_plan` / `plan_for`: the analysis plan fixed before the data (the
+  paper's claims as hypotheses, one graph spending alpha over them, tests, power); every
+  table carries its `plan_hash` and `plan_status` (version, written before the data, or "no plan").
+- `hypothesis_table`: each claim with its procedure-adjusted p and decision;
+  `replication_table` / `claim_verdicts`: the seed paper's published numbers beside this
+  run's, and a verdict per claim.
 - `study_table` / `format_study_table`: per variant, mean ± task-clustered SE (n sessions,
   n tasks) of H_init,norm, S_hyp, Performance, HMS, W_total, W_human, delivery,
   each cell with its own n, and the judge's grade and reliability.
 - `contrasts`: per composition, the paired difference with a task-clustered test (t on
-  tasks - 1 df, Holm-adjusted within its family, `FAMILIES`) and a mixed model with a random
+  tasks - 1 df, decided by the plan's one graphical procedure) and a mixed model with a random
   treatment slope by task fitted with several optimisers; Scaffolded - Default by default, the
   diagnostic `DECOMPOSITION` on request. `power_table`: tasks x seeds needed to detect a 0.05
   difference, from the between-task and within-task variance of the difference.
@@ -37,20 +41,16 @@ from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, 
 from colabkit.analysis.inference.contrasts import (
     SHOWN_COLUMNS,
     contrasts,
+    hypothesis_table,
     mixed_model_contrast,
     paired_differences,
     task_contrast,
 )
 from colabkit.analysis.inference.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
+from colabkit.analysis.inference.hypotheses import PAPER_HYPOTHESES, Hypothesis
 from colabkit.analysis.inference.missing import missing_score_bounds
-from colabkit.analysis.inference.plan import (
-    AnalysisPlan,
-    analysis_plan,
-    plan_for,
-    plan_summary,
-    planned_tests,
-    read_plan,
-)
+from colabkit.analysis.inference.plan import AnalysisPlan, analysis_plan, plan_summary, planned_tests
+from colabkit.analysis.inference.plan_file import plan_for, read_plan
 from colabkit.analysis.inference.power import power_of, power_table, seeds_needed, tasks_needed, variance_components
 from colabkit.analysis.inference.signflip import sign_flip_p
 from colabkit.analysis.inference.stats import clustered_standard_error, format_study_table, study_table
@@ -62,6 +62,7 @@ from colabkit.analysis.inference.termination import (
 )
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
+from colabkit.analysis.replication import claim_verdicts, replication_table
 from colabkit.analysis.scores import (
     RATE_METRICS,
     STUDY_METRICS,
@@ -76,12 +77,14 @@ __all__ = [
     "DYNAMIC_CONTRASTS",
     "FAMILIES",
     "MEMORY_DYNAMICS_COLUMNS",
+    "PAPER_HYPOTHESES",
     "QUALITY_METRICS",
     "RATE_METRICS",
     "SHOWN_COLUMNS",
     "STUDY_METRICS",
     "WORK_METRICS",
     "AnalysisPlan",
+    "Hypothesis",
     "ablation_figure",
     "analysis_plan",
     "artefacts",
@@ -89,6 +92,7 @@ __all__ = [
     "by_termination",
     "check_gates",
     "check_scores",
+    "claim_verdicts",
     "clustered_standard_error",
     "contrast_figure",
     "contrasts",
@@ -98,6 +102,7 @@ __all__ = [
     "gate_figure",
     "gate_summary",
     "holm",
+    "hypothesis_table",
     "judge_status",
     "judge_warning",
     "load_score_table",
@@ -113,6 +118,7 @@ __all__ = [
     "power_table",
     "read_plan",
     "read_score_table",
+    "replication_table",
     "rubber_stamp_rate",
     "scores_warning",
     "seeds_needed",

@@ -29,6 +29,7 @@ from scipy import stats as scipy_stats
 
 from colabkit.analysis.gates import check_gates, gate_summary
 from colabkit.analysis.inference.contrasts import paired_differences
+from colabkit.analysis.inference.decide import study_decisions
 from colabkit.analysis.inference.plan import AnalysisPlan
 from colabkit.analysis.inference.stats import clustered_standard_error, study_table
 from colabkit.analysis.judging import judge_status, judge_warning, scores_warning
@@ -70,18 +71,29 @@ def _no_interval(ax: Axes, x: float, y: float) -> None:
     ax.annotate("no interval", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color="grey")
 
 
-def _paired_half_widths(table: pd.DataFrame, cells: pd.DataFrame, metric: str) -> list[float]:
-    """Per cell: the 95% half-width of its paired difference from Default of its composition
-    (task-clustered SE, t on tasks - 1 df); NaN for Default, Single and cells without two tasks."""
+def _decision_levels(table: pd.DataFrame, plan: AnalysisPlan | None) -> dict[tuple[str, str, str], float]:
+    """(A, B, metric) -> the local level the plan's procedure tested A - B at (0: not reached)."""
+    decisions = study_decisions(table, plan or AnalysisPlan())
+    return {(str(a), str(b), str(m)): float(level)
+            for a, b, m, level in zip(decisions["a"], decisions["b"], decisions["metric"], decisions["local_alpha"])}
+
+
+def _paired_half_widths(table: pd.DataFrame, cells: pd.DataFrame, metric: str,
+                        levels: dict[tuple[str, str, str], float]) -> list[float]:
+    """Per cell: the half-width of its paired difference from Default of its composition
+    (task-clustered SE, t on tasks - 1 df) at the level the plan's procedure tested it at
+    (`levels`), so a bar missing Default's point is a declared difference; NaN for Default,
+    Single, a test the procedure never reached and cells without two tasks."""
     widths = []
     for cell in cells.itertuples():
-        if cell.structure in ("default", "single"):
+        level = levels.get((str(cell.variant), f"default-{cell.composition}", metric), 0.0)
+        if cell.structure in ("default", "single") or not level > 0:
             widths.append(float("nan"))
             continue
         d = paired_differences(table, str(cell.variant), f"default-{cell.composition}", metric)
         tasks = d["task_id"].nunique()
         se = clustered_standard_error(d["d"], d["task_id"]) if tasks >= 2 else float("nan")
-        widths.append(float(scipy_stats.t.ppf(0.975, tasks - 1)) * se if tasks >= 2 else float("nan"))
+        widths.append(float(scipy_stats.t.ppf(1 - level / 2, tasks - 1)) * se if tasks >= 2 else float("nan"))
     return widths
 
 
@@ -89,11 +101,13 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
                     plan: AnalysisPlan | None = None) -> Figure:
     """Mean per coordination structure, a line per team composition, a panel per metric; a
     structure's bar is the 95% interval of its paired difference from Default of the same
-    composition (task-clustered), drawn around its mean: a bar that misses Default's point is a
-    difference the unadjusted paired test finds. The caption names the analysis plan."""
+    composition (task-clustered) at the level the plan's procedure tested it at, drawn around
+    its mean: a bar that misses Default's point is a declared difference. The caption names
+    the analysis plan."""
     metrics = list(metrics)
     table = check_scores(scores, metrics)
     means = study_table(table, metrics, plan=plan)
+    levels = _decision_levels(table, plan)
     structures = [s for s in STRUCTURES if s in set(table["structure"])]
     compositions = [c for c in COMPOSITIONS if c in set(table["composition"])]
     palette = dict(zip(compositions, sns.color_palette(n_colors=len(compositions))))
@@ -110,7 +124,7 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
         for offset, composition in zip(offsets, compositions):
             cells = rows[(rows["composition"] == composition) & rows["mean"].notna()]
             x = [structures.index(s) + offset for s in cells["structure"]]
-            widths = _paired_half_widths(table, cells, metric)
+            widths = _paired_half_widths(table, cells, metric, levels)
             ax.errorbar(x, cells["mean"], yerr=np.nan_to_num(widths), fmt="o", capsize=3,
                         color=palette[composition], label=composition)
             for xi, cell, width in zip(x, cells.itertuples(), widths):
@@ -118,21 +132,22 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
                     _no_interval(ax, xi, cell.mean)
         ax.set_xticks(range(len(structures)), structures, rotation=30)
         ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.set_ylabel("mean; bar: 95% CI of the difference from Default")
+        ax.set_ylabel("mean; bar: CI of the difference from Default")
         ax.set_xlim(-0.5, len(structures) - 0.5)  # every structure's place, with or without a point
         ax.margins(y=0.15)
     axes[-1].legend(title="team", loc="upper left", bbox_to_anchor=(1.02, 1))
-    return caption(fig, "Bars: 95% CI of each structure's paired difference from Default of the same team "
-                        "(task-clustered SE, t on tasks - 1 df, unadjusted), drawn around its mean; Default and "
-                        "Single are the reference (no bar); 'no interval': fewer than two tasks with pairs. "
+    return caption(fig, "Bars: CI of each structure's paired difference from Default of the same team "
+                        "(task-clustered SE, t on tasks - 1 df) at the level the plan's procedure tested it at, "
+                        "drawn around its mean; Default and Single are the reference (no bar); 'no interval': "
+                        "fewer than two tasks with pairs, or a test the procedure never reached. "
                         f"Analysis plan {means['plan_hash'].iloc[0]}.",
                    scores_warning(table) if judged_metrics(metrics) else None)
 
 
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
     """Forest plot of A - B per composition (mean paired difference and its interval from the
-    task-clustered SE on G - 1 df: simultaneous over its Holm family when the table has them,
-    else 95% unadjusted, said so), a panel per metric; the caption names the analysis plan."""
+    task-clustered SE on G - 1 df: at the level the plan's procedure gave each test when the
+    table has them, else 95% unadjusted, said so), a panel per metric; the caption names the analysis plan."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
     warning = judge_warning(*judge_status(contrast_table)) if judged_metrics(metrics) else None
     if not metrics:  # the grid has no pair of variants to contrast
@@ -143,7 +158,8 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
                  layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
     low, high = ("sim_ci_low", "sim_ci_high") if "sim_ci_low" in contrast_table.columns else ("ci_low", "ci_high")
-    kind = "simultaneous over each Holm family (Bonferroni)" if low == "sim_ci_low" else "95%, unadjusted"
+    kind = ("at the level the plan's procedure tested each at (excludes 0 exactly when a two-sided test is "
+            "declared)" if low == "sim_ci_low" else "95%, unadjusted")
     for ax, metric in zip(axes, metrics):  # every metric has the same rows, in the same order
         rows = contrast_table[contrast_table["metric"] == metric].reset_index(drop=True)
         ax.errorbar(rows["diff"], range(len(rows)), fmt="o", color="black", capsize=3,

@@ -1,18 +1,28 @@
 """`colabkit plan-analysis CONFIG`: write the experiment's analysis plan before any data exists.
 
-The plan (`colabkit.analysis.inference.plan`) fixes the primary endpoint, the Holm families
-(from the config's planned variants and a fixed metric list), alpha, the gate, the tests and
-the power calculation, and is hashed; it goes to `<results>/<name>-<hash8>/analysis_plan.json`
-(or `--out`), written atomically, and its hash is printed. The notebooks read it back
-(`colabkit.analysis.read_plan`), and every table and figure names the hash.
+The plan (`colabkit.analysis.inference.plan`) names the study's claims as hypotheses (the
+paper's by default, or `--hypotheses FILE`: a YAML or JSON list of {name, a, b, metric,
+direction, family, weight, then, margin_sd}), the graph that spends one alpha over them, the
+tests, and the planned tasks x seeds (the config's). It goes to
+`<results>/<name>-<hash8>/analysis_plan.json` (or `--out`), written atomically with its time
+stamp and the number of sessions stored then, and its hash is printed with the power of the
+whole procedure at the planned size (simulated, `--power-reps`; 0 skips it).
+
+Once any session exists in the experiment's folder the plan is locked: writing it again fails
+with one line; `--amend REASON` writes the next version (`analysis_plan.v2.json`, ...), every
+version kept (`colabkit.analysis.inference.plan_file`).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from colabkit.errors import ColabkitError
+
+if TYPE_CHECKING:
+    from colabkit.analysis.inference.plan import AnalysisPlan
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -20,10 +30,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__.split("\n")[0])
     parser.add_argument("config", type=Path, metavar="CONFIG", help="experiment YAML")
     parser.add_argument("--metrics", metavar="A,B", help="the fixed metric list (default: the study's seven)")
-    parser.add_argument("--alpha", metavar="A", help="familywise level of each family (default 0.05)")
-    parser.add_argument("--gate", choices=("all", "any"), default="all",
-                        help="secondary families are tested when all (default) or any primary tests reject")
-    parser.add_argument("--power-delta", metavar="D", help="difference the power calculation detects (default 0.05)")
+    parser.add_argument("--alpha", metavar="A", help="study-wise familywise error rate (default 0.05)")
+    parser.add_argument("--hypotheses", type=Path, metavar="FILE",
+                        help="YAML or JSON list of hypotheses (default: the paper's claims)")
+    parser.add_argument("--amend", metavar="REASON", help="write the next version of a locked plan, with its reason")
+    parser.add_argument("--power-delta", metavar="D", help="difference the per-test power table detects (default 0.05)")
+    parser.add_argument("--power-reps", metavar="N", default="200",
+                        help="simulated grids for the procedure's power at the planned size (default 200; 0 skips)")
     parser.add_argument("--tasks-available", metavar="N", help="tasks that exist (default: the config's selection)")
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench root (replaces the config's tasks.data_root)")
@@ -40,29 +53,64 @@ def _number(text: str | None, flag: str, kind: type[float] | type[int]) -> float
         raise ColabkitError(f"{flag} must be a number, got {text!r}") from None
 
 
+def _hypotheses(path: Path) -> list[object]:
+    """The hypotheses a researcher wrote: a YAML or JSON list (or {hypotheses: [...]})."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())  # JSON is YAML
+    except (OSError, yaml.YAMLError) as exc:
+        raise ColabkitError(f"cannot read hypotheses {path}: {' '.join(str(exc).split())}") from None
+    data = data.get("hypotheses") if isinstance(data, dict) else data
+    if not isinstance(data, list) or not data:
+        raise ColabkitError(f"hypotheses {path}: expected a non-empty list of hypotheses")
+    return data
+
+
 def _plan_analysis(args: argparse.Namespace) -> int:
-    from colabkit.analysis.inference.plan import PLAN_FILE, analysis_plan, plan_document
+    from colabkit.analysis.inference.plan import analysis_plan
+    from colabkit.analysis.inference.plan_file import write_plan
     from colabkit.runner import load_experiment
-    from colabkit.store.atomic import atomic_write_text
 
     if not args.config.is_file():
         raise ColabkitError(f"experiment config not found: {args.config}")
     exp = load_experiment(args.config, data_root=args.data_root)
     tasks = _number(args.tasks_available, "--tasks-available", int)
-    if tasks is None:
-        try:
-            tasks = len(exp.load_suite().tasks)
-        except ColabkitError:
-            tasks = None  # the data is not here: the plan says so (no flag for more tasks than exist)
-    fields: dict[str, object] = {"experiment": exp.name, "gate": args.gate, "tasks_available": tasks}
+    selected: int | None
+    try:
+        selected = len(exp.load_suite().tasks)
+    except ColabkitError:
+        selected = None  # the data is not here: the plan says so (no flag for more tasks than exist)
+    fields: dict[str, object] = {"experiment": exp.name, "tasks_available": selected if tasks is None else tasks,
+                                 "planned_seeds": len(exp.seeds)}
+    if selected is not None and selected >= 2:
+        fields["planned_tasks"] = selected
     if args.metrics:
         fields["metrics"] = tuple(m for m in args.metrics.split(",") if m)
+    if args.hypotheses:
+        fields["hypotheses"] = _hypotheses(args.hypotheses)
     for flag, name in ((args.alpha, "alpha"), (args.power_delta, "power_delta")):
         if flag is not None:
             fields[name] = _number(flag, f"--{name.replace('_', '-')}", float)
     plan = analysis_plan(exp.variants, **fields)
-    target = args.out or exp.folder() / PLAN_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, plan_document(plan))
-    print(f"analysis plan {plan.plan_hash} -> {target}")
+    folder = exp.folder()
+    if args.out is None:
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    path = write_plan(folder, plan, amend=args.amend, target=args.out)
+    print(f"analysis plan {plan.plan_hash} -> {path}")
+    reps = int(_number(args.power_reps, "--power-reps", int) or 0)
+    if reps > 0:
+        _print_power(plan, reps)
     return 0
+
+
+def _print_power(plan: AnalysisPlan, reps: int) -> None:
+    from colabkit.analysis.inference.simulate import procedure_power
+
+    power = procedure_power(plan, reps=reps)
+    print(f"P(declared) by the whole procedure at {plan.planned_tasks} tasks x {plan.planned_seeds} seeds, "
+          f"the paper's effects, bounded data, {reps} simulated grids:")
+    for row in power.itertuples():
+        print(f"  {row.hypothesis:<24} {row.p_declared:5.2f}" + ("  (null true)" if row.null_true else ""))

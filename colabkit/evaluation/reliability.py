@@ -238,8 +238,8 @@ async def run_sanity_check(judge: Judge, suite: TaskSuite, task_ids: list[str], 
     return check
 
 
-AGREEMENT_COLUMNS = ("question", "sessions", "items", "kappa", "kappa_ci_low", "kappa_ci_high", "raw_agreement",
-                     "category_shares")
+AGREEMENT_COLUMNS = ("question", "sessions", "items", "tasks", "kappa", "kappa_ci_low", "kappa_ci_high",
+                     "raw_agreement", "category_shares")
 
 
 def pooled_agreement(judgements: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -248,7 +248,10 @@ def pooled_agreement(judgements: pd.DataFrame, *, n_boot: int = 2000, seed: int 
     A session holds a handful of items per question, so a kappa per session is noisy and
     undefined where a session used one label; pooled over every item (items told apart per
     session and scorer) it is one estimate per question, with a 95% percentile interval from
-    a bootstrap that resamples *sessions* (items of a session are not independent). Beside it:
+    a bootstrap that resamples *tasks* (clusters: the items of one task share its gold and
+    context, so neither they nor its sessions are independent; a session bootstrap gave an SE
+    a third of the truth). Without a `task_id` column, sessions are the clusters. It measures
+    the judge's self-consistency, not whether it is right. Beside it:
     the raw agreement (share of items whose repeats all gave the same label) and each label's
     share of all answers, since kappa alone hides a judge that answers one label almost always.
     Items not answered in every repeat, and numeric answers, are left out (their spread is in
@@ -260,23 +263,27 @@ def pooled_agreement(judgements: pd.DataFrame, *, n_boot: int = 2000, seed: int 
     if len(repeats) >= 2 and len(labelled):
         frame = labelled.assign(question=[question(m, i) for m, i in zip(labelled["metric"], labelled["item"])],
                                 label=labelled["label"].astype(str))
-        wide = frame.pivot_table(index=["question", "session_id", "scorer", "item"], columns="repeat",
-                                 values="label", aggfunc="first").dropna()
+        cluster = frame["task_id"] if "task_id" in frame.columns and frame["task_id"].notna().all() \
+            else frame["session_id"]
+        wide = frame.assign(cluster=cluster.astype(str)).pivot_table(
+            index=["question", "cluster", "session_id", "scorer", "item"], columns="repeat", values="label",
+            aggfunc="first").dropna()
         rng = np.random.default_rng(seed)
         for name, block in wide.groupby(level="question"):
             ratings = block.to_numpy(dtype=str)
-            sessions = block.index.get_level_values("session_id").to_numpy()
-            ids = np.unique(sessions)
-            by_session = {sid: ratings[sessions == sid] for sid in ids}
+            clusters = block.index.get_level_values("cluster").to_numpy()
+            ids = np.unique(clusters)
+            by_cluster = {cid: ratings[clusters == cid] for cid in ids}
             boot = []
             for _ in range(n_boot if len(ids) >= 2 else 0):
-                drawn = np.concatenate([by_session[sid] for sid in rng.choice(ids, size=len(ids))])
+                drawn = np.concatenate([by_cluster[cid] for cid in rng.choice(ids, size=len(ids))])
                 value = fleiss_kappa(drawn.tolist())
                 if value is not None:
                     boot.append(value)
             labels, counts = np.unique(ratings, return_counts=True)
             rows.append({
-                "question": name, "sessions": len(ids), "items": len(ratings),
+                "question": name, "sessions": block.index.get_level_values("session_id").nunique(),
+                "items": len(ratings), "tasks": len(ids),
                 "kappa": fleiss_kappa(ratings.tolist()),
                 "kappa_ci_low": float(np.percentile(boot, 2.5)) if len(boot) >= 20 else None,
                 "kappa_ci_high": float(np.percentile(boot, 97.5)) if len(boot) >= 20 else None,

@@ -43,6 +43,7 @@ from colabkit.store import (
     is_finished,
     session_dir,
 )
+from colabkit.store.records import plan_in_force
 from colabkit.tasks import Task
 
 RETRYABLE_ENDINGS = INFRASTRUCTURE_ENDINGS
@@ -191,7 +192,8 @@ async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path,
         clear_session_work(out, spec.session_id)
     finished = datetime.now(UTC)
 
-    record = SessionRecord.from_result(result, started=started, finished=finished)
+    record = SessionRecord.from_result(result, started=started, finished=finished).model_copy(
+        update={"analysis_plan": plan_in_force(out)})
     if prompts is not None:
         atomic_write_text(folder / PROMPTS_FILE, prompts.jsonl())
     atomic_write_text(folder / SNAPSHOT_FILE, result.snapshot.model_dump_json(indent=1))

@@ -9,7 +9,10 @@ store's definition of "finished", so it is always written last and atomically.
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -36,7 +39,27 @@ Version 5's totals count the closing pass's decisions, decisions past a spent bu
 expired requests by action (0 when read from an older record), and its sessions' settings may
 hold the `ai_budget` termination rule (the new default). Version 6's totals add `ai_turns` (the
 AI's steps, waits included) and the closing pass's calls and cost (0 when read from older
-records); its spec has `engine_rules` (2: issue 33's rules; read as 1 from older records)."""
+records); its spec has `engine_rules` (2: issue 33's rules; read as 1 from older records); it
+adds `analysis_plan`, the hash of the experiment's analysis plan in force when the session ran
+(None without one, and in older records)."""
+
+
+def plan_in_force(out: Path) -> str | None:
+    """The `plan_hash` of the newest analysis plan version in `out` (`analysis_plan.json`,
+    `analysis_plan.v2.json`, ...), read as plain JSON (the plan itself is the analysis layer's);
+    None without one or when it cannot be read."""
+    versions = {}
+    for path in out.glob("analysis_plan*.json"):
+        match = re.fullmatch(r"analysis_plan(?:\.v(\d+))?\.json", path.name)
+        if match:
+            versions[int(match.group(1) or 1)] = path
+    if not versions:
+        return None
+    try:
+        value = json.loads(versions[max(versions)].read_text()).get("plan_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -96,6 +119,9 @@ class SessionRecord(BaseModel):
     how the installed packages differed from it, so a result says which environment made it."""
     started: datetime
     finished: datetime
+    analysis_plan: str | None = None
+    """The hash of the newest `analysis_plan*.json` in the experiment's folder when the session
+    ran (`plan_in_force`): which pre-registered plan the session was run under."""
     fork: ForkRecord | None = None
     """A counterfactual fork's parent, fork point, change, seed and replay report; then
     `spec` is the spec in force after the change (seed: the continuation's)."""

@@ -1,19 +1,21 @@
 """The contrasts the suite reports, and their multiple-comparison families, defined once.
 
-Every test belongs to exactly one Holm family, so a test has one adjusted p wherever it is
-shown. The structure pairs (`FAMILIES`) are fixed here; which tests a family holds is fixed by
-the analysis plan (`colabkit.analysis.inference.plan`: the planned variants x the planned
-metrics), never by the data:
+Every planned test has one procedure-adjusted p wherever it is shown: the plan's hypotheses
+and these families' tests go through one graph (`colabkit.analysis.inference.decide`); a
+family is a label, and its tests that are not hypotheses are the exploratory tests, Holm among
+themselves after the hypotheses. The structure pairs (`FAMILIES`) are fixed here; which tests
+a family holds is fixed by the analysis plan (the planned variants x the planned metrics),
+never by the data:
 
-- `primary`: the primary endpoint, Performance, Scaffolded - Default per composition;
-- `scaffolded-default`: the study's contrast on the other planned metrics;
+- `scaffolded-default`: the study's contrast on every planned metric;
 - `decomposition`: the four diagnostic components (memory alone, assigned gates alone,
   self-chosen gates given memory, self-chosen vs assigned), per composition and metric;
 - `living-memory`: beyond the study, Dynamic - Scaffolded per composition and metric, where an
   experiment plans the Dynamic variants (`experiments/dynamic.yaml`): what a living memory does.
 
 A planned test that could not be run (absent variant or metric, too few tasks) still counts,
-as p = 1, so a failure never makes a family smaller and its other tests easier.
+as p = 1, so a failure never makes another test easier. `holm` stays for the descriptive
+tables outside the study's claims (termination, simulators).
 """
 
 from __future__ import annotations
@@ -51,13 +53,3 @@ def holm(p_values: pd.Series | np.ndarray, alpha: float = 0.05) -> tuple[np.ndar
     failed = np.isnan(p)
     reject, adjusted, _, _ = multipletests(np.where(failed, 1.0, p), alpha=alpha, method="holm")
     return np.where(failed, np.nan, adjusted), np.where(failed, False, reject)
-
-
-def adjust_by_family(table: pd.DataFrame, p_column: str, alpha: float = 0.05) -> tuple[pd.Series, pd.Series]:
-    """Holm within each `family` of `table`: (adjusted p, significant), aligned with its rows."""
-    adjusted = pd.Series(np.nan, index=table.index, dtype="float64")
-    significant = pd.Series(False, index=table.index, dtype=bool)
-    for _, rows in table.groupby("family", sort=False):
-        adj, rej = holm(rows[p_column].to_numpy(), alpha)
-        adjusted[rows.index], significant[rows.index] = adj, rej
-    return adjusted, significant

@@ -27,7 +27,7 @@ from colabkit.analysis.scores import METRIC_LABELS, STUDY_METRICS, check_scores,
 from colabkit.store import run_outcomes
 
 STUDY_COLUMNS = ("variant", "structure", "composition", "metric", "n", "n_tasks", "mean", "se_task",
-                 "judge_grade", "judge_reliable", "plan_hash")
+                 "judge_grade", "judge_reliable", "plan_hash", "plan_status")
 
 
 def clustered_standard_error(values: Sequence[float] | pd.Series, clusters: Sequence[object] | pd.Series) -> float:
@@ -66,7 +66,7 @@ def study_table(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS,
                 "mean": float(present[metric].mean()) if len(present) else math.nan,
                 "se_task": clustered_standard_error(present[metric], present["task_id"]),
             })
-    out = with_judge_columns(pd.DataFrame(rows, columns=list(STUDY_COLUMNS[:-3])), table)
+    out = with_judge_columns(pd.DataFrame(rows, columns=list(STUDY_COLUMNS[:-4])), table)
     if {"ended_by", "ai_steps", "expired_requests"} <= set(table.columns):  # how each variant's sessions ran
         out = out.merge(run_outcomes(table).drop(columns="sessions"), on="variant", how="left")
     return with_plan(out, plan or AnalysisPlan())

@@ -23,6 +23,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from colabkit.analysis.inference.contrasts import paired_differences, task_contrast
+from colabkit.analysis.inference.decide import equivalence_verdict
 from colabkit.analysis.inference.families import DECOMPOSITION, holm
 from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
 from colabkit.analysis.inference.stats import clustered_standard_error
@@ -57,8 +58,9 @@ def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_ME
 
     Pairs are the same (task, seed) under both rules, tested at the task level like every
     contrast (`task_contrast`: task-clustered SE, t on tasks - 1 df); p-values are Holm-adjusted
-    over the whole table, its own family ("does any result depend on the rule?"). Empty
-    with fewer than two rules.
+    over the whole table, a description of how far levels move. A level that does not move
+    significantly is not shown to be unchanged (`termination_interaction` asks whether a
+    *result* changes, by equivalence). Empty with fewer than two rules.
     """
     metrics = list(metrics)
     columns = ["variant", "metric", "baseline", "rule", "mean_baseline", "mean_rule", "n_pairs", "n_tasks", "diff",
@@ -84,32 +86,32 @@ def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_ME
 
 INTERACTION_COLUMNS = ("composition", "metric", "a", "b", "component", "baseline", "rule", "n_pairs", "n_tasks",
                        "diff_baseline", "diff_rule", "interaction", "se_task", "ci90_low", "ci90_high", "margin",
-                       "p_tost", "equivalent", "note")
+                       "margin_sd", "p_tost", "tost_power", "equivalent", "verdict", "note")
 
 
-def _interaction_row(runs: pd.DataFrame, a: str, b: str, metric: str, baseline: str, rule: str, margin: float,
+def _interaction_row(runs: pd.DataFrame, a: str, b: str, metric: str, baseline: str, rule: str, margin_sd: float,
                      alpha: float) -> dict[str, object]:
     by_rule = {r: paired_differences(runs[runs[COLUMN] == r], a, b, metric) for r in (baseline, rule)}
     both = by_rule[rule].merge(by_rule[baseline], on=["task_id", "seed"], suffixes=("_rule", "_baseline"))
-    change = both["d_rule"] - both["d_baseline"]
+    change = both.assign(d=both["d_rule"] - both["d_baseline"])[["task_id", "seed", "d"]]
     tasks = both["task_id"].nunique()
     out: dict[str, object] = {"baseline": baseline, "rule": rule, "n_pairs": len(both), "n_tasks": tasks,
                               "diff_baseline": float(by_rule[baseline]["d"].mean()),
                               "diff_rule": float(by_rule[rule]["d"].mean()),
-                              "interaction": float(change.mean()) if len(both) else math.nan, "margin": margin,
-                              "se_task": math.nan, "ci90_low": math.nan, "ci90_high": math.nan, "p_tost": math.nan,
-                              "equivalent": False, "note": ""}
+                              "interaction": float(change["d"].mean()) if len(both) else math.nan,
+                              "margin": math.nan, "margin_sd": margin_sd, "se_task": math.nan, "ci90_low": math.nan,
+                              "ci90_high": math.nan, "p_tost": math.nan, "tost_power": math.nan,
+                              "equivalent": False, "verdict": "inconclusive", "note": ""}
     if tasks < 2:
         return out | {"note": f"no test: {tasks} task(s) under both rules"}
-    mean, se = float(change.mean()), clustered_standard_error(change, both["task_id"])
-    if not se > 0:  # no spread: the change is known exactly
-        return out | {"se_task": 0.0, "p_tost": 0.0 if abs(mean) < margin else 1.0, "equivalent": abs(mean) < margin,
-                      "note": "zero spread between tasks"}
-    df = tasks - 1
-    half = float(scipy_stats.t.ppf(1 - alpha, df)) * se
-    p_tost = max(float(scipy_stats.t.sf((mean + margin) / se, df)), float(scipy_stats.t.cdf((mean - margin) / se, df)))
-    return out | {"se_task": se, "ci90_low": mean - half, "ci90_high": mean + half, "p_tost": p_tost,
-                  "equivalent": p_tost < alpha}
+    mean, se = float(change["d"].mean()), clustered_standard_error(change["d"], change["task_id"])
+    if not se > 0:  # no spread: the change is known exactly, and no SD scales a margin
+        return out | {"se_task": 0.0, "margin": 0.0, "equivalent": mean == 0, "verdict": "equivalent" if mean == 0 else "differs",
+                      "p_tost": 0.0 if mean == 0 else 1.0, "note": "zero spread between tasks"}
+    half = float(scipy_stats.t.ppf(1 - alpha, tasks - 1)) * se
+    verdict = equivalence_verdict(change, margin_sd, alpha)
+    return out | verdict | {"se_task": se, "ci90_low": mean - half, "ci90_high": mean + half,
+                            "equivalent": verdict["verdict"] == "equivalent"}
 
 
 def termination_interaction(scores: pd.DataFrame, pairs: Iterable[tuple[str, str, str]] = DECOMPOSITION,
@@ -117,9 +119,11 @@ def termination_interaction(scores: pd.DataFrame, pairs: Iterable[tuple[str, str
     """Does a contrast change between the session-end rules? Per planned pair, composition,
     metric and other rule: the rule x variant interaction, (A - B under the rule) - (A - B under
     the baseline rule) on the same task and seed, its task-clustered SE and (1 - 2 alpha) CI,
-    and a TOST against the plan's equivalence margin: `equivalent` when the CI lies inside
-    +/- margin (p_tost < alpha). Not a search for a difference (which Holm would make easier to
-    miss): each row must show equivalence on its own. Empty with fewer than two rules."""
+    and the standardised TOST (`decide.equivalence_verdict`): the margin is the plan's
+    `equivalence_margin_sd` of the between-task SD of the change; `verdict` says "equivalent",
+    "not shown equivalent", or "inconclusive" when the TOST's power at this many tasks is
+    below 80%. Never "no difference" from a test that did not reject: each row must show
+    equivalence on its own. Empty with fewer than two rules."""
     plan = plan or AnalysisPlan()
     metrics = list(plan.metrics if metrics is None else metrics)
     rules = termination_rules(scores)
@@ -133,6 +137,6 @@ def termination_interaction(scores: pd.DataFrame, pairs: Iterable[tuple[str, str
             if a in present and b in present:
                 rows.extend({"composition": composition, "metric": metric, "a": a, "b": b, "component": label,
                              **_interaction_row(table, a, b, metric, rules[0], rule,
-                                                plan.equivalence_margins.get(metric, math.nan), plan.alpha)}
+                                                plan.equivalence_margin_sd, plan.alpha)}
                             for rule in rules[1:] for metric in metrics)
     return with_plan(pd.DataFrame(rows, columns=list(INTERACTION_COLUMNS)), plan)

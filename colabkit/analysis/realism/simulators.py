@@ -11,10 +11,13 @@ different models are joined "D=...; R=..."; a session without a simulated human 
   time (a (variant, task, seed) is otherwise scored once per simulator and cannot pair).
 - `simulator_effect`: per variant and metric, each other simulator minus the reference on the
   same (task, seed), tested at the task level like every contrast (`task_contrast`); Holm over
-  the whole table, its own family ("does any outcome depend on who plays the humans?").
+  the whole table finds where an outcome moves; where it does not, the standardised TOST
+  (`verdict`: equivalent, not shown equivalent, or inconclusive at low power) says whether
+  it is shown *not* to move: non-rejection is never read as "no difference".
 - `contrasts_by_simulator`: the study's contrasts (`contrasts`, Scaffolded - Default per
-  composition) computed under each simulator: does the headline survive a change of
-  simulated human? Each simulator's table is its own Holm family.
+  composition) under each simulator, each decided by the experiment's plan (its one
+  procedure, run on that simulator's sessions): does the headline survive a change of
+  simulated human?
 - `simulator_failures`: the judged label `sim_failure` (`colabkit.evaluation.metrics.simfailure`)
   counted per variant (and simulator).
 """
@@ -26,8 +29,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from colabkit.analysis.inference.contrasts import contrasts, task_contrast
+from colabkit.analysis.inference.contrasts import contrasts, paired_differences, task_contrast
+from colabkit.analysis.inference.decide import equivalence_verdict
 from colabkit.analysis.inference.families import holm
+from colabkit.analysis.inference.plan import AnalysisPlan
 from colabkit.analysis.realism.fingerprints import HUMAN_SEATS, simulator_label
 from colabkit.analysis.scores import STUDY_METRICS, check_scores, variant_order
 
@@ -71,12 +76,22 @@ def by_simulator(scores: pd.DataFrame, name: str | None = None) -> pd.DataFrame:
     return scores[scores[COLUMN].isna() | (scores[COLUMN] == chosen)]
 
 
+def _equivalence(runs: pd.DataFrame, other: str, reference: str, metric: str, margin_sd: float) -> dict[str, object]:
+    d = paired_differences(runs, other, reference, metric)
+    if d["task_id"].nunique() < 2:
+        return {"margin_sd": margin_sd, "verdict": "inconclusive"}
+    verdict = equivalence_verdict(d, margin_sd, 0.05)
+    return {k: verdict[k] for k in ("margin_sd", "p_tost", "tost_power", "verdict")}
+
+
 def simulator_effect(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRICS,
-                     reference: str | None = None) -> pd.DataFrame:
-    """Per variant, metric and other simulator: the paired difference other - reference."""
+                     reference: str | None = None, margin_sd: float = 0.5) -> pd.DataFrame:
+    """Per variant, metric and other simulator: the paired difference other - reference, and
+    whether it is shown equivalent within `margin_sd` between-task SDs (module docstring)."""
     metrics = list(metrics)
     columns = ["variant", "metric", "simulator", "reference", "mean_simulator", "mean_reference", "n_pairs",
-               "n_tasks", "diff", "se_task", "ci_low", "ci_high", "p_unadjusted", "p_holm", "note"]
+               "n_tasks", "diff", "se_task", "ci_low", "ci_high", "p_unadjusted", "p_holm", "margin_sd", "p_tost",
+               "tost_power", "verdict", "note"]
     present = simulators(scores)
     if len(present) < 2:
         return pd.DataFrame(columns=columns)
@@ -91,19 +106,21 @@ def simulator_effect(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRIC
                 rows.append({"variant": variant, "metric": metric, "simulator": other, "reference": reference,
                              "mean_simulator": means.loc[other, metric],
                              "mean_reference": means[metric].get(reference),
-                             **task_contrast(runs, other, reference, metric)})
+                             **task_contrast(runs, other, reference, metric),
+                             **_equivalence(runs, other, reference, metric, margin_sd)})
     out = pd.DataFrame(rows, columns=[c for c in columns if c != "p_holm"])
     out["p_holm"], _ = holm(out["p_unadjusted"].to_numpy(dtype="float64"))
     return out[columns]
 
 
-def contrasts_by_simulator(scores: pd.DataFrame, **options: object) -> pd.DataFrame:
+def contrasts_by_simulator(scores: pd.DataFrame, plan: AnalysisPlan | None = None, **options: object) -> pd.DataFrame:
     """The study's contrasts (`contrasts`, its defaults unless `options` say otherwise) under
-    each simulator, with a `simulator` column; empty without a sweep."""
+    each simulator, decided by `plan` (the experiment's; default: the default plan, labelled),
+    with a `simulator` column; empty without a sweep."""
     present = simulators(scores)
     if len(present) < 2:
         return pd.DataFrame()
-    parts = [contrasts(by_simulator(scores, name), **options).assign(simulator=name)  # type: ignore[arg-type]
+    parts = [contrasts(by_simulator(scores, name), plan=plan, **options).assign(simulator=name)  # type: ignore[arg-type]
              for name in present]
     return pd.concat(parts, ignore_index=True)
 

@@ -1,0 +1,173 @@
+"""The study's claims as hypotheses, and the graph that spends one alpha over all of them.
+
+The seed paper makes four claims; each is a hypothesis here, with its test, metric and
+direction, so the plan can declare it (or not) at one study-wise error rate:
+
+- **H1 process loss**: Default teams do not beat the single agent; Default-DR is worst.
+  Tests: Default-c - Single < 0 on Performance, per composition.
+- **H2 structure**: Scaffolded beats Default on Performance, pooled over the compositions
+  (the mean of the three paired differences of a task and seed) and per composition.
+- **H3 decomposition**: memory alone raises initiative entropy (Memory - Default on
+  H_init,norm, pooled); preassigned gates alone raise hypothesis support (Preassigned -
+  Default on S_hyp, pooled); synergy in DR (Scaffolded-DR above Memory-DR and above
+  Preassigned-DR on Performance).
+- **H4 redistribution**: W_total stays (Scaffolded-DR - Default-DR equivalent within
+  `margin_sd` of the between-task SD of the difference) while W_human rises.
+- **H5 living memory** (when the Dynamic variants are planned): Dynamic - Scaffolded on
+  Performance, pooled, either direction.
+
+A hypothesis names its variants (`a`, `b`: a variant, or a structure, pooled over the
+planned compositions), `metric`, `direction` ("greater", "less", "two-sided", or
+"equivalent"), `family` (a label for the tables) and the graph: `weight` (its initial share of
+alpha) and `then` (where its level goes once it is declared: hypothesis name -> share). What
+a row's `then` leaves unassigned goes, in equal parts, to the exploratory tests: every other
+planned test of the plan's families (`colabkit.analysis.inference.families`), Holm among
+themselves, tested last, so they too have a procedure-adjusted p and nothing is lost.
+
+**The default graph, from power.** Under the paper's effects on the study's data shape
+(`colabkit.analysis.inference.simulate`, `benchmarks/README.md`) the most powerful claims are
+memory on H_init,norm (+0.27 to +0.40: near-certain), the pooled structure effect (+0.07 on
+average, its variance shrunk by averaging three compositions) and Default-DR below Single
+(-0.08). They hold alpha first (0.2, 0.4, 0.4); memory, declared almost surely, passes its
+level on at once. The pooled structure effect opens Scaffolded-DR (the largest composition,
++0.13), recycles to process loss and opens W_human; Scaffolded-DR opens the synergy tests and
+the smaller compositions (D +0.03, R +0.05, which the paper calls within the margin of
+error); the synergy tests open preassigned-alone and W_total's equivalence; the Dynamic
+extension comes last. A researcher replaces all of it by
+writing their own list (YAML or JSON) for `colabkit plan-analysis --hypotheses FILE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from colabkit.analysis.scores import COMPOSITIONS, STRUCTURES, STUDY_METRICS
+
+Direction = Literal["greater", "less", "two-sided", "equivalent"]
+
+
+class Hypothesis(BaseModel):
+    """One claim: `a` - `b` on `metric` in `direction`; its place in the graph (module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1)
+    a: str
+    b: str
+    metric: str = "performance"
+    direction: Direction = "greater"
+    family: str = "custom"
+    weight: float = Field(default=0.0, ge=0, le=1)
+    then: dict[str, float] = Field(default_factory=dict)
+    margin_sd: float = Field(default=0.5, gt=0)
+    """Equivalence only: the margin in units of the between-task SD of the paired difference."""
+    claim: str = ""
+
+
+def _h(name: str, a: str, b: str, metric: str, direction: Direction, family: str, weight: float = 0.0,
+       then: dict[str, float] | None = None, claim: str = "") -> Hypothesis:
+    return Hypothesis(name=name, a=a, b=b, metric=metric, direction=direction, family=family, weight=weight,
+                      then=then or {}, claim=claim)
+
+
+PAPER_HYPOTHESES = (
+    _h("H3.memory", "memory", "default", "h_init_norm", "greater", "decomposition", 0.2,
+       {"H2.pooled": 0.5, "H1.dr": 0.5}, "memory alone raises initiative entropy"),
+    _h("H2.pooled", "scaffolded", "default", "performance", "greater", "structure", 0.4,
+       {"H2.dr": 0.5, "H1.dr": 0.25, "H4.w_human": 0.25}, "Scaffolded beats Default (pooled over compositions)"),
+    _h("H1.dr", "default-dr", "single", "performance", "less", "process-loss", 0.4,
+       {"H2.pooled": 0.5, "H1.d": 0.25, "H1.r": 0.25}, "Default-DR falls below the single agent"),
+    _h("H2.dr", "scaffolded-dr", "default-dr", "performance", "greater", "structure", 0.0,
+       {"H2.d": 0.25, "H2.r": 0.25, "H3.synergy-memory": 0.25, "H3.synergy-preassigned": 0.25},
+       "Scaffolded-DR beats Default-DR"),
+    _h("H1.d", "default-d", "single", "performance", "less", "process-loss", 0.0, {"H1.r": 0.5},
+       "Default-D falls below the single agent"),
+    _h("H1.r", "default-r", "single", "performance", "less", "process-loss", 0.0, {"H1.d": 0.5},
+       "Default-R falls below the single agent"),
+    _h("H2.d", "scaffolded-d", "default-d", "performance", "greater", "structure", 0.0,
+       {"H2.r": 0.5, "H4.w_human": 0.5}, "Scaffolded-D beats Default-D"),
+    _h("H2.r", "scaffolded-r", "default-r", "performance", "greater", "structure", 0.0,
+       {"H2.d": 0.5, "H4.w_human": 0.5}, "Scaffolded-R beats Default-R"),
+    _h("H3.synergy-memory", "scaffolded-dr", "memory-dr", "performance", "greater", "decomposition", 0.0,
+       {"H3.synergy-preassigned": 0.5, "H3.preassigned": 0.25, "H4.w_total": 0.25}, "Scaffolded-DR above memory alone"),
+    _h("H3.synergy-preassigned", "scaffolded-dr", "preassigned-dr", "performance", "greater", "decomposition",
+       0.0, {"H3.synergy-memory": 0.5, "H3.preassigned": 0.25, "H4.w_total": 0.25},
+       "Scaffolded-DR above preassigned gates alone"),
+    _h("H3.preassigned", "preassigned", "default", "s_hyp", "greater", "decomposition", 0.0,
+       {"H4.w_human": 1.0}, "preassigned gates alone raise hypothesis support"),
+    _h("H4.w_human", "scaffolded-dr", "default-dr", "w_human", "greater", "redistribution", 0.0,
+       {"H4.w_total": 1.0}, "Scaffolding moves work to the humans (W_human up)"),
+    _h("H4.w_total", "scaffolded-dr", "default-dr", "w_total", "equivalent", "redistribution", 0.0,
+       {"H5.dynamic": 1.0}, "total work stays (W_total equivalent)"),
+    _h("H5.dynamic", "dynamic", "scaffolded", "performance", "two-sided", "living-memory", 0.0, {},
+       "a living memory changes Performance (beyond the study)"),
+)
+
+
+def variant_pairs(hypothesis: Hypothesis, variants: Sequence[str]) -> list[tuple[str, str]]:
+    """The (A, B) variant pairs a hypothesis compares among the planned `variants`: one for two
+    variant names, one per planned composition for structures (pooled); [] when unplanned."""
+    planned = set(variants)
+
+    def at(name: str, composition: str) -> str:
+        return name if name == "single" or "-" in name else f"{name}-{composition}"
+
+    if "-" in hypothesis.a or hypothesis.a == "single":
+        pairs = [(hypothesis.a, at(hypothesis.b, hypothesis.a.split("-")[-1]))]
+    else:
+        pairs = [(at(hypothesis.a, c), at(hypothesis.b, c)) for c in COMPOSITIONS[1:]]
+    return [(a, b) for a, b in pairs if a in planned and b in planned]
+
+
+def check_hypotheses(hypotheses: Sequence[Hypothesis], variants: Sequence[str]) -> None:
+    """Fail naming the first problem: a duplicate name, an unknown metric or variant, an edge to
+    no hypothesis, weights or edges summing above 1."""
+    names = [h.name for h in hypotheses]
+    if len(set(names)) != len(names):
+        raise ValueError(f"hypothesis names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    known = {*variants, *STRUCTURES}
+    for h in hypotheses:
+        if h.metric not in STUDY_METRICS:
+            raise ValueError(f"hypothesis {h.name}: unknown metric {h.metric!r}")
+        for side in (h.a, h.b):
+            if side not in known:
+                raise ValueError(f"hypothesis {h.name}: {side!r} is neither a planned variant nor a structure")
+        if not variant_pairs(h, variants):
+            raise ValueError(f"hypothesis {h.name}: no planned variant pair for {h.a} - {h.b}")
+        missing = sorted(set(h.then) - set(names))
+        if missing:
+            raise ValueError(f"hypothesis {h.name} passes its level to unknown hypothesis(es) {missing}")
+        if sum(h.then.values()) > 1 + 1e-9 or h.name in h.then:
+            raise ValueError(f"hypothesis {h.name}: its `then` shares must sum to <= 1 and not name itself")
+    if sum(h.weight for h in hypotheses) > 1 + 1e-9:
+        raise ValueError(f"initial weights sum to {sum(h.weight for h in hypotheses):.4g} > 1")
+
+
+def default_hypotheses(variants: Sequence[str]) -> tuple[Hypothesis, ...]:
+    """The paper's claims that the planned `variants` can test, edges to the dropped ones
+    removed (their share goes to the exploratory tests, module docstring)."""
+    kept = [h for h in PAPER_HYPOTHESES if variant_pairs(h, variants)]
+    names = {h.name for h in kept}
+    return tuple(h.model_copy(update={"then": {k: v for k, v in h.then.items() if k in names}}) for h in kept)
+
+
+def study_graph(hypotheses: Sequence[Hypothesis], exploratory: int) -> tuple[np.ndarray, np.ndarray]:
+    """(initial weights, transition matrix) over the hypotheses then `exploratory` tests: the
+    hypotheses' own weights and edges, each row's remainder to the exploratory tests equally,
+    and Holm among the exploratory tests."""
+    k, m = len(hypotheses), len(hypotheses) + exploratory
+    index = {h.name: i for i, h in enumerate(hypotheses)}
+    weights, g = np.zeros(m), np.zeros((m, m))
+    for i, h in enumerate(hypotheses):
+        weights[i] = h.weight
+        for name, share in h.then.items():
+            g[i, index[name]] = share
+        if exploratory:
+            g[i, k:] = max(0.0, 1.0 - g[i, :k].sum()) / exploratory
+    if exploratory > 1:
+        g[k:, k:] = 1.0 / (exploratory - 1)
+        np.fill_diagonal(g[k:, k:], 0.0)
+    return weights, g

@@ -1,0 +1,95 @@
+"""The study-wise error rate of the plan's procedure, held by simulation, and the simulated
+power of the whole procedure against the closed form where one exists.
+
+Small grids (10 tasks x 2 seeds) and a few hundred replicates keep this to seconds; the
+benchmark (`benchmarks/procedure.py`) runs the study's size and more replicates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from colabkit.analysis.inference.plan import ALL_VARIANTS, analysis_plan
+from colabkit.analysis.inference.simulate import (
+    DataShape,
+    familywise_error,
+    paper_means,
+    procedure_power,
+    tasks_for_power,
+)
+
+PLAN = analysis_plan(ALL_VARIANTS, planned_tasks=10, planned_seeds=2)
+REPS = 400
+GAUSSIAN = DataShape(kind="gaussian", scale=0.15 / 0.8)
+BOUNDED = DataShape()
+
+
+def null_means() -> dict[str, dict[str, float]]:
+    """Every variant as Default-DR: every directional and two-sided null true."""
+    base = paper_means(["default-dr"])["default-dr"]
+    return {v: dict(base) for v in ALL_VARIANTS}
+
+
+def structure_true() -> dict[str, dict[str, float]]:
+    """Partially null: Scaffolded (and Dynamic, its copy) +0.15 on Performance, all else null."""
+    means = null_means()
+    for v in means:
+        if v.startswith(("scaffolded", "dynamic")):
+            means[v]["performance"] += 0.15
+    return means
+
+
+CONFIGURATIONS = {"null": null_means, "partially null": structure_true, "paper's effects": None}
+
+
+def upper_bound(alpha: float, reps: int) -> float:
+    """One-sided 99% Monte Carlo bound above alpha."""
+    return alpha + 2.33 * math.sqrt(alpha * (1 - alpha) / reps)
+
+
+@pytest.mark.parametrize("shape", [GAUSSIAN, BOUNDED], ids=["gaussian", "bounded"])
+def test_the_study_wise_error_is_held_at_alpha(shape):
+    for name, make in CONFIGURATIONS.items():
+        means = make() if make else paper_means(ALL_VARIANTS)
+        rate, se = familywise_error(PLAN, means, shape, reps=REPS, seed=11)
+        assert rate <= upper_bound(PLAN.alpha, REPS), (name, rate, se)
+
+
+def test_a_graph_spending_more_than_alpha_shows_the_excess(monkeypatch):
+    """The simulation can see an error: every hypothesis tested alone at the full alpha
+    (weights summing to 14, not 1, which `check_graph` refuses: what parallel gates amounted to)."""
+    from colabkit.analysis.inference import simulate
+
+    monkeypatch.setattr(simulate, "study_graph", lambda hypotheses, _: (np.ones(len(hypotheses)), None))
+    monkeypatch.setattr(simulate, "graph_reject", lambda p, w, g, alpha: (p <= w * alpha, w))
+    rate, _ = familywise_error(PLAN, null_means(), GAUSSIAN, reps=REPS, seed=3)
+    assert rate > upper_bound(PLAN.alpha, REPS)
+
+
+def test_the_simulated_power_of_one_hypothesis_is_the_noncentral_t():
+    plan = analysis_plan(("default-dr", "scaffolded-dr"), planned_tasks=12, planned_seeds=2,
+                         hypotheses=[{"name": "H", "a": "scaffolded-dr", "b": "default-dr", "weight": 1.0}])
+    means = {"default-dr": {"performance": 0.5}, "scaffolded-dr": {"performance": 0.62}}
+    reps = 2000
+    power = procedure_power(plan, means, GAUSSIAN, reps=reps, seed=5)
+    observed = float(power["p_declared"].iloc[0])
+    sds = [s * GAUSSIAN.scale for s in (GAUSSIAN.interaction_sd, GAUSSIAN.noise_sd)]
+    sd_task_means = math.sqrt(2 * sds[0] ** 2 + 2 * sds[1] ** 2 / 2)
+    ncp = 0.12 / sd_task_means * math.sqrt(12)
+    expected = float(scipy_stats.nct.sf(scipy_stats.t.isf(0.025, 11), 11, ncp))  # declared in its direction
+    assert 0.3 < expected < 0.9  # a size where the check can fail either way
+    assert observed == pytest.approx(expected, abs=3 * math.sqrt(expected * (1 - expected) / reps))
+
+
+def test_tasks_needed_says_where_the_archaeology_tasks_run_out():
+    plan = analysis_plan(("default-dr", "scaffolded-dr"), planned_seeds=3,
+                         hypotheses=[{"name": "big", "a": "scaffolded-dr", "b": "default-dr", "weight": 0.5},
+                                     {"name": "small", "a": "scaffolded-dr", "b": "default-dr", "metric": "hms",
+                                      "weight": 0.5}])
+    means = {"default-dr": {"performance": 0.5, "hms": 0.5}, "scaffolded-dr": {"performance": 0.6, "hms": 0.54}}
+    table = tasks_for_power(plan, means, GAUSSIAN, reps=150, grid=(10, 38, 76, 528)).set_index("hypothesis")
+    assert table.loc["big", "tasks_needed"] <= 38 and not table.loc["big", "beyond_archaeology"]
+    assert table.loc["small", "tasks_needed"] > 38 and table.loc["small", "beyond_archaeology"]
