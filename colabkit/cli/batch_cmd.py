@@ -3,7 +3,8 @@
 Executes `run_variant` once per variant with papermill (parallel processes), then `score`
 and `annotate_gates`, then `ablations`; the executed notebooks land in
 `<results>/<experiment>/notebooks/`. Run it again and it resumes: finished sessions and
-scores are kept. `--dry-run` prints the plan (sessions to run, already done, model calls and
+scores are kept. Every model and the judge are preflighted first (a missing key, an unknown
+provider, an unreachable api_base: one line, exit 2, nothing run or spent). `--dry-run` prints the plan (sessions to run, already done, model calls and
 a cost estimate) and runs nothing; `--sessions-only` runs the sessions in this process
 without notebooks.
 """
@@ -45,6 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _batch(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment, run_experiment
+    from colabkit.runner.batch import preflight_experiment
     from colabkit.runner.build import model_config
     from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines, wants_realism
     from colabkit.runner.plan import make_plan
@@ -54,6 +56,7 @@ def _batch(args: argparse.Namespace) -> int:
     if args.variants is not None and not variants:
         raise ColabkitError(f"--variants names no variant: {args.variants!r}")
     items = exp.sessions(variants)
+    preflight_experiment(exp, items)  # before anything is planned, run or spent: one line, exit 2
     plan = make_plan(exp, items)
     print(plan.render(retry_errors=args.retry_errors), flush=True)
     for arm in exp.arms:  # settings arms (`Experiment.arms`): the grid once per arm

@@ -45,6 +45,20 @@ class ProviderRefused(ColabkitError):
     stopped are rerun by the next batch."""
 
 
+def preflight_experiment(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]]) -> None:
+    """Check every model the sessions of `items` talk to, and the judge when a metric asks one,
+    before any session or judge call: a missing key, an unknown provider or an unreachable
+    `api_base` is one `ColabkitError` line naming the model and the variable (see `preflight`)."""
+    from colabkit.evaluation import scorers_for
+
+    preflight(spec.model_for(role) for spec, _ in items for role in spec.participants)
+    if any(scorer.uses_judge for scorer in scorers_for(list(exp.metrics))):
+        try:
+            preflight([exp.judge_config()])
+        except ColabkitError as exc:
+            raise ColabkitError(f"judge: {exc}") from None
+
+
 async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, sessions: int = 4,
                         kernels: int | None = None, retry_errors: bool = False, caps: LLMBudget = LLMBudget(),
                         progress: bool = True, desc: str = "sessions") -> BatchSummary:
