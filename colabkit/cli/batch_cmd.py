@@ -113,7 +113,9 @@ def _judge_report(exp: Experiment) -> None:
 
 
 def _report(folder: Path, finished: int, total: int, failed: list[str]) -> None:
-    """Where everything went: notebooks, tables, figures."""
+    """Where everything went: notebooks, tables, figures; a failed notebook with its error's line."""
+    from colabkit.runner.pipeline import first_error_line
+
     print(f"\n{finished} of {total} sessions finished, in {folder}")
     notebooks = sorted((folder / "notebooks").glob("*.ipynb"))
     print(f"rendered notebooks ({len(notebooks)}) in {folder / 'notebooks'}:")
@@ -126,4 +128,6 @@ def _report(folder: Path, finished: int, total: int, failed: list[str]) -> None:
         for path in artifacts:
             print(f"  {path}")
     for name in failed:
-        print(f"FAILED: notebook {name} (see {folder / 'notebooks' / name}.log and its executed copy)")
+        log = folder / "notebooks" / f"{name}.log"
+        error = first_error_line(log)
+        print(f"FAILED: notebook {name}" + (f": {error}" if error else "") + f" (see {log} and its executed copy)")
