@@ -49,7 +49,7 @@ def _batch(args: argparse.Namespace) -> int:
     from colabkit.runner.batch import preflight_experiment
     from colabkit.runner.build import model_config
     from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines, wants_realism
-    from colabkit.runner.plan import make_plan
+    from colabkit.runner.plan import compare, make_plan
 
     exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
@@ -75,8 +75,10 @@ def _batch(args: argparse.Namespace) -> int:
         return 0
     try:
         if args.sessions_only:
+            started = time.time()
             summary = run_experiment(exp, variants=variants, retry_errors=args.retry_errors, progress=not args.quiet)
             print(summary.report())
+            print(*compare(exp, items, plan, started, retry_errors=args.retry_errors), sep="\n")
             return 1 if summary.count("failed") else 0
         started = time.time()
         failed = run_batch(exp, notebooks=args.notebooks or REPO_NOTEBOOKS, variants=variants,
@@ -90,6 +92,7 @@ def _batch(args: argparse.Namespace) -> int:
         os._exit(130)
     _report(exp.folder(), make_plan(exp, items).finished, len(items), failed)
     print(*spend_lines(*run_spend(exp.folder(), started, {spec.session_id for spec, _ in items})), sep="\n")
+    print(*compare(exp, items, plan, started, retry_errors=args.retry_errors), sep="\n")
     _judge_report(exp)
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE)
