@@ -128,6 +128,7 @@ def wait_until_up(provider: FaultyProvider, timeout: float = 10.0) -> None:
     assert provider.outages, "the outage window never ended"
 
 
+@pytest.mark.slow  # sessions with kernels
 def test_an_outage_mid_session_ends_it_unavailable_and_a_rerun_finishes_it_without_paying_twice(
         provider, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("COLABKIT_PROVIDER_RETRY", GIVES_UP)
@@ -161,6 +162,7 @@ def batch(out: Path, items: list) -> Any:
     return asyncio.run(arun_sessions(items, out=out, sessions=1, kernels=1, progress=False))
 
 
+@pytest.mark.slow  # sessions with kernels
 def test_an_outage_within_the_bound_is_ridden_out_by_every_session(provider, monkeypatch, tmp_path):
     monkeypatch.setenv("COLABKIT_PROVIDER_RETRY", RIDES_OUT)
     provider.outage(after=1, window_s=1.0)
@@ -170,6 +172,7 @@ def test_an_outage_within_the_bound_is_ridden_out_by_every_session(provider, mon
     assert paid_twice(provider) == []
 
 
+@pytest.mark.slow  # sessions with kernels
 def test_an_outage_past_the_bound_stops_the_batch_and_the_next_batch_finishes_every_session(
         provider, monkeypatch, tmp_path):
     monkeypatch.setenv("COLABKIT_PROVIDER_RETRY", GIVES_UP)

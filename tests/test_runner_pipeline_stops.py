@@ -45,3 +45,13 @@ def test_no_stage_runs_after_a_provider_stop_or_without_sessions(tmp_path, cell,
     assert any(line.startswith(said) for line in lines), lines
     executed = sorted(p.name for p in (exp.folder() / "notebooks").glob("*.ipynb"))
     assert executed == ["run_variant-single.ipynb"]  # score, annotate_gates, ablations never ran
+
+
+def test_the_scores_bar_counts_the_selected_variants_sessions_only(tmp_path):
+    from colabkit.runner.stages import expected_scores
+
+    exp = load_experiment(write_experiment(tmp_path, "bar"))  # single and default-dr, 3 seeds
+    chosen = {spec.session_id for spec, _ in exp.sessions(["single"])}
+    whole, selected = expected_scores(exp), expected_scores(exp, chosen)
+    assert len(whole) == 2 * len(selected) and len(chosen) == 3
+    assert {path.parts[-3] for path in selected} == chosen

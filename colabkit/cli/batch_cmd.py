@@ -32,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("config", type=Path, metavar="CONFIG", help="experiment YAML, e.g. experiments/demo.yaml")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and cost estimate; run nothing")
     parser.add_argument("--retry-errors", action="store_true",
-                        help="also rerun sessions that ended with error or provider_error (a spending cap's end is an outcome)")
+                        help="also rerun sessions that ended with error (a provider's end reruns anyway; a spending cap's end is an outcome)")
     parser.add_argument("--variants", metavar="A,B", help="only these variants of the experiment")
     parser.add_argument("--data-root", type=Path, metavar="DIR", help="replace the config's tasks.data_root")
     parser.add_argument("--results", type=Path, metavar="DIR", help="replace the config's results root")
