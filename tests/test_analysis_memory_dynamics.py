@@ -73,7 +73,10 @@ def test_a_session_whose_memory_never_moved_has_zero_counts(tmp_path):
     assert math.isnan(row.first_update_round)
 
 
-def test_the_dynamic_experiment_plans_dynamic_beside_scaffolded_and_default(capsys):
+def test_the_dynamic_experiment_plans_dynamic_beside_scaffolded_and_default(capsys, monkeypatch):
+    from helpers.keys import placeholder_keys
+
+    placeholder_keys(monkeypatch)  # the dry run preflights the models
     root = shared_data()
     path = Path(__file__).resolve().parents[1] / "experiments" / "dynamic.yaml"
     exp = load_experiment(path, data_root=root)

@@ -23,6 +23,7 @@ from colabkit.llm import (
     LLMCallError,
     ModelConfig,
     ProviderError,
+    ProviderUnavailable,
     RetryPolicy,
     StructuredOutputError,
     register_provider,
@@ -31,7 +32,7 @@ from colabkit.llm.gateway import _plan, _with_system_text
 from colabkit.llm.providers import starting_mode
 from colabkit.llm.schema import bounded_schema
 
-FAST = RetryPolicy(max_attempts=3, base_delay_s=0.0)
+FAST = RetryPolicy(max_attempts=3, base_delay_s=0.0, jitter_s=0.0)
 MESSAGES = [{"role": "system", "content": "You act."}, {"role": "user", "content": "Next step?"}]
 VALID = {"thought": "look at the data", "action": {"type": "execute_code", "content": "df.head()"}}
 
@@ -111,12 +112,12 @@ def test_deeply_nested_garbage_is_invalid_output_not_a_crash():
 
 @pytest.mark.parametrize("fault", [timed_out, rate_limited, server_error,
                                    lambda: ConnectionError("reset by peer")])
-def test_transient_faults_are_retried_then_typed(fault):
+def test_transient_faults_are_retried_then_the_provider_is_unavailable_not_a_failed_step(fault):
     model = use_scripted({"ai": [fault() for _ in range(5)]})
     gateway = Gateway(retry=FAST)
-    with pytest.raises(StructuredOutputError) as info:
+    with pytest.raises(ProviderUnavailable) as info:
         run(gateway.structured(scripted(), MESSAGES, Step, caller="ai"))
-    assert info.value.attempts == 3 and len(model.calls) == 3
+    assert len(model.calls) == 3 and "provider unavailable after 3 attempt(s)" in str(info.value)
     [record] = info.value.records
     assert record.attempts == 3 and record.error and record.suite_replay is False
     assert gateway.records == [record] and gateway.sent == 1
@@ -143,9 +144,27 @@ def test_backoff_is_exponential_and_bounded():
     assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
     use_scripted({"ai": [rate_limited(), VALID]})
     started = time.perf_counter()
-    gateway = Gateway(retry=RetryPolicy(base_delay_s=0.2))
+    gateway = Gateway(retry=RetryPolicy(base_delay_s=0.2, jitter_s=0.0))
     run(gateway.structured(scripted(), MESSAGES, Step, caller="ai"))
     assert time.perf_counter() - started >= 0.2
+
+
+def test_retries_stop_at_the_time_bound_whatever_the_attempts_left():
+    model = use_scripted({"ai": [rate_limited() for _ in range(50)]})
+    policy = RetryPolicy(max_attempts=50, base_delay_s=0.1, max_delay_s=0.1, max_elapsed_s=0.35, jitter_s=0.05)
+    started = time.perf_counter()
+    with pytest.raises(ProviderUnavailable) as info:
+        run(Gateway(retry=policy).structured(scripted(), MESSAGES, Step, caller="ai"))
+    assert time.perf_counter() - started < 1.0 and 2 <= len(model.calls) <= 4
+    assert info.value.records[0].attempts == len(model.calls)
+
+
+def test_the_retry_policy_is_settable_from_the_environment(monkeypatch):
+    monkeypatch.setenv("COLABKIT_PROVIDER_RETRY", "max_elapsed_s=2, max_attempts=3")
+    assert Gateway().retry == RetryPolicy(max_elapsed_s=2, max_attempts=3)
+    monkeypatch.setenv("COLABKIT_PROVIDER_RETRY", "max_elapsed=2")
+    with pytest.raises(ColabkitError, match="COLABKIT_PROVIDER_RETRY='max_elapsed=2'"):
+        Gateway()
 
 
 class Hanging(CustomLLM):
@@ -159,23 +178,27 @@ def test_hanging_provider_times_out_and_is_retried():
     register_provider("hanging", Hanging())
     config = ModelConfig(model="hanging/x", timeout=0.1)
     started = time.perf_counter()
-    with pytest.raises(StructuredOutputError) as info:
+    with pytest.raises(ProviderUnavailable) as info:
         run(Gateway(retry=RetryPolicy(max_attempts=2, base_delay_s=0)).structured(
             config, MESSAGES, Step, caller="ai"))
-    assert info.value.attempts == 2 and "Timeout" in info.value.records[0].error
+    assert info.value.records[0].attempts == 2 and "Timeout" in info.value.records[0].error
     assert time.perf_counter() - started < 5
 
 
 def test_complete_returns_text_or_a_typed_error():
-    use_scripted({"ai": ["plain words", rate_limited(), rate_limited(), rate_limited()]})
+    too_long = litellm.ContextWindowExceededError("prompt too long", model="scripted", llm_provider="scripted")
+    use_scripted({"ai": ["plain words", too_long, rate_limited(), rate_limited(), rate_limited()]})
     gateway = Gateway(retry=FAST)
     text, record = run(gateway.complete(scripted(), MESSAGES, caller="ai"))
     assert text == "plain words" and record.completion_tokens == 2
-    with pytest.raises(LLMCallError) as info:
+    with pytest.raises(LLMCallError) as info:  # this prompt's own refusal: only this call fails
         more = MESSAGES + [{"role": "user", "content": "more"}]
         run(gateway.complete(scripted(), more, caller="ai"))
     assert not isinstance(info.value, StructuredOutputError)
-    assert info.value.attempts == 3 and "RateLimitError" in info.value.records[0].error
+    assert info.value.attempts == 1 and "ContextWindowExceededError" in info.value.records[0].error
+    with pytest.raises(ProviderUnavailable) as unavailable:
+        run(gateway.complete(scripted(), [*MESSAGES, {"role": "user", "content": "again"}], caller="ai"))
+    assert unavailable.value.records[0].attempts == 3 and "RateLimitError" in unavailable.value.records[0].error
 
 
 def test_same_request_is_a_suite_replay_without_a_model_call():
@@ -193,7 +216,7 @@ def test_same_request_is_a_suite_replay_without_a_model_call():
 def test_failed_calls_are_not_cached_but_invalid_answers_replay(tmp_path):
     use_scripted({"ai": [rate_limited(), "{broken", VALID]})
     gateway = Gateway(cache_dir=tmp_path, retry=RetryPolicy(max_attempts=1))
-    with pytest.raises(StructuredOutputError):
+    with pytest.raises(ProviderUnavailable):
         run(gateway.structured(scripted(), MESSAGES, Step, caller="ai"))
     step, records = run(gateway.structured(scripted(), MESSAGES, Step, caller="ai"))
     assert len(records) == 2 and step.thought == "look at the data"

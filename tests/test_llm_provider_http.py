@@ -26,7 +26,7 @@ from helpers.scripted import use_scripted
 from pydantic import BaseModel, Field
 
 from colabkit.cli import main
-from colabkit.llm import Gateway, ModelConfig, ProviderError, RetryPolicy, StructuredOutputError
+from colabkit.llm import Gateway, ModelConfig, ProviderError, ProviderUnavailable, RetryPolicy
 from colabkit.llm import providers as provider_table
 from colabkit.llm.preflight import check_model, preflight
 from colabkit.session import Event
@@ -243,9 +243,9 @@ def test_free_text_calls_record_their_mode_and_stop_on_refusals_too(deepseek, mo
     assert [r.output_mode for r in info.value.records] == ["text"]
 
 
-def test_transient_faults_are_retried_then_a_failed_step(deepseek):
+def test_transient_faults_are_retried_then_the_provider_is_unavailable_not_a_failed_step(deepseek):
     server = deepseek([], faults=[RATE_LIMITED, SERVER_ERROR, RATE_LIMITED])
-    with pytest.raises(StructuredOutputError) as info:  # a failed step, not a fatal error
+    with pytest.raises(ProviderUnavailable) as info:  # infrastructure: the session stops, reruns later
         ask(Gateway(retry=FAST))
     [record] = info.value.records
     assert record.attempts == 3 and len(server.requests) == 3 and "RateLimitError" in record.error

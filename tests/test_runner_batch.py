@@ -118,7 +118,7 @@ def test_a_provider_refusal_stops_the_batch_once_and_a_rerun_resumes(tmp_path):
     use_scripted({"everyone": [refusal] * 4}, default=CODE)
     exp = load_experiment(experiment(tmp_path))
     out = tmp_path / "out"
-    with pytest.raises(ProviderRefused, match=r"bad key.*1 session\(s\) refused, 3 not started"):
+    with pytest.raises(ProviderRefused, match=r"bad key.*1 session\(s\) stopped by the provider, 3 not started"):
         asyncio.run(arun_sessions(exp.sessions(), out=out, sessions=1, progress=False))
     first = exp.sessions()[0][0]
     assert SessionRecord.model_validate_json((session_dir(first, out) / "session.json").read_text()).ended_by \

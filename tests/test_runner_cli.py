@@ -10,6 +10,7 @@ from helpers.scripted import use_scripted
 
 from colabkit.cli import main
 from colabkit.runner import load_experiment
+from colabkit.store import SessionRecord, session_dir
 
 CODE = {"thought": "look", "action": "execute_code", "content": "print(6 * 7)"}
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +30,8 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, capsys):
     assert f"experiment {exp.experiment_id}: 4 sessions in {exp.folder()}" in out
     assert "already finished: 0" in out and "to run: 4" in out
     assert any(line.split()[:4] == ["single", "2", "to", "run"] for line in out.splitlines())
-    assert "sessions: about" in out and "judge   : about" in out and "of the settings' upper bound" in out
+    assert "sessions: about" in out and "judge   : about" in out and "4 from the step model" in out
+    assert "assumptions of the step model" in out and "- AI steps: 100% of its action budget" in out
     assert "cost unknown" in out and "cost in all: unknown" in out  # no litellm price for a scripted model
     assert "run_variant x 2 (2 at once), then score + annotate_gates, then ablations" in out
     assert "plumbing-grade" not in out  # no embedded model anywhere in this config
@@ -40,11 +42,21 @@ def test_sessions_only_runs_in_process_and_the_plan_then_uses_what_they_cost(tmp
     use_scripted({}, default=CODE)
     path = config(tmp_path)
     assert main(["batch", str(path), "--sessions-only", "--quiet"]) == 0
-    assert "4 sessions: 4 done, 0 failed, 0 cached" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "4 sessions: 4 done, 0 failed, 0 cached" in out
+    [line] = [line for line in out.splitlines() if line.startswith("  sessions calls ")]
+    exp = load_experiment(path)
+    records = [SessionRecord.model_validate_json((session_dir(spec, exp.folder()) / "session.json").read_bytes())
+               for spec, _ in exp.sessions()]
+    assert f" / {sum(r.totals.llm_calls for r in records):,} (x" in line  # the estimate beside what was asked
+    stored = (exp.results / "calibration.jsonl").read_text().splitlines()
+    assert len(stored) == 3 and '"comparison"' in stored[-1]  # two settings (one per variant), then the run
     assert main(["batch", str(path), "--dry-run", "--variants", "memory-dr"]) == 0
     out = capsys.readouterr().out
     assert "2 sessions in" in out and "already finished: 2" in out and "to run: 0" in out
-    assert "mean of the 2 finished session(s)" in out and "sessions: about 0 model calls" in out
+    assert "2 session(s) from figures measured for the same settings" in out and "sessions: about 0 model calls" in out
+    memory = [r.totals.llm_calls for r, (spec, _) in zip(records, exp.sessions()) if spec.variant.name == "memory-dr"]
+    assert f"{sum(memory) / 2:.1f} calls of" in out  # the measured mean, not the model's
 
 
 def test_the_embedded_model_is_called_plumbing_grade(tmp_path, capsys):

@@ -211,8 +211,12 @@ def test_the_sensitivity_config_is_the_paper_grid_under_all_three_rules():
         s.session_id for s, _ in paper.sessions()}
 
 
-def test_the_sensitivity_dry_run_plans_all_three_rules(capsys):
+def test_the_sensitivity_dry_run_plans_all_three_rules(capsys, monkeypatch):
+    from helpers.keys import placeholder_keys
+
     from colabkit.cli import main
+
+    placeholder_keys(monkeypatch)  # the dry run preflights the models
 
     path = REPO / "experiments" / "sensitivity.yaml"
     assert main(["batch", str(path), "--dry-run", "--data-root", str(shared_data())]) == 0

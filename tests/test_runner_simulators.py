@@ -62,7 +62,9 @@ def test_the_batch_adds_the_realism_notebook_beside_the_ablations(tmp_path):
     assert [job.name for job in stages[-1]] == ["ablations", "realism"]
 
 
-def test_the_shipped_sweep_plans_and_audits_each_simulator(capsys):
+def test_the_shipped_sweep_plans_and_audits_each_simulator(capsys, monkeypatch):
+    from helpers.keys import placeholder_keys
+
     from colabkit.cli import main
     from colabkit.runner.audit import audit_experiment
 
@@ -70,6 +72,7 @@ def test_the_shipped_sweep_plans_and_audits_each_simulator(capsys):
     exp = load_experiment(path, data_root=shared_data())
     assert len({exp.simulator_models()[s.name]["D"].model for s in exp.simulators}) >= 2
     assert {spec.model_for("ai") for spec, _ in exp.sessions()} == {ModelConfig(model="deepseek/deepseek-chat")}
+    placeholder_keys(monkeypatch)  # the dry run preflights the models
     assert main(["batch", str(path), "--dry-run", "--data-root", str(shared_data())]) == 0
     out = capsys.readouterr().out
     assert f"{38 + 3 * 12 * 38} sessions" in out and "then ablations + realism" in out

@@ -3,7 +3,8 @@
 Executes `run_variant` once per variant with papermill (parallel processes), then `score`
 and `annotate_gates`, then `ablations`; the executed notebooks land in
 `<results>/<experiment>/notebooks/`. Run it again and it resumes: finished sessions and
-scores are kept. `--dry-run` prints the plan (sessions to run, already done, model calls and
+scores are kept. Every model and the judge are preflighted first (a missing key, an unknown
+provider, an unreachable api_base: one line, exit 2, nothing run or spent). `--dry-run` prints the plan (sessions to run, already done, model calls and
 a cost estimate) and runs nothing; `--sessions-only` runs the sessions in this process
 without notebooks.
 """
@@ -31,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("config", type=Path, metavar="CONFIG", help="experiment YAML, e.g. experiments/demo.yaml")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and cost estimate; run nothing")
     parser.add_argument("--retry-errors", action="store_true",
-                        help="also rerun sessions that ended with error or provider_error (a spending cap's end is an outcome)")
+                        help="also rerun sessions that ended with error (a provider's end reruns anyway; a spending cap's end is an outcome)")
     parser.add_argument("--variants", metavar="A,B", help="only these variants of the experiment")
     parser.add_argument("--data-root", type=Path, metavar="DIR", help="replace the config's tasks.data_root")
     parser.add_argument("--results", type=Path, metavar="DIR", help="replace the config's results root")
@@ -45,15 +46,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _batch(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment, run_experiment
+    from colabkit.runner.batch import preflight_experiment
     from colabkit.runner.build import model_config
     from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines, wants_realism
-    from colabkit.runner.plan import make_plan
+    from colabkit.runner.plan import compare, make_plan
 
     exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
     if args.variants is not None and not variants:
         raise ColabkitError(f"--variants names no variant: {args.variants!r}")
     items = exp.sessions(variants)
+    preflight_experiment(exp, items)  # before anything is planned, run or spent: one line, exit 2
     plan = make_plan(exp, items)
     print(plan.render(retry_errors=args.retry_errors), flush=True)
     for arm in exp.arms:  # settings arms (`Experiment.arms`): the grid once per arm
@@ -72,8 +75,10 @@ def _batch(args: argparse.Namespace) -> int:
         return 0
     try:
         if args.sessions_only:
+            started = time.time()
             summary = run_experiment(exp, variants=variants, retry_errors=args.retry_errors, progress=not args.quiet)
             print(summary.report())
+            print(*compare(exp, items, plan, started, retry_errors=args.retry_errors), sep="\n")
             return 1 if summary.count("failed") else 0
         started = time.time()
         failed = run_batch(exp, notebooks=args.notebooks or REPO_NOTEBOOKS, variants=variants,
@@ -87,6 +92,7 @@ def _batch(args: argparse.Namespace) -> int:
         os._exit(130)
     _report(exp.folder(), make_plan(exp, items).finished, len(items), failed)
     print(*spend_lines(*run_spend(exp.folder(), started, {spec.session_id for spec, _ in items})), sep="\n")
+    print(*compare(exp, items, plan, started, retry_errors=args.retry_errors), sep="\n")
     _judge_report(exp)
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE)
@@ -110,7 +116,9 @@ def _judge_report(exp: Experiment) -> None:
 
 
 def _report(folder: Path, finished: int, total: int, failed: list[str]) -> None:
-    """Where everything went: notebooks, tables, figures."""
+    """Where everything went: notebooks, tables, figures; a failed notebook with its error's line."""
+    from colabkit.runner.pipeline import first_error_line
+
     print(f"\n{finished} of {total} sessions finished, in {folder}")
     notebooks = sorted((folder / "notebooks").glob("*.ipynb"))
     print(f"rendered notebooks ({len(notebooks)}) in {folder / 'notebooks'}:")
@@ -123,4 +131,6 @@ def _report(folder: Path, finished: int, total: int, failed: list[str]) -> None:
         for path in artifacts:
             print(f"  {path}")
     for name in failed:
-        print(f"FAILED: notebook {name} (see {folder / 'notebooks' / name}.log and its executed copy)")
+        log = folder / "notebooks" / f"{name}.log"
+        error = first_error_line(log)
+        print(f"FAILED: notebook {name}" + (f": {error}" if error else "") + f" (see {log} and its executed copy)")

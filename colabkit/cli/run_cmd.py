@@ -6,8 +6,9 @@ notebook, and asking again returns the stored one instead of rerunning it. Event
 live on stderr; stdout gets three lines: where it went, how it ended, the hypothesis.
 
 Before a session runs, `preflight` checks its models (provider known, key set). A session
-a provider refused (ended by "provider_error": bad key, unknown model) is no result: the
-command ends with that one-line error, and asking again runs it again.
+a provider refused (ended by "provider_error": bad key, unknown model) or could not reach
+past the retry bound (ended by "provider_unavailable": an outage) is no result: the command
+ends with that one-line error, and asking again runs it again.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class _ProviderWatch:
         self.error: str | None = None
 
     def __call__(self, event: Event) -> None:
-        if event.action == "session_end" and event.args.get("ended_by") == "provider_error":
+        if event.action == "session_end" and event.args.get("ended_by") in ("provider_error", "provider_unavailable"):
             self.error = event.result
         if self.show:
             show_event(event)
@@ -95,10 +96,10 @@ def will_run(spec: SessionSpec, out: Path) -> bool:
     from datetime import UTC, datetime
 
     from colabkit.llm.preflight import preflight
-    from colabkit.runner.recorder import reopen_for_retry
+    from colabkit.runner.recorder import PROVIDER_ENDINGS, reopen_for_retry
     from colabkit.store import is_finished, session_dir
 
-    reopen_for_retry([spec], out, before=datetime.now(UTC), endings=frozenset({"provider_error"}))
+    reopen_for_retry([spec], out, before=datetime.now(UTC), endings=PROVIDER_ENDINGS)
     if is_finished(session_dir(spec, out)):
         return False
     preflight(spec.model_for(role) for role in spec.participants)

@@ -37,6 +37,7 @@ from colabkit.llm import (
     Gateway,
     ModelConfig,
     ProviderError,
+    ProviderUnavailable,
     StructuredOutputError,
 )
 from colabkit.llm.schema import AnswerBounds
@@ -195,6 +196,9 @@ class Judge:
             value, raw, calls = await self.gateway.structured_with_text(
                 self.config, messages, schema, caller=f"judge:{prompt.id}", sample=repeat,
                 bounds=JUDGE_PROFILES[self.grade])
+        except ProviderUnavailable as exc:  # no answer came back: missing and flagged, redone on rerun
+            return Verdict[schema](**base, value=None, flag=f"judge_error: {one_line(exc, 300)}",  # type: ignore[valid-type]
+                                   calls=exc.records)
         except (BudgetExceeded, ProviderError):
             raise
         except StructuredOutputError as exc:

@@ -24,6 +24,7 @@ from colabkit.llm.records import (
     LLMCallError,
     OutputMode,
     ProviderError,
+    ProviderUnavailable,
     StructuredOutputError,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "OutputMode",
     "PromptLog",
     "ProviderError",
+    "ProviderUnavailable",
     "RetryPolicy",
     "Spend",
     "StructuredOutputError",

@@ -19,7 +19,12 @@ working mode per model for the rest of its life. Every answer is validated with 
 an invalid one gets one repair request that shows the model its reply and the error.
 
 A refusal no retry can fix (bad key, unknown model, malformed request) raises
-`ProviderError` at once: callers stop instead of spending a budget on failed steps.
+`ProviderError` at once: callers stop instead of spending a budget on failed steps. A
+provider that cannot be reached or cannot answer now (connection refused or reset, DNS or
+TLS failure, a read timeout, 408/409/429, 5xx) is retried with exponential backoff and
+jitter (tenacity), bounded in attempts and in time (`RetryPolicy`); past the bound the call
+raises `ProviderUnavailable`, never a failed step: only a malformed answer from a model that
+did answer is the participant's.
 """
 
 from __future__ import annotations
@@ -27,13 +32,16 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import tenacity
 from pydantic import BaseModel, Field
 
+from colabkit.errors import ColabkitError, one_line
 from colabkit.llm.cache import CachedAnswer, ResponseCache, cache_key
 from colabkit.llm.config import ModelConfig
 from colabkit.llm.prompts import prompt_hash
@@ -51,6 +59,7 @@ from colabkit.llm.records import (
     LLMCallError,
     OutputMode,
     ProviderError,
+    ProviderUnavailable,
     StructuredOutputError,
 )
 from colabkit.llm.schema import (
@@ -71,16 +80,50 @@ _PROVIDER_TROUBLE = {401: "authentication failed, check the API key", 402: "paym
                      403: "permission denied", 404: "model not found"}
 
 
-class RetryPolicy(BaseModel, frozen=True):
-    """Bounded exponential backoff for transient failures (timeouts, 429, 5xx, connection)."""
+RETRY_ENV = "COLABKIT_PROVIDER_RETRY"
+"""Environment variable that sets the default `RetryPolicy`, e.g. `max_elapsed_s=60,max_attempts=6`:
+papermill kernels and Dask workers inherit it, so one setting reaches every session of a batch."""
 
-    max_attempts: int = Field(default=4, ge=1)
+
+class RetryPolicy(BaseModel, frozen=True, extra="forbid"):
+    """Exponential backoff with jitter for transient failures, bounded in attempts and in time.
+
+    A call is retried while it fails transiently, until `max_attempts` attempts were made or
+    the next attempt would start more than `max_elapsed_s` after the first (so a provider
+    outage shorter than that is ridden out; a longer one ends the call `ProviderUnavailable`).
+    Each wait is `base_delay_s * 2**(n-1)` plus up to `jitter_s` at random, at most
+    `max_delay_s`. The read timeout of one attempt is the model's (`ModelConfig.timeout`).
+    """
+
+    max_attempts: int = Field(default=12, ge=1)
     base_delay_s: float = Field(default=1.0, ge=0)
     max_delay_s: float = Field(default=30.0, ge=0)
+    max_elapsed_s: float = Field(default=300.0, ge=0)
+    jitter_s: float = Field(default=1.0, ge=0)
 
     def delay(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt number `attempt` (1-based)."""
+        """Seconds to wait after failed attempt number `attempt` (1-based), before jitter."""
         return min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
+
+    def retrying(self, transient: Any) -> tenacity.AsyncRetrying:
+        """A tenacity loop that retries exceptions `transient(exc)` accepts, within the bounds."""
+        wait = tenacity.wait_exponential(multiplier=self.base_delay_s, max=self.max_delay_s) + \
+            tenacity.wait_random(0, self.jitter_s)
+        return tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(transient), reraise=True, wait=wait,
+            stop=tenacity.stop_after_attempt(self.max_attempts) | tenacity.stop_before_delay(self.max_elapsed_s))
+
+    @classmethod
+    def from_env(cls) -> RetryPolicy:
+        """The policy `COLABKIT_PROVIDER_RETRY` sets (`name=value,...` of the fields), else the default."""
+        text = os.environ.get(RETRY_ENV, "").strip()
+        if not text:
+            return cls()
+        try:
+            fields = dict(part.split("=", 1) for part in text.split(",") if part.strip())
+            return cls.model_validate({k.strip(): v.strip() for k, v in fields.items()})
+        except ValueError as exc:
+            raise ColabkitError(f"{RETRY_ENV}={text!r}: {one_line(exc)}") from None
 
 
 @dataclass(frozen=True)
@@ -118,7 +161,7 @@ class Gateway:
                  retry: RetryPolicy | None = None, modes: dict[str, OutputMode] | None = None):
         self.cache = ResponseCache(cache_dir)
         self.budget = budget
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or RetryPolicy.from_env()
         self.records: list[CallRecord] = []
         self.modes: dict[str, OutputMode] = {} if modes is None else modes
         self.suite_replays = 0  # answered from the response cache: nothing sent
@@ -128,7 +171,7 @@ class Gateway:
 
     async def complete(self, config: ModelConfig, messages: list[dict], *, caller: str,
                        sample: int = 0) -> tuple[str, CallRecord]:
-        """Free text. Raises `LLMCallError` after retries, `ProviderError` or `BudgetExceeded`."""
+        """Free text. Raises `LLMCallError`, `ProviderError` (`ProviderUnavailable`) or `BudgetExceeded`."""
         outcome = await self._request(config, messages, caller=caller, sample=sample, mode="text",
                                       response_format=None, format_key=None,
                                       max_tokens=config.max_tokens)
@@ -142,8 +185,9 @@ class Gateway:
                          caller: str, sample: int = 0) -> tuple[T, list[CallRecord]]:
         """A validated `schema` instance, after at most one repair request.
 
-        Raises `StructuredOutputError` (transport failure after retries, or invalid output
-        after repair), `ProviderError` (a refusal no retry can fix) or `BudgetExceeded`;
+        Raises `StructuredOutputError` (invalid output after repair), `ProviderError` (a
+        refusal no retry can fix), `ProviderUnavailable` (no answer within the retry bound)
+        or `BudgetExceeded`;
         nothing else escapes. A rejected `response_format` is not a repair round: the same
         request is sent again at once in the next mode.
         """
@@ -225,7 +269,8 @@ class Gateway:
                        format_key: dict | None, max_tokens: int | None) -> _Outcome:
         """One request with retries; a failure is an `_Outcome` without answer.
 
-        Raises `ProviderError` (after accounting the attempt) when no retry can succeed.
+        Raises `ProviderError` (after accounting the attempt) when no retry can succeed, and
+        `ProviderUnavailable` when transient failures outlast the retry policy.
         """
         if self.budget is not None:
             self.budget.check()
@@ -250,25 +295,26 @@ class Gateway:
                 caller=caller, model=config.model, prompt_hash=digest, error=_describe(exc), output_mode=mode)))
         started = time.perf_counter()
         attempt = 0
-        while True:
-            attempt += 1
-            try:
-                grace = min(_TIMEOUT_GRACE_S, config.timeout)
-                response = await asyncio.wait_for(litellm.acompletion(**kwargs),
-                                                  timeout=config.timeout + grace)
-                answer = _answer_of(litellm, response)
-                break
-            except Exception as exc:  # every failure becomes a record, never a crash
-                kind = classify(exc, sent_format=response_format is not None)
-                if kind == "retry" and attempt < self.retry.max_attempts:
-                    await asyncio.sleep(self.retry.delay(attempt))
-                    continue
-                record = self._account(CallRecord(
-                    caller=caller, model=config.model, prompt_hash=digest, latency_s=time.perf_counter() - started,
-                    attempts=attempt, error=_describe(exc), output_mode=mode))
-                if kind == "fatal":
-                    raise _fatal(config.model, exc, record) from exc
-                return _Outcome(None, record, format_rejected=kind == "format")
+        sent_format = response_format is not None
+        try:
+            async for trying in self.retry.retrying(lambda exc: classify(exc, sent_format=sent_format) == "retry"):
+                with trying:
+                    attempt = trying.retry_state.attempt_number
+                    grace = min(_TIMEOUT_GRACE_S, config.timeout)
+                    response = await asyncio.wait_for(litellm.acompletion(**kwargs),
+                                                      timeout=config.timeout + grace)
+                    answer = _answer_of(litellm, response)
+        except Exception as exc:  # every failure becomes a record, never a crash
+            kind = classify(exc, sent_format=sent_format)
+            elapsed = time.perf_counter() - started
+            record = self._account(CallRecord(
+                caller=caller, model=config.model, prompt_hash=digest, latency_s=elapsed,
+                attempts=attempt, error=_describe(exc), output_mode=mode))
+            if kind == "retry":
+                raise _unavailable(config.model, exc, record, elapsed) from exc
+            if kind == "fatal":
+                raise _fatal(config.model, exc, record) from exc
+            return _Outcome(None, record, format_rejected=kind == "format")
         self.cache.put(key, answer)
         return _Outcome(answer, self._account(CallRecord(
             caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=answer.prompt_tokens,
@@ -372,6 +418,15 @@ def _fatal(model: str, exc: BaseException, record: CallRecord) -> ProviderError:
     detail = provider_message(exc)[:_ERROR_CHARS]
     return ProviderError(f"{model}: {trouble} ({where}{type(exc).__name__}): {detail}",
                          model=model, status=status, records=[record])
+
+
+def _unavailable(model: str, exc: BaseException, record: CallRecord, elapsed: float) -> ProviderUnavailable:
+    """A one-line `ProviderUnavailable`: the model, how long it was tried, and the last failure."""
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    return ProviderUnavailable(
+        f"{model}: provider unavailable after {record.attempts} attempt(s) in {elapsed:.1f} s "
+        f"({record.error})", model=model, status=status, records=[record])
 
 
 def _describe(exc: BaseException) -> str:

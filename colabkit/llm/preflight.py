@@ -6,13 +6,18 @@ batch, hundreds of sessions). `preflight` turns both into one `ColabkitError` li
 the model and what is missing, without sending a request: it asks litellm which provider a
 model string means and which environment variables that provider needs
 (`litellm.validate_environment`). The embedded `local/...` models need their GGUF file.
-What only the provider can tell (a wrong key, an unknown model name) is the gateway's
-`ProviderError` on the first call.
+An `api_base` (the config's, or the provider's `<PROVIDER>_API_BASE` variable) must accept a
+TCP connection within `REACH_TIMEOUT_S`: a local server that is not running is one line too,
+not an outage every session waits out. What only the provider can tell (a wrong key, an
+unknown model name) is the gateway's `ProviderError` on the first call.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from colabkit.errors import ColabkitError
 from colabkit.llm.config import ModelConfig
@@ -21,6 +26,7 @@ from colabkit.llm.providers import LOCAL_PROVIDER, is_custom, litellm_module, pr
 # Variables litellm lists as missing although the provider has a default for them
 # (Ollama serves on http://localhost:11434 unless told otherwise).
 HAS_DEFAULT = {"OLLAMA_API_BASE"}
+REACH_TIMEOUT_S = 3.0
 
 
 def preflight(configs: Iterable[ModelConfig]) -> None:
@@ -57,3 +63,30 @@ def check_model(config: ModelConfig) -> None:
     if missing:
         what = f"variable {missing[0]}, which is" if len(missing) == 1 else f"variables {', '.join(missing)}, which are"
         raise ColabkitError(f"model {config.model!r} needs the environment {what} not set")
+    check_reachable(config)
+
+
+def api_base_of(config: ModelConfig) -> tuple[str, str] | None:
+    """(the address `config`'s calls go to, where it was set) when one was set, else None
+    (the provider's own public endpoint, which is not probed)."""
+    if config.api_base:
+        return config.api_base, "api_base"
+    variable = f"{config.provider.upper()}_API_BASE"
+    value = os.environ.get(variable, "").strip() if config.provider else ""
+    return (value, variable) if value else None
+
+
+def check_reachable(config: ModelConfig) -> None:
+    """Raise a one-line `ColabkitError` if `config`'s `api_base` accepts no TCP connection."""
+    found = api_base_of(config)
+    if found is None:
+        return
+    base, where = found
+    url = urlsplit(base if "://" in base else f"http://{base}")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ColabkitError(f"model {config.model!r}: {where} {base} is unreachable ({reason}); start the "
+                            f"server or fix {where}") from None

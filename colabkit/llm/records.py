@@ -4,7 +4,9 @@ A batch of sessions must never crash on one failed call, so the gateway turns ev
 into one of three exceptions: `LLMCallError` (with `StructuredOutputError` as the subclass for
 structured calls), which callers record as a failed step; `BudgetExceeded`, which tells them
 to stop starting new work; and `ProviderError`, a refusal no retry can fix (bad key, unknown
-model), which tells them to stop at once instead of spending a budget on failed steps. All
+model), which tells them to stop at once instead of spending a budget on failed steps, with
+`ProviderUnavailable` as the subclass for a provider that stayed unreachable past the retry
+bound (an outage, not a refusal). All
 carry the `CallRecord`s of what was attempted, because token use and cost are study data
 even when a step fails.
 """
@@ -97,7 +99,8 @@ class LLMCallError(Exception):
 
 
 class StructuredOutputError(LLMCallError):
-    """No schema-valid answer: transport failures after retries, or invalid output after repair.
+    """No schema-valid answer: invalid output after repair, or a per-prompt refusal (content
+    policy, context window). Transport failures are `ProviderUnavailable`, never this.
 
     `raw` is the text of the last answer received (None when no answer came back at all),
     so a judge can store the garbage it was given instead of only a parse error.
@@ -120,6 +123,15 @@ class ProviderError(Exception):
         self.model = model
         self.status = status
         self.records = records
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider could not be reached or could not answer within the retry bound
+    (`gateway.RetryPolicy`): connection refused or reset, DNS or TLS failure, read timeouts,
+    408/409/429 or 5xx on every attempt. Infrastructure, like a refusal: the caller stops
+    (a session ends `provider_unavailable`, rerun by the next batch), and nothing about the
+    participant or the team is concluded from it. `status` is the last HTTP status, if any.
+    """
 
 
 class BudgetExceeded(Exception):

@@ -28,10 +28,7 @@ from colabkit.runner.executors.one_session import run_one
 from colabkit.runner.executors.slots import MachineSlots
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
 from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome
-from colabkit.runner.recorder import (
-    needs_run,
-    reopen_for_retry,
-)
+from colabkit.runner.recorder import PROVIDER_ENDINGS, needs_run, reopen_for_retry
 from colabkit.runner.workarea import sweep
 from colabkit.session import SessionSpec
 from colabkit.store import session_dir
@@ -42,8 +39,24 @@ T = TypeVar("T")
 
 
 class ProviderRefused(ColabkitError):
-    """A provider refused a session in a way no retry fixes (bad key, unknown model): the
-    batch stops starting sessions and reports it once, instead of failing every session."""
+    """A provider refused a session in a way no retry fixes (bad key, unknown model), or stayed
+    out of reach past the retry bound (an outage): the batch stops starting sessions (its
+    circuit breaker) and reports it once, instead of failing every session. The sessions it
+    stopped are rerun by the next batch."""
+
+
+def preflight_experiment(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]]) -> None:
+    """Check every model the sessions of `items` talk to, and the judge when a metric asks one,
+    before any session or judge call: a missing key, an unknown provider or an unreachable
+    `api_base` is one `ColabkitError` line naming the model and the variable (see `preflight`)."""
+    from colabkit.evaluation import scorers_for
+
+    preflight(spec.model_for(role) for spec, _ in items for role in spec.participants)
+    if any(scorer.uses_judge for scorer in scorers_for(list(exp.metrics))):
+        try:
+            preflight([exp.judge_config()])
+        except ColabkitError as exc:
+            raise ColabkitError(f"judge: {exc}") from None
 
 
 async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, sessions: int = 4,
@@ -52,8 +65,9 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
     """Run every (spec, task) not finished yet into `out`; return what became of each.
 
     Every model of the sessions still to run is preflighted first (a missing key or an
-    unknown provider is one line before anything runs); a provider refusal during the batch
-    stops it from starting more sessions and raises `ProviderRefused` once, at the end.
+    unknown provider is one line before anything runs); a provider refusal or outage during
+    the batch stops it from starting more sessions and raises `ProviderRefused` once, at the
+    end (sessions already running finish or stop on their own).
     `kernels=None` derives the live-kernel cap from this machine (`runner.capacity`).
     """
     out = Path(out)
@@ -61,9 +75,8 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
     sweep(out)  # workspaces a killed run left behind
     if retry_errors:
         reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC))
-    else:  # a refused session is no result: it reruns, like `colabkit run` reruns it
-        reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC),
-                         endings=frozenset({"provider_error"}))
+    else:  # a refused or unreachable session is no result: it reruns, like `colabkit run` reruns it
+        reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC), endings=PROVIDER_ENDINGS)
     preflight(spec.model_for(role) for spec, _ in items if needs_run(session_dir(spec, out))
               for role in spec.participants)
     refused: list[str] = []
@@ -94,8 +107,8 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
         bar.close()
     if refused:
         skipped = sum(1 for o in outcomes if o is not None and o.status == "skipped")
-        raise ProviderRefused(f"{refused[0]} ({len(refused)} session(s) refused, {skipped} not started; "
-                              "fix it and run again to resume)")
+        raise ProviderRefused(f"{refused[0]} ({len(refused)} session(s) stopped by the provider, {skipped} not "
+                              "started; the next batch reruns them, replaying what was paid)")
     return BatchSummary(outcomes=[o for o in outcomes if o is not None])
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from pathlib import Path
 from colabkit.errors import ColabkitError
 from colabkit.evaluation.spendlog import JUDGE_JOURNAL
 from colabkit.llm import Spend
+from colabkit.runner.executors.notebook_exec import ERROR_MARK
 from colabkit.runner.experiment import Experiment
 from colabkit.runner.progress import close_bar, journal_spend, progress_bar, read_journal
 from colabkit.runner.recorder import reopen_for_retry
@@ -53,6 +55,7 @@ CONFIG_COPY = "experiment.yaml"
 NOTEBOOKS_DIR = "notebooks"
 REPO_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 _STOP_GRACE_S = 30.0
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)?(Error|Exception|Refused|Interrupt)\b: ")
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,10 @@ def run_batch(exp: Experiment, *, notebooks: Path = REPO_NOTEBOOKS, variants: Se
               say: Callable[[str], None] = print, started: float | None = None) -> list[str]:
     """Execute the experiment's notebooks; return the names of notebooks that failed.
 
-    The progress bar's spend counts what was recorded since `started` (default: now).
+    The progress bar's spend counts what was recorded since `started` (default: now). When a
+    run_variant notebook stopped on the provider (its batch's circuit breaker) the later
+    stages do not run, and none runs when the experiment has no finished session (no judge
+    call for nothing to score). The scores bar counts the sessions of `variants`.
     """
     from datetime import UTC, datetime
 
@@ -291,16 +297,47 @@ def run_batch(exp: Experiment, *, notebooks: Path = REPO_NOTEBOOKS, variants: Se
     finally:
         done.set()
         watcher.join()
+    stopped = _provider_stop(folder, failed)
+    if stopped is not None:  # the circuit breaker: nothing after the sessions runs against that provider
+        say(f"provider down, batch stopped: {stopped}")
+        return failed
+    if not any(is_finished(session_dir(spec, folder)) for spec, _ in exp.sessions()):
+        say("no finished sessions: scoring and analysis skipped (no judge call made)")
+        return failed
+    ids = {spec.session_id for spec, _ in items}
     for stage in stages:
         if todo:  # the stage before ran: the folder changed
             state = folder_state(folder, skip=[NOTEBOOKS_DIR])
         todo = _unchanged_skipped(stamps, stage, state, say)
         if todo:
-            with stage_watch(exp, [job.name for job in todo], enabled=progress, say=say):
+            with stage_watch(exp, [job.name for job in todo], enabled=progress, say=say, session_ids=ids):
                 failed += _run_all(children, todo, len(todo), kernel)
     stamps.record([job for job in (*runs, *(j for stage in stages for j in stage)) if job.name not in failed],
                   folder_state(folder, skip=[NOTEBOOKS_DIR]))
     return failed
+
+
+def first_error_line(log: Path) -> str | None:
+    """The one line a failed notebook's log gives its error (`notebook_exec.ERROR_MARK`), else
+    the last line that names an exception; None when the log says nothing of the kind."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    marked = [line[len(ERROR_MARK):] for line in lines if line.startswith(ERROR_MARK)]
+    if marked:
+        return marked[0]
+    named = [line.strip() for line in lines if _EXCEPTION_LINE.match(line.strip())]
+    return named[-1][:400] if named else None
+
+
+def _provider_stop(folder: Path, failed: Sequence[str]) -> str | None:
+    """The provider's one line when a run_variant notebook stopped on the batch's circuit breaker."""
+    for name in failed:
+        line = first_error_line(folder / NOTEBOOKS_DIR / f"{name}.log")
+        if name.startswith(RUN_VARIANT) and line and line.startswith("ProviderRefused: "):
+            return line.removeprefix("ProviderRefused: ")
+    return None
 
 
 def _unchanged_skipped(stamps: NotebookStamps, jobs: list[NotebookJob], state: str,

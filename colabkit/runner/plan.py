@@ -1,61 +1,62 @@
 """What a batch would do, before it does it: `colabkit batch CONFIG --dry-run`.
 
-Counts the grid's sessions that are finished, finished in a retryable way, and still to
-run, and estimates the model calls, tokens and cost of the rest: the sessions' and the
-judge's, each with an upper bound beside the typical figure. It is a planning figure, not a
-promise.
-
-- **Sessions.** Calls and tokens per session are the mean of this experiment's finished
-  sessions when there are some; otherwise a typical share of the settings' upper bound
-  (every action budget spent, plus waits, repairs and the memory build):
-  `TYPICAL_SHARE_OF_BOUND`, from the provider rehearsal of issue 21 (DeepSeek, 13 variants
-  x 2 archaeology tasks: 13 calls per session where the settings allowed 89), at
-  `ASSUMED_PROMPT_TOKENS` + `ASSUMED_COMPLETION_TOKENS` per call.
-- **Judge.** Judge requests and tokens per session are what this experiment's scoring jobs
-  recorded (`judge-runs.jsonl`) per finished session when there are some; otherwise
-  `JUDGE_CALLS_PER_SESSION_CALL` judge requests per session request (the rehearsal: the
-  judge made 55% of all requests) of `JUDGE_PROMPT_TOKENS` (the embedded judge's mean
-  prompt in `make demo`) + `JUDGE_COMPLETION_TOKENS`.
-- **Price.** litellm's price table, with the provider's prefix-cache rate for the cached
-  share of the prompt tokens where the table has one (`cache_read_input_token_cost`): the
-  share finished sessions recorded, else `ASSUMED_CACHED_SHARE` for session calls (the
-  prompts benchmark measured 91-93% token-weighted prefix reuse under the full profile) and
-  none for the judge (its prompts share less). The upper bound prices every token at the
-  full rate.
+Counts the grid's sessions that are finished, finished in a retryable way (a crash:
+`--retry-errors`), ended by the provider (rerun by every batch), and still to run, and
+estimates the model calls, tokens and cost of the rest: the sessions' and the judge's, each
+with an upper bound beside the typical figure. Per session the figures come from, in order:
+what a batch measured for the same variant and settings (`estimate.read_measured`), this
+experiment's finished sessions of those settings, else the per-role step model
+(`estimate.session_model`; its assumptions are printed one per line). The upper bound spends
+every budget: the AI's, each human's cap, `STEP_OVERHEAD` for waits and repairs, and the
+memory build. Prices are litellm's, the provider's cache rate on the cached share of the
+prompt where its table has one; the bound prices every token at the full rate.
+After a batch `compare` sets the estimate beside what was spent, per stage.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from colabkit.evaluation import scorers_for
 from colabkit.evaluation.spendlog import JUDGE_JOURNAL
-from colabkit.llm import ModelConfig
+from colabkit.llm import ModelConfig, Spend
+from colabkit.runner.estimate import (
+    CACHED_SHARE,
+    JUDGE_COMPLETION_TOKENS,
+    JUDGE_PROMPT_TOKENS,
+    Measured,
+    assumptions,
+    judge_key,
+    judge_questions,
+    read_measured,
+    record_measured,
+    session_model,
+    settings_key,
+)
 from colabkit.runner.executors.capacity import KernelCap
 from colabkit.runner.experiment import Experiment
 from colabkit.runner.progress import journal_spend, read_journal
-from colabkit.runner.recorder import RETRYABLE_ENDINGS, read_record
+from colabkit.runner.recorder import PROVIDER_ENDINGS, RETRYABLE_ENDINGS, read_record
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.store import is_finished, session_dir
 from colabkit.tasks import Task
 
-ASSUMED_PROMPT_TOKENS = 3000
-ASSUMED_COMPLETION_TOKENS = 300
-STEP_OVERHEAD = 1.5  # waits and repair requests on top of the budgeted actions
-TYPICAL_SHARE_OF_BOUND = 13 / 89
-JUDGE_CALLS_PER_SESSION_CALL = 0.55 / 0.45
-JUDGE_PROMPT_TOKENS = 711
-JUDGE_COMPLETION_TOKENS = 80
-ASSUMED_CACHED_SHARE = 0.85
+STEP_OVERHEAD = 1.5  # waits and repair requests on top of the budgeted actions (the upper bound)
 
 
 class VariantPlan(BaseModel):
     variant: str
     sessions: int
     finished: int
+    """Finished with a result (a provider's end is none: those rerun)."""
     retryable: int
+    """Of the finished, those that crashed (`error`): rerun with --retry-errors."""
+    provider_ended: int = 0
+    """Ended by the provider (refusal or outage): rerun by every batch."""
 
 
 class CallEstimate(BaseModel):
@@ -71,6 +72,12 @@ class CallEstimate(BaseModel):
     """USD per call at these sizes with the cache rate on the cached share; None: unpriced."""
     bound_price_per_call: float | None
     """USD per call at the full rate (no cache discount)."""
+
+    def totals(self, sessions: int) -> dict[str, float | None]:
+        """Calls, tokens and cost (None: unpriced) this estimate expects of `sessions` sessions."""
+        calls = sessions * self.calls_per_session
+        cost = None if self.price_per_call is None else calls * self.price_per_call
+        return {"calls": calls, "tokens": calls * (self.prompt_tokens + self.completion_tokens), "cost": cost}
 
     def render(self, name: str, sessions: int) -> str:
         calls, bound = sessions * self.calls_per_session, sessions * self.bound_per_session
@@ -93,6 +100,8 @@ class Plan(BaseModel):
     sessions_at_once: int
     kernel_cap: KernelCap
     executor: str = "local"
+    assumptions: list[str] = []
+    """The step model's assumptions, when some session's figures come from it."""
 
     @property
     def total(self) -> int:
@@ -109,12 +118,16 @@ class Plan(BaseModel):
     def to_run(self, retry_errors: bool = False) -> int:
         return self.total - self.finished + (self.retryable if retry_errors else 0)
 
+    @property
+    def provider_ended(self) -> int:
+        return sum(v.provider_ended for v in self.variants)
+
     def render(self, *, retry_errors: bool = False) -> str:
         todo = self.to_run(retry_errors)
         lines = [f"experiment {self.experiment_id}: {self.total} sessions in {self.folder}",
-                 f"  already finished: {self.finished} ({self.retryable} ended in "
-                 f"{'/'.join(sorted(RETRYABLE_ENDINGS))}; " +
+                 f"  already finished: {self.finished} ({self.retryable} ended in error; " +
                  ("retried now)" if retry_errors else "rerun them with --retry-errors)"),
+                 f"  ended by the provider (refused or unreachable): {self.provider_ended}, rerun now",
                  f"  to run: {todo}"]
         for v in self.variants:
             left = v.sessions - v.finished + (v.retryable if retry_errors else 0)
@@ -122,6 +135,9 @@ class Plan(BaseModel):
         lines.append(self.sessions.render("sessions", todo))
         lines.append(self.judge.render("judge   ", todo))
         lines.append(self._total(todo))
+        if self.assumptions:
+            lines.append("  assumptions of the step model (where nothing was measured):")
+            lines += [f"    - {line}" for line in self.assumptions]
         cap = min(self.sessions_at_once, self.kernel_cap.kernels)
         where = ("on this machine, across every process of the batch" if self.executor == "local"
                  else "per Dask worker (each worker also runs at most its threads)")
@@ -139,63 +155,105 @@ class Plan(BaseModel):
 
 
 def make_plan(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]] | None = None) -> Plan:
-    """The plan of `exp` against what its results folder already holds."""
+    """The plan of `exp` against what its results folder (and its results root's measured
+    figures) already hold."""
     items = items if items is not None else exp.sessions()
     folder = exp.folder()
     per_variant: dict[str, VariantPlan] = {}
-    calls = prompt = completion = cached = sent_prompt = 0.0
-    seen = 0
+    done: dict[str, list] = defaultdict(list)  # settings key -> totals of finished sessions
+    todo: list[SessionSpec] = []
     for spec, _ in items:
         plan = per_variant.setdefault(spec.variant.name, VariantPlan(variant=spec.variant.name, sessions=0,
                                                                    finished=0, retryable=0))
         plan.sessions += 1
         where = session_dir(spec, folder)
-        if is_finished(where):
-            record = read_record(where)
-            totals = record.totals
-            plan.finished += 1
-            plan.retryable += record.ended_by in RETRYABLE_ENDINGS
-            calls += totals.llm_calls
-            prompt += totals.prompt_tokens
-            completion += totals.completion_tokens
-            cached += totals.provider_cached_tokens
-            sent_prompt += totals.prompt_tokens if totals.suite_replays == 0 else 0
-            seen += 1
-    bound = _budgeted_calls(exp, [spec for spec, _ in items])
-    models = exp.all_model_configs()
-    if seen and calls:
-        share = cached / sent_prompt if sent_prompt else ASSUMED_CACHED_SHARE
-        sessions = _estimate(models, calls / seen, max(bound, calls / seen), prompt / calls, completion / calls, share,
-                             f"mean of the {seen} finished session(s): {calls / seen:.1f} calls of "
-                             f"{prompt / calls:,.0f} + {completion / calls:,.0f} tokens, {share:.0%} provider-cached; "
-                             f"upper bound {bound:.1f} calls per session from the settings")
-    else:
-        typical = bound * TYPICAL_SHARE_OF_BOUND
-        sessions = _estimate(models, typical, bound, ASSUMED_PROMPT_TOKENS, ASSUMED_COMPLETION_TOKENS,
-                             ASSUMED_CACHED_SHARE,
-                             f"typical {typical:.1f} calls per session ({TYPICAL_SHARE_OF_BOUND:.0%} of the settings' "
-                             f"upper bound {bound:.1f}: the provider rehearsal's share), {ASSUMED_PROMPT_TOKENS} + "
-                             f"{ASSUMED_COMPLETION_TOKENS} tokens per call, {ASSUMED_CACHED_SHARE:.0%} provider-cached "
-                             "where the provider has a cache price")
-    judged = journal_spend(read_journal(folder, JUDGE_JOURNAL)) if seen else None
-    if judged is not None and judged.requests + judged.suite_replays:
-        n = judged.requests + judged.suite_replays
-        share = judged.provider_cached_tokens / judged.prompt_tokens if judged.prompt_tokens else 0.0
-        per_prompt = (judged.prompt_tokens / judged.requests) if judged.requests else JUDGE_PROMPT_TOKENS
-        per_completion = (judged.completion_tokens / judged.requests) if judged.requests else JUDGE_COMPLETION_TOKENS
-        scale = sessions.bound_per_session / max(sessions.calls_per_session, 1e-9)  # judged items grow with calls
-        judge = _estimate([exp.judge_config()], n / seen, n / seen * max(scale, 1.0), per_prompt, per_completion, share,
-                          f"this experiment's scoring jobs: {n / seen:.1f} judge requests per finished session "
-                          f"of {per_prompt:,.0f} + {per_completion:,.0f} tokens")
-    else:
-        ratio = JUDGE_CALLS_PER_SESSION_CALL
-        judge = _estimate([exp.judge_config()], sessions.calls_per_session * ratio, sessions.bound_per_session * ratio,
-                          JUDGE_PROMPT_TOKENS, JUDGE_COMPLETION_TOKENS, 0.0,
-                          f"{ratio:.2f} judge requests per session request (the rehearsal's share) of "
-                          f"{JUDGE_PROMPT_TOKENS} + {JUDGE_COMPLETION_TOKENS} tokens")
+        record = read_record(where) if is_finished(where) else None
+        if record is None or record.ended_by in PROVIDER_ENDINGS:
+            plan.provider_ended += record is not None
+            todo.append(spec)
+            continue
+        plan.finished += 1
+        plan.retryable += record.ended_by in RETRYABLE_ENDINGS
+        if record.ended_by not in RETRYABLE_ENDINGS:
+            done[settings_key(spec)].append(record.totals)
+    measured = read_measured(exp.results)
+    chosen = todo or [spec for spec, _ in items]
+    sessions, modelled = _session_estimate(exp, chosen, measured, done)
+    judge = _judge_estimate(exp, chosen, measured, folder, sum(len(t) for t in done.values()), sessions)
     return Plan(experiment_id=exp.experiment_id, folder=folder, variants=list(per_variant.values()),
                 sessions=sessions, judge=judge, sessions_at_once=exp.concurrency.sessions,
-                kernel_cap=exp.kernel_cap(), executor=exp.executor.kind)
+                kernel_cap=exp.kernel_cap(), executor=exp.executor.kind,
+                assumptions=assumptions() if modelled else [])
+
+
+def _session_estimate(exp: Experiment, specs: list[SessionSpec], measured: dict[str, Measured],
+                      done: dict[str, list]) -> tuple[CallEstimate, int]:
+    """Per-session means over `specs` from the best source each has; (estimate, how many modelled)."""
+    calls = prompt = completion = cached = 0.0
+    sources = {"measured": 0, "finished": 0, "modelled": 0}
+    for spec in specs:
+        key = settings_key(spec)
+        if key in measured:
+            m = measured[key]
+            c, p, o, share = m.calls, m.prompt_tokens, m.completion_tokens, m.cached_share
+            sources["measured"] += 1
+        elif done.get(key):
+            totals = done[key]
+            n_calls = sum(t.llm_calls for t in totals)
+            c = n_calls / len(totals)
+            p = sum(t.prompt_tokens for t in totals) / max(n_calls, 1)
+            o = sum(t.completion_tokens for t in totals) / max(n_calls, 1)
+            sent = sum(t.prompt_tokens for t in totals if t.suite_replays == 0)
+            share = sum(t.provider_cached_tokens for t in totals) / sent if sent else CACHED_SHARE
+            sources["finished"] += 1
+        else:
+            model = session_model(spec)
+            c, p, o, share = model.calls, model.prompt_tokens, model.completion_tokens, CACHED_SHARE
+            sources["modelled"] += 1
+        calls += c
+        prompt += c * p
+        completion += c * o
+        cached += c * p * share
+    n = max(len(specs), 1)
+    bound = _budgeted_calls(exp, specs)
+    per_call_prompt = prompt / calls if calls else 0.0
+    share = cached / prompt if prompt else CACHED_SHARE
+    basis = (f"{sources['measured']} session(s) from figures measured for the same settings, "
+             f"{sources['finished']} from this experiment's finished sessions, {sources['modelled']} from the "
+             f"step model: {calls / n:.1f} calls of {per_call_prompt:,.0f} + {completion / max(calls, 1):,.0f} "
+             f"tokens per session, {share:.0%} provider-cached; upper bound {bound:.1f} calls (every budget spent)")
+    estimate = _estimate(exp.all_model_configs(), calls / n, max(bound, calls / n), per_call_prompt,
+                         completion / max(calls, 1), share, basis)
+    return estimate, sources["modelled"]
+
+
+def _judge_estimate(exp: Experiment, specs: list[SessionSpec], measured: dict[str, Measured], folder: Path,
+                    finished: int, sessions: CallEstimate) -> CallEstimate:
+    """Judge requests per session: measured for these metrics and repeats, else this experiment's
+    scoring journal per finished session, else the per-metric question counts."""
+    metrics = [s.name for s in scorers_for(list(exp.metrics)) if s.uses_judge]
+    judge = exp.judge_config()
+    keys = [judge_key(judge.model, metrics, exp.judge_repeats, spec.variant.name) for spec in specs]
+    scale = sessions.bound_per_session / max(sessions.calls_per_session, 1e-9)  # judged items grow with calls
+    if specs and all(k in measured for k in keys):
+        per = [measured[k] for k in keys]
+        calls = sum(m.calls for m in per) / len(per)
+        prompt = sum(m.prompt_tokens for m in per) / len(per)
+        completion = sum(m.completion_tokens for m in per) / len(per)
+        return _estimate([judge], calls, calls * max(scale, 1.0), prompt, completion, 0.0,
+                         f"measured for this judge, metrics and repeats: {calls:.1f} requests per session")
+    journal = journal_spend(read_journal(folder, JUDGE_JOURNAL)) if finished else Spend()
+    n = journal.requests + journal.suite_replays
+    if n:
+        per_prompt = journal.prompt_tokens / journal.requests if journal.requests else JUDGE_PROMPT_TOKENS
+        per_completion = journal.completion_tokens / journal.requests if journal.requests else JUDGE_COMPLETION_TOKENS
+        return _estimate([judge], n / finished, n / finished * max(scale, 1.0), per_prompt, per_completion, 0.0,
+                         f"this experiment's scoring jobs: {n / finished:.1f} judge requests per finished session "
+                         f"of {per_prompt:,.0f} + {per_completion:,.0f} tokens")
+    calls = sum(judge_questions(spec, metrics, exp.judge_repeats) for spec in specs) / max(len(specs), 1)
+    return _estimate([judge], calls, calls * max(scale, 1.0), JUDGE_PROMPT_TOKENS, JUDGE_COMPLETION_TOKENS, 0.0,
+                     f"{calls:.1f} judge requests per session ({', '.join(metrics) or 'no judged metric'}, "
+                     f"{exp.judge_repeats} repeat(s)) of {JUDGE_PROMPT_TOKENS} + {JUDGE_COMPLETION_TOKENS} tokens")
 
 
 def _estimate(models: list[ModelConfig], per_session: float, bound: float, prompt: float, completion: float,
@@ -210,7 +268,7 @@ def _estimate(models: list[ModelConfig], per_session: float, bound: float, promp
 
 
 def _budgeted_calls(exp: Experiment, specs: list[SessionSpec]) -> float:
-    """Mean over the grid of: each side's action budget spent (plus waits and repairs),
+    """Mean over `specs` of: each side's action budget spent (plus waits and repairs),
     capped by the rounds, plus the memory build."""
     if not specs:
         return 0.0
@@ -218,20 +276,19 @@ def _budgeted_calls(exp: Experiment, specs: list[SessionSpec]) -> float:
     for spec in specs:
         settings = spec.settings  # an arm's own (`Experiment.arms`)
         team = len(spec.participants)
-        budget = _action_budget(settings, humans=team > 1)
-        steps = min(budget * STEP_OVERHEAD, settings.max_rounds * team)
+        budget = _action_budget(settings, humans=team - 1)
+        steps = min(budget, settings.max_rounds * team) * STEP_OVERHEAD
         build = 2 * team + 1 if spec.variant.memory else 0
         per.append(steps + build)
     return sum(per) / len(per)
 
 
-def _action_budget(settings: SessionSettings, *, humans: bool) -> int:
-    """Task-phase steps a session may take: per side when the settings have sides."""
-    budget_for = getattr(settings, "budget_for", None)  # per-side budgets (AI, simulated humans)
-    if budget_for is None:
-        return settings.action_budget
-    total = budget_for("ai") + (budget_for("human") if humans else 0)
-    cap = getattr(settings, "team_action_budget", None)
+def _action_budget(settings: SessionSettings, *, humans: int) -> int:
+    """Task-phase steps a session may take: the AI's budget and each human's own cap (or the
+    humans' pooled budget under the Co-Gym rules), at most the team-wide cap."""
+    human = settings.budget_for("human") * (humans if settings.per_member else min(humans, 1))
+    total = settings.budget_for("ai") + human
+    cap = settings.team_action_budget
     return min(total, cap) if cap else total
 
 
@@ -253,3 +310,81 @@ def call_price(config: ModelConfig, prompt: float, completion: float, cached_sha
     cache_in = info.get("cache_read_input_token_cost")
     share = cached_share if cache_in is not None else 0.0
     return (prompt * (1 - share) * full_in + prompt * share * (cache_in or 0.0) + completion * out)
+
+
+def compare(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]], before: Plan, started: float, *,
+            retry_errors: bool) -> list[str]:
+    """The estimate `before` made of this batch against what it spent, per stage (calls, tokens,
+    cost), as lines for the report; both are stored (`estimate.record_measured`) with the
+    per-session figures of the sessions that ran, so the next estimate of these settings uses them.
+
+    A call is a request or a suite replay (what the session asked for); tokens include the
+    replayed ones; cost is what was paid now.
+    """
+    from colabkit.runner.pipeline import run_spend
+
+    folder, todo = exp.folder(), before.to_run(retry_errors)
+    ids = {spec.session_id for spec, _ in items}
+    spent = dict(zip(("sessions", "judge"), run_spend(folder, started, ids), strict=True))
+    estimated = {"sessions": before.sessions.totals(todo), "judge": before.judge.totals(todo)}
+    actual = {stage: {"calls": float(s.requests + s.suite_replays), "tokens": float(s.tokens + s.replayed_tokens),
+                      "cost": s.paid_cost} for stage, s in spent.items()}
+    ran = _ran_since(items, folder, started)
+    record_measured(exp.results, _measured(exp, ran, spent["judge"]),
+                    {"experiment": exp.experiment_id, "sessions_run": len(ran), "estimated": estimated,
+                     "actual": actual})
+    lines = [f"estimate vs actual ({todo} session(s) planned, {len(ran)} ran; stored in "
+             f"{exp.results / 'calibration.jsonl'}):"]
+    for stage in ("sessions", "judge"):
+        e, a = estimated[stage], actual[stage]
+        cost = "unpriced" if e["cost"] is None else f"${e['cost']:.4f} / ${a['cost']:.4f}"
+        lines.append(f"  {stage:<8} calls {e['calls']:,.0f} / {a['calls']:,.0f} ({_ratio(e['calls'], a['calls'])}), "
+                     f"tokens {e['tokens']:,.0f} / {a['tokens']:,.0f} ({_ratio(e['tokens'], a['tokens'])}), "
+                     f"cost {cost}")
+    return lines
+
+
+def _ratio(estimated: float | None, actual: float) -> str:
+    if estimated is None or not actual:
+        return "no actual" if not actual else "n/a"
+    return f"x{estimated / actual:.2f} of actual"
+
+
+def _ran_since(items: Sequence[tuple[SessionSpec, Task]], folder: Path, started: float) -> list:
+    """(spec, record) of the sessions that finished with a result since `started`."""
+    ran = []
+    for spec, _ in items:
+        where = session_dir(spec, folder)
+        if is_finished(where):
+            record = read_record(where)
+            if record.finished.timestamp() >= started and record.ended_by not in RETRYABLE_ENDINGS:
+                ran.append((spec, record))
+    return ran
+
+
+def _measured(exp: Experiment, ran: list, judge: Spend) -> list[Measured]:
+    """Per settings key, the mean figures of the sessions that ran; the judge's per session."""
+    groups: dict[str, list] = defaultdict(list)
+    for spec, record in ran:
+        groups[settings_key(spec)].append(record.totals)
+    entries = []
+    for key, totals in groups.items():
+        calls = sum(t.llm_calls for t in totals)
+        sent = sum(t.prompt_tokens for t in totals if t.suite_replays == 0)
+        entries.append(Measured(
+            key=key, sessions=len(totals), calls=calls / len(totals),
+            prompt_tokens=sum(t.prompt_tokens for t in totals) / max(calls, 1),
+            completion_tokens=sum(t.completion_tokens for t in totals) / max(calls, 1),
+            cached_share=sum(t.provider_cached_tokens for t in totals) / sent if sent else CACHED_SHARE,
+            cost=sum(t.paid_cost or 0.0 for t in totals) / len(totals)))
+    judged = judge.requests + judge.suite_replays
+    if ran and judged:
+        metrics = [s.name for s in scorers_for(list(exp.metrics)) if s.uses_judge]
+        model = exp.judge_config().model
+        for variant in {spec.variant.name for spec, _ in ran}:  # the run's mean, for each variant it scored
+            entries.append(Measured(
+                key=judge_key(model, metrics, exp.judge_repeats, variant), sessions=len(ran),
+                calls=judged / len(ran), prompt_tokens=judge.prompt_tokens / max(judge.requests, 1) or
+                JUDGE_PROMPT_TOKENS, completion_tokens=judge.completion_tokens / max(judge.requests, 1) or
+                JUDGE_COMPLETION_TOKENS, cached_share=0.0, cost=judge.paid_cost / len(ran)))
+    return entries

@@ -48,6 +48,10 @@ from colabkit.tasks import Task
 
 RETRYABLE_ENDINGS = INFRASTRUCTURE_ENDINGS
 """How a session may end that says nothing about the team: `--retry-errors` reruns these."""
+PROVIDER_ENDINGS: frozenset[str] = frozenset({"provider_error", "provider_unavailable"})
+"""Ends a provider caused (a refusal; an outage past the retry bound): no result at all, so
+every batch and `colabkit run` reruns them without being asked (the response cache replays
+what was paid), and a batch that sees one stops starting sessions (its circuit breaker)."""
 
 
 class SessionBusy(Exception):

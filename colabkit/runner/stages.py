@@ -20,7 +20,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -83,20 +83,23 @@ class NotebookStamps:
         atomic_write_text(self.path, json.dumps(self.keys, indent=1, sort_keys=True))
 
 
-def expected_scores(exp: Experiment) -> list[Path]:
-    """The score files the experiment's metrics make, for every session of its grid."""
+def expected_scores(exp: Experiment, session_ids: Collection[str] | None = None) -> list[Path]:
+    """The score files the experiment's metrics make, for every session of its grid (or of
+    `session_ids`: the variants a batch was asked for)."""
     scoring, folder = exp.scoring(), exp.folder()  # the judge as the scoring job runs it
     ids = [scorer_id(s, scoring.judge, scoring.repeats) for s in scorers_for(list(exp.metrics))]
-    return [folder / sid / SCORES_DIR / f"{i}.json" for sid in exp.session_ids() for i in ids]
+    chosen = exp.session_ids() if session_ids is None else [s for s in exp.session_ids() if s in session_ids]
+    return [folder / sid / SCORES_DIR / f"{i}.json" for sid in chosen for i in ids]
 
 
 @contextmanager
-def stage_watch(exp: Experiment, names: Sequence[str], *, enabled: bool,
-                say: Callable[[str], None]) -> Iterator[None]:
-    """A named bar while a stage's notebooks run (scores present, judge check, judge spend)."""
+def stage_watch(exp: Experiment, names: Sequence[str], *, enabled: bool, say: Callable[[str], None],
+                session_ids: Collection[str] | None = None) -> Iterator[None]:
+    """A named bar while a stage's notebooks run (scores present of `session_ids`' sessions,
+    judge check, judge spend)."""
     started, done = time.time(), threading.Event()
     scoring = any(n in ("score", "annotate_gates") for n in names)
-    wanted = expected_scores(exp) if scoring else []
+    wanted = expected_scores(exp, session_ids) if scoring else []
     label = " + ".join(names)
 
     def watch() -> None:

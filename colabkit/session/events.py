@@ -41,10 +41,12 @@ until no request is open; under "ai_budget" an AI wait is a step of its budget, 
 version 1."""
 CLOSING_PASS: Final = "closing_pass"
 """The engine's closing pass: its system event's action, and the args key marking its steps."""
-EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "error"]
+EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "provider_unavailable",
+                  "error"]
 """How a session ended; the one definition every layer imports."""
-INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "provider_error"})
-"""Endings that say nothing about the team (a crash, a provider refusal): the runner's
+INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "provider_error", "provider_unavailable"})
+"""Endings that say nothing about the team (a crash, a provider refusal, a provider out of
+reach past the retry bound): the runner's
 `--retry-errors` reruns them and the score tables leave their metrics missing. A session
 that reaches its spending cap (`llm_budget`) is not one of them: how much a team spends is
 its own doing, so the cap's end is the team's outcome, scored from its editor like any other

@@ -4,14 +4,17 @@ It opens the workspace (the kernel starts while the first model calls are asked)
 engine's `_Session` through its rounds and the closing pass, and returns a `SessionResult`.
 It does no file I/O: events go to the caller's sink as they happen.
 
-Failure policy (fail closed, always recorded): a malformed model answer or an impossible
-action is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by
-"llm_budget", after the closing pass (which runs past the cap, its spend recorded apart in
-`Totals.closing_paid_cost`), so the cost cap loses no open request; `ProviderError` (a refusal no retry can fix: bad key, unknown model) ends it
-at once with ended_by "provider_error" and the provider's one-line error, instead of
-spending the action budget on failed steps; any other exception is a bug, and still ends
-it with ended_by "error" and a `session_end` event carrying the exception, so a batch never
-loses a session silently.
+Failure policy (fail closed, always recorded): a malformed model answer or an impossible action
+is a failed step and the session goes on; `BudgetExceeded` ends it with ended_by "llm_budget",
+after the closing pass (which runs past the cap, its spend recorded apart in
+`Totals.closing_paid_cost`), so the cost cap loses no open request; `ProviderError` (a refusal
+no retry can fix: bad key, unknown model) ends it at once with ended_by "provider_error" and the
+provider's one-line error, instead of spending the action budget on failed steps;
+`ProviderUnavailable` (no answer within the gateway's retry bound: connection refused or reset,
+DNS, TLS, read timeouts, 429/5xx) ends it with ended_by "provider_unavailable", its events so
+far kept (an outage, not the team's doing: the next batch reruns it, replaying what was paid
+from the response cache); any other exception is a bug, and still ends it with ended_by "error"
+and a `session_end` event carrying the exception, so a batch never loses a session silently.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from colabkit.errors import ColabkitError
-from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError
+from colabkit.llm import BudgetExceeded, CallRecord, Gateway, ProviderError, ProviderUnavailable
 from colabkit.session.engine import _Session
 from colabkit.session.events import SYSTEM, EndedBy, EventLog, EventSink
 from colabkit.session.hooks import ReplayHook
@@ -99,6 +102,8 @@ async def run_session(
             except BudgetExceeded as exc:
                 ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
             await session.closing_pass(ended_by)  # every open request decided, past the cap if need be
+        except ProviderUnavailable as exc:  # an outage: rerun later, never an outcome
+            ended_by, detail, calls = "provider_unavailable", {"error": str(exc)}, tuple(exc.records)
         except ProviderError as exc:  # the failed call's records stay in the log: attempts are data
             ended_by, detail, calls = "provider_error", {"error": str(exc)}, tuple(exc.records)
         except Exception as exc:  # a bug: end the session closed and recorded, never silently

@@ -7,15 +7,21 @@ ipykernel logs "KeyboardInterrupt caught in kernel." into a successful notebook'
 kernel that is being shut down has nothing to interrupt: papermill runs each notebook here
 with a kernel manager that skips the interrupt while shutting down (the shutdown request and,
 failing that, the kill still follow). Otherwise this is `papermill SOURCE OUTPUT --kernel K
---cwd DIR -p NAME VALUE ...` with string parameters and no progress bar.
+--cwd DIR -p NAME VALUE ...` with string parameters and no progress bar, and a cell's
+exception is also written as one line starting with `ERROR_MARK`.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 from jupyter_client.manager import AsyncKernelManager
+
+ERROR_MARK = "colabkit notebook error: "
+"""Starts the one line the log gets when a cell raises: the exception's name and message
+(`colabkit batch` shows it in the terminal instead of only the log's path)."""
 
 
 class ShutdownWithoutInterrupt(AsyncKernelManager):
@@ -39,9 +45,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     import papermill
+    from papermill.exceptions import PapermillExecutionError
 
-    papermill.execute_notebook(args.source, args.output, parameters=dict(args.p), kernel_name=args.kernel,
-                               cwd=args.cwd, progress_bar=False, kernel_manager_class=ShutdownWithoutInterrupt)
+    try:
+        papermill.execute_notebook(args.source, args.output, parameters=dict(args.p), kernel_name=args.kernel,
+                                   cwd=args.cwd, progress_bar=False, kernel_manager_class=ShutdownWithoutInterrupt)
+    except PapermillExecutionError as exc:  # one findable line for the batch's terminal, then the traceback
+        evalue = " ".join(str(exc.evalue).split())[:400]
+        print(f"{ERROR_MARK}{exc.ename}: {evalue}", file=sys.stderr, flush=True)
+        raise
 
 
 if __name__ == "__main__":

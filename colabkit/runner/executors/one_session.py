@@ -16,7 +16,14 @@ from colabkit.llm import Budget, Spend
 from colabkit.runner.executors.slots import MachineSlots
 from colabkit.runner.experiment import LLMBudget
 from colabkit.runner.progress import SessionOutcome, journal
-from colabkit.runner.recorder import RETRYABLE_ENDINGS, SessionBusy, needs_run, read_record, record_if_needed
+from colabkit.runner.recorder import (
+    PROVIDER_ENDINGS,
+    RETRYABLE_ENDINGS,
+    SessionBusy,
+    needs_run,
+    read_record,
+    record_if_needed,
+)
 from colabkit.runner.workarea import SessionLock
 from colabkit.session import Event, SessionSpec
 from colabkit.store import EVENTS_FILE, session_dir
@@ -59,8 +66,8 @@ async def run_one(spec: SessionSpec, task: Task, *, out: Path, limit: asyncio.Se
     """Run one session of a batch (or find it done); never raises for the session's own failure.
 
     `limit` bounds this process's sessions, `slots` (when given) this machine's, across
-    processes. Once a provider has refused an earlier session (`refused` holds that
-    refusal), the session is not started: its outcome is "skipped".
+    processes. Once a provider has refused an earlier session or stayed out of reach past the
+    retry bound (`refused` holds why), the session is not started: its outcome is "skipped".
     """
     folder = session_dir(spec, out)
     if not needs_run(folder):
@@ -86,8 +93,8 @@ async def run_one(spec: SessionSpec, task: Task, *, out: Path, limit: asyncio.Se
     outcome = outcome_of(spec, folder, ran=ran)
     if ran:
         journal(out, outcome)
-        if outcome.ended_by == "provider_error" and refused is not None:
-            refused.append(outcome.error or "a provider refused the session")
+        if outcome.ended_by in PROVIDER_ENDINGS and refused is not None:  # the circuit breaker opens
+            refused.append(outcome.error or f"the session ended {outcome.ended_by}")
     return outcome
 
 
