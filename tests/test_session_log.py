@@ -76,9 +76,9 @@ def test_every_stored_event_validates_against_the_versioned_schema(stored):
         jsonschema.validate({**rows[0], "schema_version": 1}, schema)
     record = json.loads((folder / "session.json").read_text())
     jsonschema.validate(record, SessionRecord.model_json_schema())
-    assert record["schema_version"] == 5
+    assert record["schema_version"] == 6
     snapshot = WorkspaceSnapshot.model_validate_json((folder / "snapshot.json").read_bytes())
-    assert snapshot.schema_version == 2
+    assert snapshot.schema_version == 3
 
 
 def test_every_created_cell_message_and_editor_version_is_joinable_by_index(stored):
@@ -153,7 +153,7 @@ def test_loaders_export_the_join_keys_and_provenance(stored):
     assert (called["output_modes"].str.split(";").str.len() == called["n_calls"]).all()
     assert set(";".join(called["output_modes"]).split(";")) == {"json_schema"}  # scripted: a custom provider
     row = sessions.iloc[0]
-    assert row["task_digest"] == TASK.task_digest and row["schema_version"] == 5
+    assert row["task_digest"] == TASK.task_digest and row["schema_version"] == 6
     assert json.loads(row["persona_versions_json"])["R"] == persona("R").version
     # the profile is a factor; the per-side budgets and what each side used are columns of their own
     assert row["profile"] == "compact" and pd.isna(row["context_window"])  # scripted models: unknown window

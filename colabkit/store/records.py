@@ -24,7 +24,7 @@ from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
-RECORD_SCHEMA_VERSION: Final = 5
+RECORD_SCHEMA_VERSION: Final = 6
 """Version 2 added schema_version, task_digest, briefings and persona_versions; its `totals`
 carry each side's budget and use, and its `spec` the observation profile. Version 3's
 totals say what was paid apart from the suite's replays and count the provider's cached
@@ -34,7 +34,9 @@ is not a fork continuation), both optional so older records read. Version 4 adds
 the lock the session's process was installed from and any drift from it (None in older records).
 Version 5's totals count the closing pass's decisions, decisions past a spent budget and the
 expired requests by action (0 when read from an older record), and its sessions' settings may
-hold the `ai_budget` termination rule (the new default)."""
+hold the `ai_budget` termination rule (the new default). Version 6's `isolation` says how the
+kernel started (`kernel_start`: warm or cold, and `kernel_start_note`: why a kernel that could
+have been warm was not); None and "" when read from an older record."""
 
 
 def resolved_models(spec: SessionSpec) -> dict[str, ModelConfig]:
@@ -51,7 +53,7 @@ class SessionRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[2, 3, 4, 5] = RECORD_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6] = RECORD_SCHEMA_VERSION
     session_id: str
     """First 16 hex digits of `spec.identity()`: also the session's folder name."""
     spec_identity: str

@@ -39,7 +39,7 @@ from colabkit.workspace.output import DiscardingCollector, OutputCollector
 from colabkit.workspace.quota import MIB, POLL_S, DiskQuota
 from colabkit.workspace.warm import KernelStart
 
-SNAPSHOT_SCHEMA_VERSION: Final = 2
+SNAPSHOT_SCHEMA_VERSION: Final = 3
 
 
 class CellResult(BaseModel):
@@ -77,8 +77,10 @@ class WorkspaceSnapshot(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[2] = SNAPSHOT_SCHEMA_VERSION
-    """Version 2 added this field; a stored snapshot without it was written by version 1."""
+    schema_version: Literal[2, 3] = SNAPSHOT_SCHEMA_VERSION
+    """Version 2 added this field; a stored snapshot without it was written by version 1.
+    Version 3's isolation report says how the kernel started (`kernel_start`, warm or cold,
+    and `kernel_start_note`); in older snapshots these read as None and ""."""
     isolation: IsolationReport
     limits: Limits
     data_files: tuple[str, ...]
