@@ -116,6 +116,18 @@ def test_provenance_is_recorded_and_a_kernel_that_cannot_be_warm_starts_cold_wit
         warm.mode("tepid")  # type: ignore[arg-type]
 
 
+def test_a_template_that_fails_gives_a_cold_start_that_says_why(warm_ok, tasks, tmp_path, monkeypatch):
+    def broken(sandbox):
+        raise warm.WarmUnavailable("the kernel template exited: boom")
+
+    monkeypatch.setattr(warm, "template", broken)
+    ws, (cell,) = run_cells(tasks[0], tmp_path / "f", ["print(6 * 7)"])
+    assert cell.output == "42\n" and ws.isolation.kernel_start == "cold"
+    assert ws.isolation.kernel_start_note == "the kernel template exited: boom"
+    with pytest.raises(ColabkitError, match="the kernel template exited: boom"):  # warm only: no fallback
+        run_cells(tasks[0], tmp_path / "g", ["print(6 * 7)"], kernel_start="warm")
+
+
 def test_a_warm_kernel_that_dies_is_restarted_warm_and_its_exit_is_described(warm_ok, tasks, tmp_path):
     first, _ = tasks
     ws, cells = run_cells(first, tmp_path / "w", ["x = 41", "import ctypes; ctypes.string_at(0)", "print(x + 1)"],

@@ -98,7 +98,7 @@ class Template:
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
         self._lock = threading.Lock()
-        self._log = tempfile.NamedTemporaryFile(prefix="colabkit-template-", suffix=".log", delete=False)
+        self._log = tempfile.TemporaryFile(prefix="colabkit-template-")  # unlinked: a kill leaves no file
         host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._channel = host
         config = {"preload": list(PRELOAD)}
@@ -123,7 +123,8 @@ class Template:
         ready, _, _ = select.select([self._channel], [], [], timeout)
         data = self._channel.recv(1 << 20) if ready else b""
         if not data:
-            tail = Path(self._log.name).read_text(errors="replace").strip().splitlines()[-3:]
+            self._log.seek(0)
+            tail = self._log.read().decode(errors="replace").strip().splitlines()[-3:]
             raise WarmUnavailable("the kernel template " + ("did not answer" if not ready else "exited")
                                   + (f": {' | '.join(tail)}" if tail else ""))
         return json.loads(data)
@@ -145,7 +146,6 @@ class Template:
             self.proc.kill()
         self.proc.wait()
         self._log.close()
-        Path(self._log.name).unlink(missing_ok=True)
 
 
 _TEMPLATES: dict[str, Template] = {}
