@@ -24,7 +24,7 @@ import pytest
 from helpers.env import require
 from jupyter_client.session import Session
 
-from colabkit.workspace import CellResult, Limits, Workspace
+from colabkit.workspace import CellResult, Limits, Workspace, warm
 from colabkit.workspace.isolation import choose
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,6 +38,10 @@ LIMITS = Limits(cell_timeout_s=3, interrupt_grace_s=2, memory_mb=1024, max_proce
 def sandbox():
     """The sandbox this machine gives kernels; attacks needing more skip before running."""
     return choose("auto")
+
+
+def warm_here() -> bool:
+    return warm.mode() != "cold" and warm.unavailable(choose("auto")[0]) is None
 
 
 def need_box(sandbox):
@@ -77,8 +81,10 @@ def attack(task: Path, code: str, tmp_path: Path, *, monkeypatch=None,
         async with await Workspace.open([task], root=tmp_path / "ws", limits=limits) as ws:
             # the marker the leftover check looks for does match this live kernel
             assert live_mentions(str(ws.workdir.parent)), "marker matches no live kernel process"
-            cells = [await ws.execute(c, author="ai")
-                     for c in ("marker = 12345", textwrap.dedent(code), after)]
+            cells = [await ws.execute("marker = 12345", author="ai")]
+            # the attacks run on warm kernels wherever they exist (the default start)
+            assert ws.isolation.kernel_start == ("warm" if warm_here() else "cold"), ws.isolation
+            cells += [await ws.execute(c, author="ai") for c in (textwrap.dedent(code), after)]
             copy = sha(ws.workdir / "data" / task.name)
         return ws, cells, copy
 
