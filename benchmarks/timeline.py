@@ -89,6 +89,7 @@ class Timeline:
 
         from colabkit.llm.gateway import Gateway
         from colabkit.runner import batch
+        from colabkit.runner.executors import one_session
         from colabkit.workspace.kernel import SandboxedKernel
         from colabkit.workspace.workspace import Workspace
 
@@ -133,7 +134,7 @@ class Timeline:
             return classmethod(wrapped)
 
         self._patch(batch, "run_one", run_one)
-        self._patch(batch, "record_if_needed", entered("slot"))
+        self._patch(one_session, "record_if_needed", entered("slot"))
         self._patch(Workspace, "open", ws_open)
         self._patch(SandboxedKernel, "start", around("kernel_start", "kernel_ready"))
         self._patch(SandboxedKernel, "_connect", entered("kernel_spawned"))

@@ -78,7 +78,7 @@ def test_every_stored_event_validates_against_the_versioned_schema(stored):
     jsonschema.validate(record, SessionRecord.model_json_schema())
     assert record["schema_version"] == 6
     snapshot = WorkspaceSnapshot.model_validate_json((folder / "snapshot.json").read_bytes())
-    assert snapshot.schema_version == 2
+    assert snapshot.schema_version == 3
 
 
 def test_every_created_cell_message_and_editor_version_is_joinable_by_index(stored):

@@ -16,7 +16,7 @@ import pytest
 from helpers.env import require
 
 from colabkit.errors import ColabkitError
-from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot, isolation, quota
+from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot, isolation, quota, warm
 
 CSV = "year,capital,region\n2000,1.5,north\n2001,2.5,south\n2002,4.0,north\n"
 
@@ -73,6 +73,9 @@ def test_bubblewrap_is_used_when_available(ws):
     assert ws.isolation.level == "bubblewrap", ws.isolation.notes
     assert ws.isolation.network_isolated and ws.isolation.host_files_hidden
     assert ws.isolation.data_read_only and ws.isolation.env_allowlisted
+    # so the tests below run on a warm kernel wherever one is possible (the default start)
+    warm_here = warm.mode() != "cold" and warm.unavailable(isolation.choose("auto")[0]) is None
+    assert ws.isolation.kernel_start == ("warm" if warm_here else "cold"), ws.isolation
 
 
 def test_state_persists_across_cells(runner, ws):

@@ -41,7 +41,9 @@ hold the `ai_budget` termination rule (the new default). Version 6's totals add 
 AI's steps, waits included) and the closing pass's calls and cost (0 when read from older
 records); its spec has `engine_rules` (2: issue 33's rules; read as 1 from older records); it
 adds `analysis_plan`, the hash of the experiment's analysis plan in force when the session ran
-(None without one, and in older records)."""
+(None without one, and in older records); its `isolation` says how the kernel started
+(`kernel_start`: warm or cold, and `kernel_start_note`: why a kernel that could have been warm
+was not; None and "" when read from an older record)."""
 
 
 def plan_in_force(out: Path) -> str | None:

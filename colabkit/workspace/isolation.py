@@ -95,6 +95,12 @@ class IsolationReport(BaseModel):
     notes: tuple[str, ...] = ()
     disk_quota_mb: int | None = None
     disk_quota_enforced_by: str | None = None  # "filesystem" or "checked"
+    kernel_start: Literal["warm", "cold"] | None = None
+    """How the session's first kernel started: "warm" (forked from the template that had
+    imported the task stack, into this same sandbox; see `warm`) or "cold" (its own
+    interpreter); None in snapshots written before warm kernels."""
+    kernel_start_note: str = ""
+    """Why a kernel that could have been warm started cold ("" when warm, or cold by choice)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,12 @@ class Sandbox:
         prefix = _bwrap_prefix(layout, limits, switch_uid=self.uid is not None) \
             if self.level == "bubblewrap" else []
         return [*prefix, self.python(), "-c", _BOOT_SOURCE.read_text(), *boot_args]
+
+    def holder_command(self, layout: Layout, limits: Limits, holder_source: str) -> list[str]:
+        """The argv of a warm kernel's sandbox: the same bubblewrap sandbox as `command`,
+        whose init runs `holder_source` until the template forks the kernel into it."""
+        return [*_bwrap_prefix(layout, limits, switch_uid=False, holder=True),
+                self.python(), "-I", "-S", "-c", holder_source]
 
     def python(self) -> str:
         """The suite's own interpreter, as the kernel sees it (a venv is mounted at /opt/venv)."""
@@ -184,8 +196,8 @@ def rlimits(limits: Limits, *, extra_processes: int = 0) -> dict[str, list[int]]
     }
 
 
-def _bwrap_prefix(layout: Layout, limits: Limits, *, switch_uid: bool) -> list[str]:
-    """bubblewrap arguments that mount only what the kernel needs, ending in "--"."""
+def _system_binds() -> list[tuple[str, str, str]]:
+    """Read-only system folders, the Python installation and the venv (at a neutral path)."""
     binds: list[tuple[str, str, str]] = [("--ro-bind-try", d, d) for d in _SYSTEM_DIRS]
     for prefix in {Path(sys.base_prefix).resolve(), Path(sys.base_exec_prefix).resolve()}:
         if not _under(prefix, _SYSTEM_DIRS):
@@ -195,16 +207,34 @@ def _bwrap_prefix(layout: Layout, limits: Limits, *, switch_uid: bool) -> list[s
     real_exe = Path(sys.executable).resolve()
     if not any(_under(real_exe, (src,)) for _, src, _ in binds):
         binds.append(("--ro-bind", str(real_exe.parent), str(real_exe.parent)))
-    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
-            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-    if os.geteuid() == 0:  # bubblewrap run by root keeps every capability unless told
-        args += ["--cap-drop", "ALL"]
-    if switch_uid:  # only what boot.py needs to leave root; the switch clears them again
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    for ancestor in _ancestors([dest for _, _, dest in binds] + [SANDBOX_WORKDIR, SANDBOX_IPC]):
+    return binds
+
+
+def _mounts(binds: list[tuple[str, str, str]], extra_dirs: list[str]) -> list[str]:
+    args: list[str] = []
+    for ancestor in _ancestors([dest for _, _, dest in binds] + extra_dirs):
         args += ["--perms", "0755", "--dir", ancestor]
     for flag, src, dest in binds:
         args += [flag, src, dest]
+    return args
+
+
+def _bwrap_prefix(layout: Layout, limits: Limits, *, switch_uid: bool, holder: bool = False) -> list[str]:
+    """bubblewrap arguments that mount only what the kernel needs, ending in "--".
+
+    `holder`: the sandbox of a warm kernel (see `warm`), identical but for its first
+    process, which is not the kernel but the sandbox's init (`--as-pid-1`): a root process
+    without capabilities that waits for the kernel the template forks into it.
+    """
+    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+    if holder:
+        args.append("--as-pid-1")
+    if os.geteuid() == 0:  # bubblewrap run by root keeps every capability unless told
+        args += ["--cap-drop", "ALL"]
+    if switch_uid and not holder:  # only what boot.py needs to leave root; the switch clears them again
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    args += _mounts(_system_binds(), [SANDBOX_WORKDIR, SANDBOX_IPC])
     size = str(limits.tmp_mb * 1024 * 1024)
     args += ["--proc", "/proc", "--dev", "/dev",
              "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
@@ -214,6 +244,17 @@ def _bwrap_prefix(layout: Layout, limits: Limits, *, switch_uid: bool) -> list[s
              "--bind", str(layout.ipcdir), SANDBOX_IPC,
              "--chdir", SANDBOX_WORKDIR, "--"]
     return args
+
+
+def template_prefix() -> list[str]:
+    """bubblewrap arguments for the kernel template (see `forkserver`): the kernels' system
+    folders and venv at the same paths, a private /tmp, no network; no working folder or
+    data. It stays in the host's pid namespace and keeps root's capabilities, which its
+    children need to enter a session's sandbox before they drop them for good."""
+    return ["bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-ipc",
+            "--unshare-uts", "--hostname", "sandbox", *_mounts(_system_binds(), []),
+            "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(64 * 1024 * 1024),
+            "--tmpfs", "/tmp", "--chdir", "/", "--"]
 
 
 def _under(path: Path, roots: tuple[str, ...]) -> bool:

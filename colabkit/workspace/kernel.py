@@ -45,6 +45,7 @@ import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 
 from colabkit.errors import ColabkitError
+from colabkit.workspace import warm
 from colabkit.workspace.isolation import Layout, Limits, Sandbox, boot_config
 from colabkit.workspace.output import OutputCollector
 from colabkit.workspace.processes import kill_uid
@@ -81,12 +82,18 @@ class Outcome:
 class SandboxedKernel:
     """An ipykernel process under a `Sandbox`, with a client on unix sockets."""
 
-    def __init__(self, sandbox: Sandbox, layout: Layout, limits: Limits, log_path: Path):
+    def __init__(self, sandbox: Sandbox, layout: Layout, limits: Limits, log_path: Path,
+                 start_mode: warm.KernelStart = "auto"):
         self.sandbox = sandbox
         self.layout = layout
         self.limits = limits
         self.log_path = log_path
-        self._proc: subprocess.Popen | None = None
+        self.start_mode = start_mode
+        self.provenance: Literal["warm", "cold"] | None = None
+        """How the running kernel started: forked from the template, or its own interpreter."""
+        self.cold_reason = ""
+        """Why the last start was cold although warm starts were allowed ("" otherwise)."""
+        self._proc: subprocess.Popen | warm.WarmProcess | None = None
         self._client: AsyncKernelClient | None = None
         self._context: zmq.asyncio.Context | None = None
         self._info: dict = {}
@@ -97,7 +104,24 @@ class SandboxedKernel:
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
-        """Launch the kernel and wait until both shell and IOPub answer."""
+        """Launch the kernel (warm where allowed and possible, else cold) and wait until both
+        shell and IOPub answer. A warm kernel that fails to come up is replaced by a cold one."""
+        self.cold_reason = ""
+        if self.start_mode != "cold":
+            try:
+                await self._launch(warm=True)
+                return
+            except warm.WarmUnavailable as exc:
+                if self.start_mode == "warm":
+                    raise
+                self.cold_reason = str(exc)
+            except ColabkitError as exc:  # forked, but it never answered: cold is the fallback
+                if self.start_mode == "warm":
+                    raise
+                self.cold_reason = f"the warm kernel did not start ({exc})"
+        await self._launch(warm=False)
+
+    async def _launch(self, *, warm: bool) -> None:
         self._clear_sockets()
         self._info = {"transport": "ipc", "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
                       "control_port": 4, "hb_port": 5, "key": secrets.token_hex(32),
@@ -109,11 +133,16 @@ class SandboxedKernel:
         if self.sandbox.uid is not None:
             os.chown(conn, self.sandbox.uid, self.sandbox.uid)
         config = boot_config(self.sandbox, self.layout, self.limits)
-        cmd = self.sandbox.command(self.layout, self.limits, [json.dumps(config)])
-        with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(
-                cmd, env=self.sandbox.env(self.layout), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, cwd=self.layout.workdir, start_new_session=True)
+        if warm:
+            self._proc = await blocking(_start_warm, self.sandbox, self.layout, self.limits, config,
+                                        self.log_path, undo=_discard_warm)
+        else:
+            cmd = self.sandbox.command(self.layout, self.limits, [json.dumps(config)])
+            with open(self.log_path, "ab") as log:
+                self._proc = subprocess.Popen(
+                    cmd, env=self.sandbox.env(self.layout), stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, cwd=self.layout.workdir, start_new_session=True)
+        self.provenance = "warm" if warm else "cold"
         _LIVE.add(self)
         try:
             await self._connect()
@@ -191,11 +220,12 @@ class SandboxedKernel:
 
     def kill(self) -> None:
         """SIGKILL the process group and any process left under the kernel's uid (sync)."""
-        if self._proc is not None and self._proc.poll() is None:
+        proc = self._proc
+        if proc is not None and (proc.group_running() if isinstance(proc, warm.WarmProcess) else proc.poll() is None):
             try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
-                self._proc.kill()
+                proc.kill()
         if self.sandbox.uid is not None:
             kill_uid(self.sandbox.uid)
 
@@ -290,8 +320,9 @@ class SandboxedKernel:
         code = None if self._proc is None else self._proc.poll()
         if code is None:
             return "never started" if self._proc is None else "is still running"
-        # Direct children report -N for signal N; bubblewrap reports 128+N for its child.
-        boxed = self.sandbox.level == "bubblewrap"
+        # Direct children report -N for signal N; bubblewrap reports 128+N for its child
+        # (a warm kernel's own status comes from its sandbox's init, as a direct child's).
+        boxed = self.sandbox.level == "bubblewrap" and not isinstance(self._proc, warm.WarmProcess)
         signum = -code if code < 0 else code - 128 if boxed and code > 128 else 0
         if not signum:
             return f"exited with status {code}"
@@ -301,6 +332,16 @@ class SandboxedKernel:
             name = f"signal {signum}"
         hint = _SIGNAL_HINTS.get(name)
         return f"was killed by {name}" + (f" ({hint})" if hint else "")
+
+
+def _start_warm(sandbox: Sandbox, layout: Layout, limits: Limits, config: dict, log_path: Path) -> warm.WarmProcess:
+    return warm.start(sandbox, layout, limits, config, log_path)
+
+
+def _discard_warm(proc: warm.WarmProcess) -> None:
+    """A warm start whose caller was cancelled: kill what it started."""
+    proc.kill()
+    proc.wait()
 
 
 @asynccontextmanager

@@ -22,6 +22,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.errors import ColabkitError
+from colabkit.workspace import warm
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
 from colabkit.workspace.files import (
@@ -36,8 +37,9 @@ from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layou
 from colabkit.workspace.kernel import Outcome, SandboxedKernel, blocking, start_slot
 from colabkit.workspace.output import DiscardingCollector, OutputCollector
 from colabkit.workspace.quota import MIB, POLL_S, DiskQuota
+from colabkit.workspace.warm import KernelStart
 
-SNAPSHOT_SCHEMA_VERSION: Final = 2
+SNAPSHOT_SCHEMA_VERSION: Final = 3
 
 
 class CellResult(BaseModel):
@@ -75,8 +77,10 @@ class WorkspaceSnapshot(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: Literal[2] = SNAPSHOT_SCHEMA_VERSION
-    """Version 2 added this field; a stored snapshot without it was written by version 1."""
+    schema_version: Literal[2, 3] = SNAPSHOT_SCHEMA_VERSION
+    """Version 2 added this field; a stored snapshot without it was written by version 1.
+    Version 3's isolation report says how the kernel started (`kernel_start`, warm or cold,
+    and `kernel_start_note`); in older snapshots these read as None and ""."""
     isolation: IsolationReport
     limits: Limits
     data_files: tuple[str, ...]
@@ -93,11 +97,13 @@ class WorkspaceSnapshot(BaseModel):
         return path
 
 
-def _prepare(sources: list[Path], root: Path | None, limits: Limits,
-             isolation: IsolationChoice) -> tuple[Sandbox, tuple[str, ...], Path, Layout, DiskQuota]:
+def _prepare(sources: list[Path], root: Path | None, limits: Limits, isolation: IsolationChoice,
+             warm_allowed: bool) -> tuple[Sandbox, tuple[str, ...], Path, Layout, DiskQuota]:
     """The blocking part of `Workspace.open` (it runs in a worker thread): choose the sandbox,
-    make the folders and the disk quota, copy the data."""
+    make the folders and the disk quota, copy the data (and begin the kernel template)."""
     sandbox, notes = choose(isolation)
+    if warm_allowed:
+        warm.prestart(isolation)
     if root is not None:
         Path(root).mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="colabkit-ws-", dir=root))
@@ -153,7 +159,7 @@ class Workspace:
 
     def __init__(self, *, base: Path, owns_base: bool, layout: Layout, data_files: tuple[str, ...],
                  limits: Limits, sandbox: Sandbox, isolation: IsolationReport,
-                 clock: Callable[[], float], quota: DiskQuota):
+                 clock: Callable[[], float], quota: DiskQuota, kernel_start: KernelStart = "auto"):
         self._base, self._owns_base, self._layout = base, owns_base, layout
         self._quota = quota
         self.workdir = layout.workdir
@@ -165,7 +171,7 @@ class Workspace:
         self.editor = Editor(clock)
         self.cells: list[CellResult] = []
         self.events: list[WorkspaceEvent] = []
-        self._kernel = SandboxedKernel(sandbox, layout, limits, base / "kernel.log")
+        self._kernel = SandboxedKernel(sandbox, layout, limits, base / "kernel.log", kernel_start)
         self._lock = asyncio.Lock()
         self._closed = False
         self._final_files: tuple[tuple[FileRecord, ...], int] | None = None
@@ -175,24 +181,31 @@ class Workspace:
     async def open(cls, data_files: Sequence[Path], *, root: Path | None = None,
                    limits: Limits = Limits(), isolation: IsolationChoice = "auto",
                    clock: Callable[[], float] = time.time, start_kernel: Literal["now", "background"] = "now",
-                   ) -> Workspace:
+                   kernel_start: KernelStart | None = None) -> Workspace:
         """Copy the files read-only into a private folder and start the sandboxed kernel.
 
         With `start_kernel="background"` the kernel starts while the caller goes on (a session
         asks its first model calls meanwhile, so the start costs no wall time); the first cell
         waits for it, and a start that failed raises `ColabkitError` there (and at `close`
         leaves a `kernel_start_failed` event), never silently.
+
+        `kernel_start` ("auto", "warm", "cold"; default `$COLABKIT_KERNEL_START`, else auto):
+        auto forks the kernel from this process's template where the sandbox allows it and
+        starts it cold otherwise; warm refuses a cold start; cold never uses the template.
+        The isolation report records which it was, and why a kernel that could not be warm
+        started cold. Nothing else about the session depends on it.
         """
+        start_mode = warm.mode(kernel_start)
         sources = check_sources(data_files)
         # Blocking work (the sandbox's one trial per process, mkfs and mount, the data copy)
         # runs in a worker thread (`kernel.blocking`), so a batch opening many workspaces
         # at once keeps its event loop, and the model requests waiting on it, moving.
         sandbox, notes, base, layout, quota = await blocking(
-            _prepare, sources, root, limits, isolation, undo=lambda made: _discard(*made[2:]))
+            _prepare, sources, root, limits, isolation, start_mode != "cold", undo=lambda made: _discard(*made[2:]))
         ws = cls(base=base, owns_base=root is None, layout=layout,
                  data_files=tuple(p.name for p in sources), limits=limits, sandbox=sandbox,
                  isolation=report(sandbox, limits, notes, disk=(quota.mode, quota.describe())),
-                 clock=clock, quota=quota)
+                 clock=clock, quota=quota, kernel_start=start_mode)
         if start_kernel == "background":
             ws._starting = asyncio.create_task(ws._start_kernel())
             return ws
@@ -207,7 +220,10 @@ class Workspace:
         async with start_slot():  # at most one start per core (see `kernel.start_slot`)
             started = time.monotonic()
             await self._kernel.start()
-        self._event("kernel_started", None, f"{self.isolation.level} in {time.monotonic() - started:.2f} s")
+        self.isolation = self.isolation.model_copy(update={
+            "kernel_start": self._kernel.provenance, "kernel_start_note": self._kernel.cold_reason})
+        self._event("kernel_started", None,
+                    f"{self.isolation.level}, {self._kernel.provenance}, in {time.monotonic() - started:.2f} s")
 
     async def _kernel_started(self) -> None:
         """Wait for a kernel started in the background; raise if its start failed."""

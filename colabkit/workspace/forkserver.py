@@ -1,0 +1,195 @@
+"""The kernel template: a process that has imported the task stack once and forks one
+kernel per session into that session's own sandbox. Runs *inside* a sandbox of its own.
+
+Like boot.py, the host starts it as ``python -c <this source> <json config> <boot.py source>``
+under bubblewrap (the same read-only system folders and venv at /opt/venv as a kernel, so
+every module path is the one a kernel sees; no working folder, no data, a private /tmp, no
+network). It keeps root's capabilities because its children must enter another sandbox's
+namespaces; it never runs model code. Standard library only; in order, it:
+
+1. asks to be killed with its parent and imports ipykernel and the configured scientific
+   stack (pandas, numpy, scipy, statsmodels) without running anything else;
+2. says ``ready`` on its channel (stdin: a unix SOCK_SEQPACKET socket to the host) and
+   serves fork requests, one at a time. A request carries the session's kernel config, its
+   environment and, as passed descriptors (SCM_RIGHTS), the namespaces of the session's
+   sandbox (a bubblewrap "holder" the host started for it), that sandbox's root folder and
+   the kernel log. No host path ever reaches this process;
+3. per request, forks a child that joins the session sandbox's network, IPC, UTS, cgroup,
+   pid and mount namespaces and changes root to its root folder; inside, the kernel is
+   forked and re-parented to the sandbox's init (the holder), which reaps it and reports
+   its exit status to the host (`fork_kernel`);
+4. the kernel closes every inherited descriptor, starts its own session, drops every
+   capability from its bounding set, sets no_new_privs, resets its environment and seeds
+   numpy afresh, then runs boot.py's `main` exactly as a cold kernel does: the throw-away
+   uid, parent-death signal, limits, output cap, cell hooks, ipykernel on the session's
+   connection file.
+
+So a kernel starts from the template's pristine post-import state (no other session ever
+ran code in it), in the sandbox bubblewrap built for its session, with the same uid,
+limits and mounts a cold kernel gets.
+"""
+
+import ctypes
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_MAX_FDS = 16
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def threads() -> int:
+    """Threads of this process: a fork copies only the calling one, so the template must
+    not hold a lock in another (a native helper thread, such as jemalloc's, only idles)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def vm_kb() -> int:
+    """This process's address space: a forked kernel starts with it, under its RLIMIT_AS."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmSize:"):
+            return int(line.split()[1])
+    return 0
+
+
+def preload(modules: list[str]) -> list[str]:
+    """Import what every kernel would import anyway; return the names that imported."""
+    done = []
+    for name in modules:
+        try:
+            __import__(name)
+        except Exception:  # not installed here: the kernel imports it (or fails) as cold
+            continue
+        done.append(name)
+    return done
+
+
+def drop_privileges_for_kernel() -> None:
+    """What bubblewrap's --cap-drop ALL and no_new_privs give a cold kernel; the uid switch
+    in boot.main then clears the permitted and effective sets."""
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last + 1):
+        _check(_LIBC.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), "drop capability")
+    _LIBC.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _check(_LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def become_kernel(request: dict[str, Any], log_fd: int, boot: dict[str, Any]) -> None:
+    """In the forked kernel (pid namespace joined): tidy up, then boot as a cold kernel."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the host channel, namespaces, log copy
+    os.setsid()
+    deadline = time.monotonic() + 10
+    while os.getppid() != 1:  # until re-parented to the sandbox's init (the holder)
+        if time.monotonic() > deadline:
+            os._exit(70)
+        time.sleep(0.001)
+    drop_privileges_for_kernel()
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = ["-c", json.dumps(request["config"])]
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:  # its global generator was seeded in the template: one per kernel
+        numpy.random.seed()
+    boot["main"](request["config"])
+
+
+def fork_kernel(request: dict[str, Any], fds: list[int], boot: dict[str, Any]) -> dict[str, Any]:
+    """Fork a kernel into the sandbox whose descriptors came with `request`; its pid there.
+
+    Three forks, because an orphan goes to the init of its *parent's* pid namespace: the
+    first child joins the namespaces (its own pid namespace stays the template's), the
+    second is born inside the sandbox and forks the kernel, then exits, so the kernel's
+    parent becomes the sandbox's init, as a cold kernel's is.
+    """
+    *namespaces, root, log_fd = fds
+    reader, writer = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child = os.fork()
+    if child == 0:
+        _enter(namespaces, root, log_fd, reader, writer, request, boot)
+    os.close(writer)
+    for fd in fds:
+        os.close(fd)
+    answer = b""
+    while chunk := os.read(reader, 4096):
+        answer += chunk
+    os.close(reader)
+    os.waitpid(child, 0)
+    text = answer.decode(errors="replace")
+    return {"nspid": int(text)} if text.isdigit() else {"error": text or "the fork children died"}
+
+
+def _enter(namespaces: list[int], root: int, log_fd: int, reader: int, writer: int,
+           request: dict[str, Any], boot: dict[str, Any]) -> None:
+    """The first child: join the sandbox, fork into it, wait for that child, exit."""
+    try:
+        os.close(reader)
+        for ns in namespaces:  # mount last: the others are found through descriptors anyway
+            _check(_LIBC.setns(ns, 0), "setns")
+        os.fchdir(root)
+        os.chroot(".")
+        inside = os.fork()
+        if inside == 0:
+            kernel = os.fork()
+            if kernel == 0:
+                try:
+                    os.close(writer)
+                    become_kernel(request, log_fd, boot)
+                finally:
+                    os._exit(71)
+            os.write(writer, str(kernel).encode())
+            os._exit(0)
+        os.waitpid(inside, 0)
+        os._exit(0)
+    except BaseException as exc:
+        os.write(writer, f"error {type(exc).__name__}: {exc}".encode())
+    finally:
+        os._exit(1)
+
+
+def serve(config: dict[str, Any], boot_source: str) -> None:
+    parent = os.getppid()
+    _LIBC.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]  # as boot.py does: a kernel's sys.path is the same either way
+    boot: dict[str, Any] = {"__name__": "colabkit_boot"}
+    exec(compile(boot_source, "<string>", "exec"), boot)
+    started = time.process_time()
+    loaded = preload(config["preload"])
+    channel = socket.socket(fileno=0)
+    channel.send(json.dumps({"ready": True, "preloaded": loaded, "threads": threads(), "vm_kb": vm_kb(),
+                             "import_cpu_s": round(time.process_time() - started, 3)}).encode())
+    while True:
+        message, fds, _, _ = socket.recv_fds(channel, 1 << 20, _MAX_FDS)
+        if not message:
+            return  # the host closed the channel
+        try:
+            answer = fork_kernel(json.loads(message), list(fds), boot)
+        except Exception as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        channel.send(json.dumps(answer).encode())
+
+
+if __name__ == "__main__":
+    serve(json.loads(sys.argv[1]), sys.argv[2])
