@@ -31,6 +31,19 @@ def available_metrics(*, opt_in: bool = False) -> tuple[str, ...]:
     return tuple(sorted(names | (set(entry_point_names()) if opt_in else set())))
 
 
+def metric_columns() -> tuple[str, ...]:
+    """Every score-table column a metric fills: the built-in scorers' and the installed
+    plugins' (a plugin that does not load is left out; asking to score it says why)."""
+    known = registered()
+    columns = {c for factory in known.values() for c in factory().columns}
+    for name in entry_point_names():
+        try:
+            columns.update(entry_point_metric(name, known)().columns)
+        except ColabkitError:
+            continue
+    return tuple(sorted(columns))
+
+
 def scorers_for(metrics: list[str] | None = None) -> list[Scorer]:
     """Fresh scorer instances for `metrics` (the default ones when None), in that order.
 

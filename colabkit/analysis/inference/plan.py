@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from colabkit.analysis.inference.families import FAMILIES
 from colabkit.analysis.scores import COMPOSITIONS, STRUCTURES, STUDY_METRICS
 from colabkit.errors import ColabkitError
+from colabkit.evaluation import metric_columns
 from colabkit.hashing import sha256_hex
 
 PLAN_SCHEMA_VERSION: Literal[1] = 1
@@ -91,8 +92,12 @@ class AnalysisPlan(BaseModel):
     @classmethod
     def _metrics_known(cls, metrics: tuple[str, ...]) -> tuple[str, ...]:
         unknown = sorted(set(metrics) - set(STUDY_METRICS))
+        if unknown:  # beyond the study's: any column a built-in or an installed plugin metric fills
+            known = {*STUDY_METRICS, *metric_columns()}
+            unknown = sorted(set(metrics) - known)
         if unknown:
-            raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(STUDY_METRICS)}")
+            raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(sorted(known))} "
+                             "(a metric plugin's columns once it is installed, colabkit.metrics)")
         return metrics
 
     @property
