@@ -48,9 +48,11 @@ def test_an_inline_variant_with_a_file_persona_and_gates_runs_and_records_the_pe
     assert exp.variants == ("default-dr", "preassigned-dre") and config.team == ("ai", "D", "R", "E")
     assert ethicist.prompt == ETHICIST and ethicist.version == persona_version(ethicist)
     assert ethicist.version.startswith("sha256:") and config.preassigned.rule_for("finish", "ai").signatory == "E"
-    use_scripted({}, default=WAIT)
+    model = use_scripted({}, default=WAIT)
     summary = run_experiment(exp, progress=False)
     assert summary.line()
+    asked = [str(call["messages"][0]["content"]) for call in model.calls]
+    assert any(ETHICIST.splitlines()[1] in system for system in asked)  # E took its turns with its own prompt
     records = {r.spec.variant.name: r for r in (SessionRecord.model_validate_json(p.read_bytes())
                                                 for p in exp.folder().glob("*/session.json"))}
     assert set(records) == {"default-dr", "preassigned-dre"}
