@@ -122,6 +122,8 @@ def test_run_takes_a_variant_from_a_variant_file(tmp_path, capsys):
     ({"variants": [{**INLINE, "gates": [{"action": "wait", "signatory": "E"}]}]}, r"\.gates: gate action 'wait'"),
     ({"personas": [{**PERSONAS[0], "prompt": "inline too"}]}, r"personas\.0 \('E'\): give exactly one of"),
     ({"personas": [{**PERSONAS[0], "colour": "red"}]}, r"personas\.0\.colour: Extra inputs"),
+    ({"models": {"default": "scripted/x", "E": "scripted/e"}},  # the part that cannot hold a new seat yet
+     r"models: unknown role\(s\) 'E'.*a declared persona plays on the 'default' model"),
 ])
 def test_a_bad_declaration_is_one_line_naming_the_file_and_the_field(tmp_path, change, message):
     path = study(tmp_path, **change)

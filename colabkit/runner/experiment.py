@@ -27,6 +27,11 @@ experiment's. The models are part of the spec, so each simulator's sessions are 
 a session whose team has no simulated human (the single agent) is the same session under
 every simulator: it runs once. As with arms, the simulator of a session is read back from
 its spec's models, never from a name.
+
+Your own study: `variants` takes inline definitions beside registered names, and `personas`
+declares the personas they add (`colabkit.team.declare`; docs/your-own-study.md); they are
+resolved on load into `declared`, whose configs enter the identity. A metric plugin's import
+path in `metrics` (`file.py:Class`) resolves against the config's folder.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from colabkit.session import SessionSettings, SessionSpec
 from colabkit.tasks import Task, TaskSuite, load_tasks
 from colabkit.team import VARIANT_NAMES, VariantConfig
 from colabkit.team import variant as registered_variant
-from colabkit.team.declare import declare
+from colabkit.team.declare import declare_in
 
 EXPERIMENT_SCHEMA_VERSION: Final = 1
 METRICS = available_metrics()
@@ -384,6 +389,13 @@ def _expand(value: Any, base: Path, field: str, source: Path) -> Path | None:
     return path if path.is_absolute() else (base / path).resolve()
 
 
+def _plugin_path(metric: str, base: Path) -> str:
+    module, _, attr = metric.rpartition(":")
+    if not module.endswith(".py") or Path(module).expanduser().is_absolute():
+        return metric
+    return f"{(base / module).resolve()}:{attr}"
+
+
 def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
                     results: Path | str | None = None) -> Experiment:
     """Read and validate an experiment YAML file.
@@ -410,32 +422,14 @@ def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
         raw["tasks"] = {"data_root": Path(data_root).resolve()}
     raw["results"] = Path(results).resolve() if results is not None else \
         _expand(raw.get("results", "results"), base, "results", path)
-    _declarations(raw, base, path)
+    declare_in(raw, base, path)
+    if isinstance(raw.get("metrics"), list):  # a metric plugin's file resolves against the config's folder
+        raw["metrics"] = [_plugin_path(m, base) if isinstance(m, str) and is_import_path(m) else m
+                          for m in raw["metrics"]]
     try:
         return Experiment.model_validate({**raw, "source": path.resolve()})
     except ValidationError as exc:
         raise ColabkitError(f"{path}: {_first_error(exc)}") from None
-
-
-def _declarations(raw: dict[str, Any], base: Path, path: Path) -> None:
-    """Inline variants and personas (`colabkit.team.declare`) resolved in `raw`, and metric
-    plugins' file paths made absolute (they resolve against the config's folder)."""
-    variants, personas = raw.get("variants"), raw.pop("personas", None) or []
-    if isinstance(variants, list) and (personas or not all(isinstance(v, str) for v in variants)):
-        names, inline = declare(variants, personas, base, path)
-        raw["variants"], raw["declared"] = list(names), [*raw.get("declared", ()), *inline]
-    elif personas:
-        raise ColabkitError(f"{path}: personas: declared personas need inline variants that use them")
-    metrics = raw.get("metrics")
-    if isinstance(metrics, list):
-        raw["metrics"] = [_plugin_path(m, base) if isinstance(m, str) and is_import_path(m) else m for m in metrics]
-
-
-def _plugin_path(metric: str, base: Path) -> str:
-    module, _, attr = metric.rpartition(":")
-    if not module.endswith(".py") or Path(module).expanduser().is_absolute():
-        return metric
-    return f"{(base / module).resolve()}:{attr}"
 
 
 def _first_error(exc: ValidationError) -> str:

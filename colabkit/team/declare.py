@@ -227,6 +227,17 @@ def declare(variants: Sequence[Any], personas: Sequence[Any], base: Path,
     return tuple(names), tuple(inline)
 
 
+def declare_in(raw: dict[str, Any], base: Path, source: Path) -> None:
+    """A file's fields with its inline variants and personas resolved: `variants` the names,
+    `declared` the inline configs (as `Experiment` holds them), `personas` consumed."""
+    variants, personas = raw.get("variants"), raw.pop("personas", None) or []
+    if isinstance(variants, list) and (personas or not all(isinstance(v, str) for v in variants)):
+        names, inline = declare(variants, personas, base, source)
+        raw["variants"], raw["declared"] = list(names), [*raw.get("declared", ()), *inline]
+    elif personas:
+        raise ColabkitError(f"{source}: personas: declared personas need inline variants that use them")
+
+
 def _parse(model: type[_DeclT], raw: Any, where: str) -> _DeclT:
     if not isinstance(raw, Mapping):
         raise ColabkitError(f"{where}: expected a mapping of fields, got {type(raw).__name__}")
