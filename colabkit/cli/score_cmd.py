@@ -23,7 +23,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("results", type=Path, metavar="RESULTS", help="results folder of `colabkit run`")
     parser.add_argument("--judge", metavar="M", help="litellm model string of the judge "
                         "(default: the embedded model, plumbing grade only)")
-    parser.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to score (default: all)")
+    parser.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to score (default: the built-in defaults); a plugin by its "
+                        "colabkit.metrics entry point name or import path (module:Class, file.py:Class)")
     parser.add_argument("--repeats", default="1", metavar="K", help="ask every judge question K times")
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench data folder the sessions ran on (default: the demo tasks)")

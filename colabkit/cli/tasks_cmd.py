@@ -21,7 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     root = argparse.ArgumentParser(add_help=False)
     root.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                       help="DiscoveryBench data folder or repository clone, or plain task folders (task.yaml) (default: the demo tasks)")
-    parser = subparsers.add_parser("tasks", help="list, show or validate DiscoveryBench tasks",
+    parser = subparsers.add_parser("tasks", help="list, show or validate tasks (DiscoveryBench or task.yaml folders)",
                                    description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
 
