@@ -2,7 +2,8 @@
 
 It is a thin shell over `colabkit.runner.build_session` + `record_session`, so a session run
 here is the same session (same folder, same id) as one asked for from Python or the
-notebook, and asking again returns the stored one instead of rerunning it. Events are shown
+notebook, and asking again returns the stored one instead of rerunning it. `--variant-file
+F.yaml --variant NAME` runs an inline variant declared in a file (`colabkit.team.declare`). Events are shown
 live on stderr; stdout gets three lines: where it went, how it ended, the hypothesis.
 
 Before a session runs, `preflight` checks its models (provider known, key set). A session
@@ -34,6 +35,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__.split("\n")[0])
     parser.add_argument("--task", required=True, metavar="ID", help="task id, e.g. archaeology/3/0")
     parser.add_argument("--variant", required=True, metavar="NAME", help="team variant, e.g. single, scaffolded-dr")
+    parser.add_argument("--variant-file", type=Path, default=None, metavar="F.yaml",
+                        help="a file of inline variants and personas (variants:, personas:); --variant names one")
     # Integers are parsed here, not by argparse, so a bad value is one clear line like any other error.
     parser.add_argument("--seed", required=True, metavar="N", help="non-negative integer")
     parser.add_argument("--model", metavar="M", help="litellm model string for every role (default: embedded model)")
@@ -121,12 +124,14 @@ def _run(args: argparse.Namespace) -> int:
     from colabkit.runner import build_session
     from colabkit.session import SessionSettings
     from colabkit.store import SessionRecord
+    from colabkit.team.declare import variant_from_file
 
     seed = parse_int(args.seed, "--seed", minimum=0) or 0  # required: never None
     knobs = {"action_budget": parse_int(args.action_budget, "--action-budget", minimum=1),
              "max_rounds": parse_int(args.max_rounds, "--max-rounds", minimum=1)}
     settings = SessionSettings(**{k: v for k, v in knobs.items() if v is not None})
-    spec, task = build_session(args.task, args.variant, seed, model=args.model, data_root=args.data_root,
+    chosen = variant_from_file(args.variant_file, args.variant) if args.variant_file else args.variant
+    spec, task = build_session(args.task, chosen, seed, model=args.model, data_root=args.data_root,
                                settings=settings)
     runs = will_run(spec, args.out)
     if runs and not args.quiet:

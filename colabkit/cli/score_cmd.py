@@ -25,7 +25,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("results", type=Path, metavar="RESULTS", help="results folder of `colabkit run`")
     parser.add_argument("--judge", metavar="M", help="litellm model string of the judge (default: the experiment's, "
                         "else the embedded model, plumbing grade only)")
-    parser.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to score (default: the experiment's, else all)")
+    parser.add_argument("--metrics", nargs="+", metavar="NAME",
+                        help="metrics to score (default: the experiment's, else the built-in defaults); a plugin by "
+                        "its colabkit.metrics entry point name or import path (module:Class, file.py:Class)")
     parser.add_argument("--repeats", default=None, metavar="K",
                         help="ask every judge question K times (default: the experiment's, else 1)")
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",

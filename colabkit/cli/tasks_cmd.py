@@ -20,8 +20,8 @@ from colabkit.tasks import Gold, Task, load_tasks, validate_tasks
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     root = argparse.ArgumentParser(add_help=False)
     root.add_argument("--data-root", type=Path, default=None, metavar="DIR",
-                      help="DiscoveryBench data folder or repository clone (default: the demo tasks)")
-    parser = subparsers.add_parser("tasks", help="list, show or validate DiscoveryBench tasks",
+                      help="DiscoveryBench data folder or repository clone, or plain task folders (task.yaml) (default: the demo tasks)")
+    parser = subparsers.add_parser("tasks", help="list, show or validate tasks (DiscoveryBench or task.yaml folders)",
                                    description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
 

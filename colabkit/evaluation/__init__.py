@@ -11,7 +11,7 @@ layer (with `colabkit tasks show --with-gold`) that may read gold answers.
     load_scores("results/runs")
 """
 
-from colabkit.evaluation.builtin import available_metrics, scorers_for
+from colabkit.evaluation.builtin import available_metrics, metric_columns, scorers_for
 from colabkit.evaluation.config import ScoringConfig
 from colabkit.evaluation.judge import Judge, JudgePrompt, Verdict, grade_of, judge_config
 from colabkit.evaluation.metrics.hms import (
@@ -71,6 +71,7 @@ __all__ = [
     "load_gate_annotations",
     "load_judgements",
     "load_scores",
+    "metric_columns",
     "pair_accuracy",
     "performance",
     "pooled_agreement",

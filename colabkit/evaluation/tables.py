@@ -128,7 +128,7 @@ def _build(results: Path) -> dict[str, pd.DataFrame]:
                 if score.judge is not None:
                     row["judge_grade"], row["judge_reliable"] = score.judge_grade, score.judge_reliable
             if ended_by in INFRASTRUCTURE_ENDINGS:
-                row.update(dict.fromkeys(METRIC_COLUMNS))
+                row.update(dict.fromkeys([*METRIC_COLUMNS, *(k for s in used for k in s.result.values)]))
                 flags.insert(0, f"session: ended by {ended_by}, metrics missing (rerun with --retry-errors)")
             row["flags"] = ";".join(flags)
             score_rows.append(row)

@@ -16,6 +16,7 @@ from colabkit.errors import ColabkitError
 from colabkit.llm import ModelConfig
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.tasks import Task, TaskSuite, load_tasks
+from colabkit.team import VariantConfig
 from colabkit.team import variant as variant_config
 
 ModelSpec = str | ModelConfig | Mapping[str, Any]
@@ -32,7 +33,7 @@ def model_config(value: ModelSpec) -> ModelConfig:
 
 def build_spec(
     task_id: str,
-    variant: str,
+    variant: str | VariantConfig,
     seed: int,
     *,
     models: Mapping[str, ModelSpec] | None = None,
@@ -43,11 +44,12 @@ def build_spec(
     The spec always names a "default" model (the embedded one unless given), so omitting
     it and passing the default string yield the same session. Roles the variant's team does
     not have are dropped, so one experiment-wide model map gives each variant the same
-    session as a map naming only its own roles.
+    session as a map naming only its own roles. `variant` is a registered name or a config
+    (an inline variant of an experiment or a variant file, `colabkit.team.declare`).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ColabkitError(f"seed must be a non-negative integer, got {seed!r}")
-    config = variant_config(variant)
+    config = variant if isinstance(variant, VariantConfig) else variant_config(variant)
     given = {role: model_config(m) for role, m in (models or {}).items()}
     resolved = {"default": given.pop("default", ModelConfig())}
     resolved.update({role: m for role, m in given.items() if role in ("ai", *config.humans)})
@@ -57,7 +59,7 @@ def build_spec(
 
 def build_session(
     task_id: str,
-    variant: str,
+    variant: str | VariantConfig,
     seed: int,
     *,
     model: str | None = None,

@@ -27,6 +27,11 @@ experiment's. The models are part of the spec, so each simulator's sessions are 
 a session whose team has no simulated human (the single agent) is the same session under
 every simulator: it runs once. As with arms, the simulator of a session is read back from
 its spec's models, never from a name.
+
+Your own study: `variants` takes inline definitions beside registered names, and `personas`
+declares the personas they add (`colabkit.team.declare`; docs/your-own-study.md); they are
+resolved on load into `declared`, whose configs enter the identity. A metric plugin's import
+path in `metrics` (`file.py:Class`) resolves against the config's folder.
 """
 
 from __future__ import annotations
@@ -38,10 +43,20 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from colabkit.errors import ColabkitError
 from colabkit.evaluation import ScoringConfig, available_metrics
+from colabkit.evaluation.plugins import is_import_path
 from colabkit.hashing import sha256_hex
 from colabkit.llm import DEFAULT_MODEL, ModelConfig
 from colabkit.runner.build import build_spec, model_config
@@ -49,13 +64,13 @@ from colabkit.runner.config_errors import config_error
 from colabkit.runner.executors.capacity import KernelCap, machine_kernel_cap
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.tasks import Task, TaskSuite, load_tasks
-from colabkit.team import VARIANT_NAMES
+from colabkit.team import VARIANT_NAMES, VariantConfig
+from colabkit.team import variant as registered_variant
+from colabkit.team.declare import declare_in
 
 EXPERIMENT_SCHEMA_VERSION: Final = 1
 METRICS = available_metrics()
 """The metrics an experiment scores by default: the evaluation layer's default scorers."""
-ALL_METRICS = available_metrics(opt_in=True)
-"""Metric names an experiment may ask for (`colabkit score --metrics`), opt-in ones included."""
 SESSION_ROLES = ("default", "ai", "D", "R")
 SIMULATED_ROLES = ("D", "R")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -144,6 +159,9 @@ class Experiment(_Strict):
     name: str
     description: str = ""
     tasks: TaskSelection = TaskSelection()
+    declared: tuple[VariantConfig, ...] = ()
+    """The inline variants (written in the file's `variants:`, their personas read; see
+    `colabkit.team.declare`); `variants` names them among the registered ones."""
     variants: tuple[str, ...] = Field(min_length=1)
     seeds: tuple[int, ...] = Field(min_length=1)
     models: dict[str, str | ModelConfig] = Field(default_factory=lambda: _embedded_for_all())
@@ -176,10 +194,11 @@ class Experiment(_Strict):
 
     @field_validator("variants")
     @classmethod
-    def _variants(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [v for v in value if v not in VARIANT_NAMES]
+    def _variants(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        valid = (*VARIANT_NAMES, *(v.name for v in info.data.get("declared", ())))
+        unknown = [v for v in value if v not in valid]
         if unknown:
-            raise ValueError(f"unknown variant(s) {', '.join(map(repr, unknown))}; valid: {', '.join(VARIANT_NAMES)}")
+            raise ValueError(f"unknown variant(s) {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
         return _unique(value, "variant")
 
     @field_validator("seeds")
@@ -195,7 +214,8 @@ class Experiment(_Strict):
         unknown = [r for r in value if r not in SESSION_ROLES]
         if unknown:
             raise ValueError(f"unknown role(s) {', '.join(map(repr, unknown))}; valid: {', '.join(SESSION_ROLES)} "
-                             "(the judge has its own field)")
+                             "(the judge has its own field; a declared persona plays on the 'default' model, as "
+                             "SessionSpec takes per-role models for ai, D and R only)")
         return _no_person_seats(value)
 
     @model_validator(mode="after")
@@ -208,9 +228,11 @@ class Experiment(_Strict):
     @field_validator("metrics")
     @classmethod
     def _metrics(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [m for m in value if m not in ALL_METRICS]
+        known = available_metrics(opt_in=True)  # the installed metric plugins included
+        unknown = [m for m in value if m not in known and not is_import_path(m)]
         if unknown:
-            raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: {', '.join(ALL_METRICS)}")
+            raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: {', '.join(known)} "
+                             "or an import path (module:Class, file.py:Class)")
         return _unique(value, "metric")
 
     # -- what it runs ---------------------------------------------------------------------
@@ -251,7 +273,7 @@ class Experiment(_Strict):
         """The simulator whose models play `spec`'s simulated humans (None: it has none, or no
         simulator of this experiment plays them)."""
         for name, models in self.simulator_models().items():
-            probe = build_spec(spec.task_id, spec.variant.name, spec.seed, models=models, settings=spec.settings)
+            probe = build_spec(spec.task_id, spec.variant, spec.seed, models=models, settings=spec.settings)
             if spec.variant.humans and all(probe.model_for(r) == spec.model_for(r) for r in spec.variant.humans):
                 return name
         return None
@@ -278,6 +300,7 @@ class Experiment(_Strict):
         return sha256_hex({
             "v": EXPERIMENT_SCHEMA_VERSION, "name": self.name, "task_ids": self.load_suite().ids,
             "variants": self.variants,
+            **({"declared": {v.name: v.identity() for v in self.declared}} if self.declared else {}),
             "seeds": self.seeds, "models": {r: m.model_dump(mode="json") for r, m in self.model_configs().items()},
             "settings": self.settings.model_dump(mode="json"),
             **({"arms": {name: s.model_dump(mode="json") for name, s in self.arm_settings().items()}}
@@ -312,10 +335,17 @@ class Experiment(_Strict):
                                 f"({', '.join(self.variants)})")
         suite = suite or self.load_suite()
         arms, simulators = self.arm_settings().values(), self.simulator_models().values()
-        items = [(build_spec(task.id, name, seed, models=models, settings=settings), task)
+        items = [(build_spec(task.id, self.variant_config(name), seed, models=models, settings=settings), task)
                  for name in chosen for settings in arms for models in simulators
                  for task in suite.tasks for seed in self.seeds]
         return list({spec.session_id: (spec, task) for spec, task in items}.values())
+
+    def variant_config(self, name: str) -> VariantConfig:
+        """The variant `name` as this experiment means it: its inline one, else the registered one."""
+        for config in self.declared:
+            if config.name == name:
+                return config
+        return registered_variant(name)
 
     def session_ids(self) -> list[str]:
         """The ids of the grid's sessions: what the experiment's tables and statistics cover."""
@@ -361,6 +391,13 @@ def _expand(value: Any, base: Path, field: str, source: Path) -> Path | None:
     return path if path.is_absolute() else (base / path).resolve()
 
 
+def _plugin_path(metric: str, base: Path) -> str:
+    module, _, attr = metric.rpartition(":")
+    if not module.endswith(".py") or Path(module).expanduser().is_absolute():
+        return metric
+    return f"{(base / module).resolve()}:{attr}"
+
+
 def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
                     results: Path | str | None = None) -> Experiment:
     """Read and validate an experiment YAML file.
@@ -387,6 +424,10 @@ def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
         raw["tasks"] = {"data_root": Path(data_root).resolve()}
     raw["results"] = Path(results).resolve() if results is not None else \
         _expand(raw.get("results", "results"), base, "results", path)
+    declare_in(raw, base, path)
+    if isinstance(raw.get("metrics"), list):  # a metric plugin's file resolves against the config's folder
+        raw["metrics"] = [_plugin_path(m, base) if isinstance(m, str) and is_import_path(m) else m
+                          for m in raw["metrics"]]
     try:
         return Experiment.model_validate({**raw, "source": path.resolve()})
     except ValidationError as exc:

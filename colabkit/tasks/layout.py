@@ -88,7 +88,7 @@ def locate(root: Path | str) -> Layout:
             return Layout(ancestor.parent, given, _eval_dir(ancestor.parent))
     raise ColabkitError(
         f"not a DiscoveryBench folder: {given} (expected real/ or synth/ in it, "
-        "or discoverybench/real/ as in a clone of the upstream repository)"
+        "or discoverybench/real/ as in a clone of the upstream repository, or task folders with a task.yaml)"
     )
 
 

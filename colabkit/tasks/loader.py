@@ -23,7 +23,8 @@ from pathlib import Path
 from colabkit.errors import ColabkitError
 from colabkit.tasks.layout import demo_root
 from colabkit.tasks.model import Problem, TaskSuite
-from colabkit.tasks.scan import BLOCKING, Entry, scan
+from colabkit.tasks.plain import scan_tasks
+from colabkit.tasks.scan import BLOCKING, Entry
 
 
 def load_tasks(
@@ -35,6 +36,8 @@ def load_tasks(
 ) -> TaskSuite:
     """Load the tasks under `root` (the shipped demo tasks when None), optionally filtered.
 
+    `root` is a DiscoveryBench folder or plain task folders (`task.yaml`, `colabkit.tasks.plain`).
+
     - `split`: "real/test", or one part of it ("real", "test") to match several splits.
     - `domains`: a metadata `domain` ("humanities"), a dataset folder ("archaeology"), or a
       synth domain without its `_<n>_<n>` suffix ("ancient-languages"); case-insensitive.
@@ -43,7 +46,7 @@ def load_tasks(
       smaller study.
     Tasks with problems are left out and reported in `TaskSuite.problems`.
     """
-    result = scan(demo_root() if root is None else root)
+    result = scan_tasks(demo_root() if root is None else root)
     where = result.layout.scope
     for problem in result.problems:
         if problem.scope is None and problem.kind in BLOCKING:  # an answer key: every task

@@ -17,7 +17,8 @@ from pathlib import Path
 from colabkit.tasks.datacheck import check_data
 from colabkit.tasks.layout import ANSWER_KEYS, demo_root
 from colabkit.tasks.model import Problem
-from colabkit.tasks.scan import Entry, Scan, scan
+from colabkit.tasks.plain import TASK_FILE, scan_tasks
+from colabkit.tasks.scan import Entry, Scan
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class ValidationReport:
 
 def validate_tasks(root: Path | str | None = None) -> ValidationReport:
     """Every problem under `root` (the demo tasks when None); raises only for an unusable root."""
-    result = scan(demo_root() if root is None else root)
+    result = scan_tasks(demo_root() if root is None else root)
     problems = list(result.problems)
     problems += check_data(result.entries)
     problems += _missing_gold(result)
@@ -59,6 +60,10 @@ def _missing_gold(result: Scan) -> list[Problem]:
         if entry.gold is not None:
             continue
         schema = entry.source.schema
+        if entry.source.path.name == TASK_FILE:
+            found.append(Problem(kind="missing-gold", message=f"no gold answer for task {entry.task.id}: no `answer` "
+                                 f"in {entry.source.path}", split=entry.task.split, scope=entry.task.id))
+            continue
         key = result.layout.answer_key(schema)
         looked = f"not in {key}" if key else f"no eval/{ANSWER_KEYS[schema]} found"
         found.append(Problem(

@@ -35,6 +35,7 @@ from colabkit.analysis.inference.families import FAMILIES
 from colabkit.analysis.inference.hypotheses import Hypothesis, check_hypotheses, default_hypotheses
 from colabkit.analysis.scores import COMPOSITIONS, STRUCTURES, STUDY_METRICS
 from colabkit.errors import ColabkitError
+from colabkit.evaluation import metric_columns
 from colabkit.hashing import sha256_hex
 
 PLAN_SCHEMA_VERSION: Literal[2] = 2
@@ -92,8 +93,12 @@ class AnalysisPlan(BaseModel):
     @classmethod
     def _metrics_known(cls, metrics: tuple[str, ...]) -> tuple[str, ...]:
         unknown = sorted(set(metrics) - set(STUDY_METRICS))
+        if unknown:  # beyond the study's: any column a built-in or an installed plugin metric fills
+            known = {*STUDY_METRICS, *metric_columns()}
+            unknown = sorted(set(metrics) - known)
         if unknown:
-            raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(STUDY_METRICS)}")
+            raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(sorted(known))} "
+                             "(a metric plugin's columns once it is installed, colabkit.metrics)")
         return metrics
 
     _status: str = PrivateAttr(default=NO_PLAN)
