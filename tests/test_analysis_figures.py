@@ -127,7 +127,7 @@ def test_every_figure_of_a_plumbing_grade_run_carries_the_line(tmp_path):
     captions = [t.get_text() for t in work.texts if t.get_gid() == "caption"]
     assert len(captions) == 1 and captions[0].count(PLUMBING_LINE) == 1
     assert PLUMBING_LINE.encode() in figure_bytes(work, "svg").replace(b"&#45;", b"-")  # kept in the saved file
-    assert "PLUMBING-GRADE" in banner(line)._repr_html_() and banner(None) is None
+    assert "PLUMBING-GRADE" in banner(line)._repr_html_() and banner(None)._repr_html_() == repr(banner(None)) == ""
 
 
 def test_a_table_renders_whole_and_an_empty_one_says_why():

@@ -62,10 +62,11 @@ class Html:
         return self.text
 
 
-def banner(line: str | None) -> Html | None:
-    """The line as an amber box for the top of a rendered notebook (None stays None)."""
+def banner(line: str | None) -> Html:
+    """The line as an amber box for the top of a rendered notebook; for no line an empty
+    fragment, which shows nothing (`display(None)` would print "None")."""
     if not line:
-        return None
+        return Html("", "")
     return Html('<div class="ck-plumbing" style="border:2px solid #b7791f;background:#fff8e1;color:#5f370e;'
                 f'padding:8px;font-weight:bold">{html.escape(line)}</div>', line)
 
