@@ -112,3 +112,27 @@ def test_the_explorer_opens_on_a_session_table_with_team_sessions_first_and_one_
     assert shown.index(folder.name) < min(shown.index(s) for s in singles)
     explorer.show(session_id=singles[0])
     assert 'class="ck-selected"' in explorer.sessions.value.split(singles[0])[0].rsplit("<tr", 1)[1]
+
+
+def test_recipients_read_as_names_the_memory_from_the_left_and_the_static_page_has_the_session_table(stored):
+    """A failed step's `to` is the text the model wrote ("to n, o, n, e, ;" was it spelled out);
+    the frozen memory's cells are left-aligned; the executed notebook's static rendering holds
+    the session table the widget opens on, the selected session marked."""
+    import json
+
+    root, folder = stored
+    traj = load_trajectory(root / "exp", folder.name)
+    sent = next(i for i in traj.events.index if traj.events.loc[i, "action"] == "send_message")
+    assert "to all:" in render_event(traj, sent) or "to ai" in render_event(traj, sent)
+    events = traj.events.copy()
+    events.loc[sent, "args_json"] = json.dumps({"action": "send_message", "content": "hello", "to": "none;"})
+    events.loc[sent, "status"] = "failed_step"
+    card = render_event(type(traj)(traj.session_id, traj.record, events, traj.snapshot), sent)
+    assert "to &#x27;none;&#x27; (as written): «hello»" in card and "n, o, n" not in card
+    memory = render_memory(traj)
+    assert memory.count("text-align:left") == 2 * memory.count("<tr>") > 0
+    explorer = TrajectoryExplorer(root)
+    page = explorer.static_html()
+    assert 'class="ck-sessions"' in page and 'class="ck-selected"' in page and folder.name in page
+    assert page.index('class="ck-sessions"') < page.index('class="ck-session"')  # the table, then the session
+    assert "no finished sessions" in TrajectoryExplorer(root / "empty").static_html()

@@ -10,7 +10,10 @@ proposal, ratifies the draft, sends a message, runs a cell and approves the requ
 to D, by filling the widget forms and clicking Submit. The stored log must have those person
 events with their fields, and replaying the session offline must give identical events.
 On Voilà participant pages (served as `colabkit seat` prints): a participant reloads the page
-mid-session and carries on; and two people play D and R from two pages to the session's end.
+mid-session, closes it and opens it again, and carries on (what it shows holds no Python
+dict); once the session has ended and the page is closed, its kernel and the
+session host are gone (the culling time set to seconds); and two people play D and R from two
+pages to the session's end (the one proposing later sees the earlier proposals laid out).
 Setup as in `test_browser_explorer.py` (the `chromium` fixture is in conftest.py, the server in helpers/lab.py).
 """
 
@@ -32,6 +35,7 @@ from colabkit.seat import replay_session
 from colabkit.session import Event
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "take_a_seat.ipynb"
+CULL_S = 10  # Voilà's culling of a closed page's kernel, seconds here (minutes by default)
 pytestmark = pytest.mark.slow
 
 
@@ -158,7 +162,8 @@ def voila(tmp_path):
         notebook = participant_notebook(tmp_path / "pages", {**parameters, "out": str(results)})
         port = free_port()
         log = (tmp_path / f"voila-{port}.log").open("wb")
-        server = subprocess.Popen(shlex.split(voila_command(notebook, port)), cwd=notebook.parent, stdout=log,
+        command = voila_command(notebook, port, cull_s=CULL_S)
+        server = subprocess.Popen(shlex.split(command), cwd=notebook.parent, stdout=log,
                                   stderr=subprocess.STDOUT, env=subprocess_env(default=sc.DEFAULT, scripts=scripts))
         servers.append((server, log))
         # any answer means it is serving (the page itself would join the session: not asked here)
@@ -166,7 +171,7 @@ def voila(tmp_path):
         return f"http://127.0.0.1:{port}/"
 
     try:
-        yield serve, results
+        yield serve, results, servers
     finally:
         for server, log in servers:
             stop(server)
@@ -180,23 +185,65 @@ def _seat_parameters(seat: str, participant: str, **extra) -> dict:
 
 
 def _resume(page, expect, number: int, what: str) -> None:
-    """After a reload: the page is back on question `number`, directly or after taking the seat over."""
+    """After a reload or a reopen: the page is back on question `number`, without asking."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    status = page.locator(".ck-status")
-    expect(status).to_contain_text(re.compile(r"\(question|open in another window"), timeout=180_000)
-    if "open in another window" in status.inner_text():
-        page.locator(".ck-take-over button, button.ck-take-over").first.click()
     try:
         _turn(page, expect, number, what)
     except PlaywrightTimeout:
-        raise AssertionError(f"after the reload the page shows: {status.inner_text()}") from None
+        raise AssertionError(f"after the reload the page shows: {page.locator('.ck-status').inner_text()}") from None
 
 
-def test_a_participant_reloads_the_voila_page_mid_session_and_carries_on(chromium, voila):
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kernels_of(server_pid: int) -> list[int]:
+    """The live kernel processes a Voilà server started (its children running ipykernel)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().split(") ")[-1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == server_pid and fields[0] != "Z" and b"ipykernel" in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _host_pids(results: Path) -> list[int]:
+    """The session hosts serving `results` (by the pid file beside their plan)."""
+    import tempfile
+
+    pids = []
+    for plan_file in Path(tempfile.gettempdir()).glob("colabkit-seat-*/plan.json"):
+        try:
+            if json.loads(plan_file.read_text())["out"] == str(results.resolve()):
+                pids.append(int(plan_file.with_name("host.pid").read_text()))
+        except (OSError, ValueError, KeyError):
+            pass
+    return pids
+
+
+def _gone(pids: list[int], seconds: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def test_a_participant_reloads_and_reopens_the_voila_page_and_nothing_outlives_the_session(chromium, voila):
     from playwright.sync_api import expect, sync_playwright
 
-    serve, results = voila
+    serve, results, servers = voila
     url = serve({**_seat_parameters(sc.SEAT, sc.PARTICIPANT), "models": sc.models()}, sc.scripts())
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
@@ -210,6 +257,9 @@ def test_a_participant_reloads_the_voila_page_mid_session_and_carries_on(chromiu
             assert "Welcome" in content
             briefing = page.locator(".ck-view .ck-seat pre").first  # words wrap whole, never "data_chan ging"
             assert briefing.evaluate("e => getComputedStyle(e).wordBreak") == "normal"
+            assert "{'" not in page.locator(".ck-view").inner_text()  # no raw Python dict
+            hosts = _host_pids(results)
+            assert len(hosts) == 1 and _alive(hosts[0]) and _kernels_of(servers[0][0].pid)  # what must stop later
             for i, box in enumerate(page.locator(".ck-form textarea").all()):
                 box.fill(f"PERSON-SLOT-{i}")
             submit.click()
@@ -218,6 +268,7 @@ def test_a_participant_reloads_the_voila_page_mid_session_and_carries_on(chromiu
             page.reload(timeout=120_000)  # mid-session: the same question comes back, not a new session
             _resume(page, expect, 2, "your ratification")
             expect(page.locator(".ck-view")).to_contain_text("Consolidated memory")
+            assert "{'" not in page.locator(".ck-view").inner_text()
             submit.click()
 
             form = page.locator(".ck-form")
@@ -226,8 +277,12 @@ def test_a_participant_reloads_the_voila_page_mid_session_and_carries_on(chromiu
             _fill(form.locator("textarea[placeholder^='at most']"), sc.MESSAGE, expect)
             submit.click()
             _turn(page, expect, 4, "your step")
-            page.reload(timeout=120_000)  # a second reload, in the task phase
+            page.close()  # closed without its unload handler (its kernel lives on until culled), opened again
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url, timeout=120_000)
             _resume(page, expect, 4, "your step")
+            submit = page.locator(".ck-form button", has_text="Submit")
+            form = page.locator(".ck-form")
             expect(page.locator(".ck-view .ck-chat")).to_contain_text(sc.MESSAGE)  # the view so far is back
             form.locator("select").first.select_option("execute_code")
             _fill(form.get_by_placeholder("Python for the shared kernel"), sc.CODE, expect)
@@ -242,8 +297,12 @@ def test_a_participant_reloads_the_voila_page_mid_session_and_carries_on(chromiu
             page.reload(timeout=120_000)  # a visit after the end: its end and the questionnaire
             expect(page.locator(".ck-ended")).to_contain_text("The session has ended (finish)", timeout=120_000)
             expect(page.locator(".ck-questionnaire")).to_be_visible()
+            page.close()
         finally:
             browser.close()
+    server = servers[0][0]
+    assert _gone(hosts, 30), "the session host outlived its session"
+    assert _gone(_kernels_of(server.pid), CULL_S * 3 + 30), f"page kernels left: {_kernels_of(server.pid)}"
 
     _, person = _stored_person_steps(results)
     assert [e.action for e in person if e.action != "wait"] == list(sc.PLAN)
@@ -258,6 +317,9 @@ def _play(page, state: dict) -> bool:
         return False
     form = page.locator(".ck-form")
     if "memory proposal" in status:
+        view = page.locator(".ck-view")
+        assert "{'" not in view.inner_text()  # proposals read as text, never as a Python dict
+        state["proposals_seen"] = state.get("proposals_seen", 0) + view.locator(".ck-proposal").count()
         for i, box in enumerate(form.locator("textarea").all()):
             box.fill(f"{state['seat']}-SLOT-{i}")
     elif "your step" in status:
@@ -278,7 +340,7 @@ def test_d_and_r_played_by_two_people_from_two_pages_finish_a_session(chromium, 
 
     from playwright.sync_api import expect, sync_playwright
 
-    serve, results = voila
+    serve, results, _ = voila
     persons = {"D": "p-d", "R": "p-r"}
     models = {"ai": "scripted/ai"}
     scripts = {"ai": sc.scripts()["ai"]}
@@ -301,6 +363,7 @@ def test_d_and_r_played_by_two_people_from_two_pages_finish_a_session(chromium, 
                 expect(page.locator(".ck-questionnaire")).to_be_visible()
         finally:
             browser.close()
+    assert sum(state.get("proposals_seen", 0) for state in states.values()) >= 1  # the later human saw one, laid out
 
     _, person = _stored_person_steps(results)
     assert {(e.participant, e.person.participant_id) for e in person} == {("D", "p-d"), ("R", "p-r")}

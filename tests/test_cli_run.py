@@ -1,4 +1,5 @@
-"""`colabkit run`: one session from the shell, three lines of output, one-line errors."""
+"""`colabkit run`: one session from the shell, three lines of output (a fourth, last, on the embedded
+model: plumbing-grade), one-line errors."""
 
 from __future__ import annotations
 
@@ -68,6 +69,17 @@ def test_the_cli_and_python_name_the_same_session(tmp_path, capsys):
     run(tmp_path, "--quiet")
     spec, _ = build_session(TASK_ID, "single", 3, model="scripted/everyone")
     assert capsys.readouterr().out.splitlines()[0] == f"session: {tmp_path / spec.session_id}"
+
+
+def test_the_embedded_models_session_says_plumbing_grade_and_a_chosen_models_does_not():
+    """The line `colabkit run` prints last (tests/test_e2e_real_model.py sees it on a real run;
+    the scripted run above has three lines only)."""
+    from colabkit.cli.run_cmd import plumbing_note
+
+    default, _ = build_session(TASK_ID, "default-dr", 0)
+    note = plumbing_note(default.model_for(role).model for role in default.participants)
+    assert note is not None and note.startswith("plumbing-grade: local/smollm2-135m (the embedded model)")
+    assert plumbing_note(["scripted/everyone", "openai/gpt-4o"]) is None
 
 
 def test_omitting_model_is_the_same_session_as_naming_the_default():

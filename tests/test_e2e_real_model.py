@@ -90,8 +90,9 @@ def test_colabkit_run_on_a_real_archaeology_task(tmp_path):
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
-    assert len(lines) == 3 and lines[0].startswith("session: ")
+    assert len(lines) == 4 and lines[0].startswith("session: ")
     assert lines[1].startswith("ended by: ") and lines[2].startswith("final hypothesis: ")
+    assert lines[3].startswith("plumbing-grade: local/smollm2-135m")  # the embedded model: said last
     folder = Path(lines[0].removeprefix("session: "))
     _, record, snapshot = check_trajectory(folder)
     assert record.task_id == ARCHAEOLOGY_TASK and record.spec.settings.action_budget == 3

@@ -200,6 +200,9 @@ def test_explore_trajectory_renders_the_session_statically_and_as_widgets(tmp_pa
     assert len(widget_outputs) == 1
     static = "".join(o.get("data", {}).get("text/html", "") for o in cells[-1].outputs)
     assert folder.name in static and "AI-THOUGHT: count the hoards first" in static and "signed by" in static
+    assert 'class="ck-sessions"' in static  # the session table too, not only in the live widget
+    banner = "".join(o.get("data", {}).get("text/html", "") for o in cells[-2].outputs)
+    assert "PLUMBING-GRADE RUN" not in banner  # scripted participants: no plumbing-grade line
 
 
 def test_explore_trajectory_with_its_default_parameters_shows_the_first_session(tmp_path, stored_root):
@@ -216,8 +219,8 @@ def test_explore_trajectory_with_its_default_parameters_shows_the_first_session(
 
 def test_explore_trajectory_with_no_sessions_says_so(tmp_path):
     nb = execute("explore_trajectory", tmp_path, results=str(tmp_path / "nothing"))
-    printed = "".join(o.get("text", "") for o in code_cells(nb)[-1].outputs)
-    assert printed.strip() == f"no finished sessions under {tmp_path / 'nothing'}"
+    shown = "".join(o.get("data", {}).get("text/html", "") for o in code_cells(nb)[-1].outputs)
+    assert shown.strip() == f"<i>no finished sessions under {tmp_path / 'nothing'}</i>"
 
 
 def test_nbval_lax_passes_on_the_analysis_notebooks(tmp_path, scores_file, stored_root):

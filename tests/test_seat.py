@@ -375,3 +375,35 @@ def test_the_seat_notebook_is_thin_parameterised_and_committed_clean():
     assert "parameters" in cells[0].metadata.get("tags", []) and len(cells) == 2
     assert len(cells[1].source.splitlines()) <= 8 and "take_seat(" in cells[1].source and "await" not in cells[1].source
     assert all(not c.outputs and c.execution_count is None for c in cells)
+
+
+def test_a_build_question_shows_proposals_slot_by_slot_and_gates_in_words_with_full_labels():
+    """The build's prompt line carries a proposal's gates as a Python list of dicts; the page
+    lays the proposal out as a table and the gates in words. The form's labels are not cut."""
+    from helpers.stored_session import SLOTS
+
+    from colabkit.seat.form import ProposeForm
+    from colabkit.seat.view import build_html, proposal_html
+    from colabkit.session.structure.build_phase import _render_proposal
+    from colabkit.team.memory import memory_schema
+
+    schema = memory_schema(True, 300, 3, 80)
+    gate = {"action": "edit_result", "signatory": "D", "scope": "all", "note": "D checks"}
+    line = _render_proposal("ai", schema(**SLOTS, gates=[gate]), None)  # the prompt's line, as the engine writes it
+    assert "{'action'" in line  # what the page used to show
+    shown = proposal_html(line)
+    assert "{" not in shown and "[" not in shown
+    assert "<th>evidence standards</th><td>counts by century</td>" in shown
+    assert "edit_result signed by D (scope all): D checks" in shown
+    assert proposal_html("not a proposal {'a': 1}") == "<pre>not a proposal {&#x27;a&#x27;: 1}</pre>"  # as it stands
+    user = f"# Memory build\nrules\n\n# Proposals so far\n{line}\n\n# Your part now\nPropose."
+    question = Question("D", "propose", ModelConfig(model="person/x"), [{"role": "user", "content": user}], schema, 0,
+                        ("ai", "D", "R"))
+    page = build_html(question)
+    assert "ck-proposal" in page and "{&#x27;action" not in page and "Your part now" in page
+    loop = asyncio.new_event_loop()
+    form = ProposeForm(question, Presentation(future=loop.create_future(), rendered_hash="h"), loop)
+    labelled = [w for w in form.inputs if getattr(w, "description", "")]
+    assert {w.description for w in labelled} >= {"evidence standards", "signed by", "gate", "scope", "note"}
+    assert all(w.style.description_width == "initial" for w in labelled)  # as wide as the label: never cut
+    loop.close()

@@ -1,4 +1,5 @@
-"""The session host keeps a seat session alive across pages: resume, busy, take over, two persons.
+"""The session host keeps a seat session alive across pages: resume, the newest page holds the
+seat, two persons; and it stops when no page is open.
 
 The host (`colabkit.seat.host`) runs in this process on the real engine and kernel, with the
 AI agent (and R, when R is not a person) scripted; pages are plain connections speaking the
@@ -35,9 +36,9 @@ class Page:
     def __init__(self, plan: SeatPlan, seat: str) -> None:
         self.plan, self.seat = plan, seat
 
-    async def open(self, take_over: bool = False) -> dict[str, Any]:
+    async def open(self) -> dict[str, Any]:
         self.reader, self.writer = await asyncio.open_unix_connection(str(self.plan.runtime_dir() / SOCKET))
-        await send(self.writer, {"op": "claim", "seat": self.seat, "take_over": take_over})
+        await send(self.writer, {"op": "claim", "seat": self.seat})
         return await self.next()
 
     async def next(self) -> dict[str, Any]:
@@ -90,7 +91,7 @@ def person_events(folder) -> list[Event]:
     return [e for e in events if e.person is not None]
 
 
-def test_a_reloaded_page_resumes_a_busy_seat_is_said_and_can_be_taken_over(tmp_path):
+def test_a_reopened_page_resumes_at_once_and_the_window_it_replaces_is_told(tmp_path):
     use_scripted(sc.scripts(), default=sc.DEFAULT)
     plan = plan_for(tmp_path, {"D": sc.PARTICIPANT})
 
@@ -99,13 +100,10 @@ def test_a_reloaded_page_resumes_a_busy_seat_is_said_and_can_be_taken_over(tmp_p
         first = Page(plan, "D")
         shown = await first.open()
         assert shown["op"] == "question" and shown["number"] == 1 and shown["question"].stage == "propose"
-        second = Page(plan, "D")
-        assert (await second.open())["op"] == "busy"  # the seat is open in another window
-        second.close()
-        third = Page(plan, "D")
-        resumed = await third.open(take_over=True)
+        third = Page(plan, "D")  # the first tab is still connected (a closed tab's kernel lives on a while)
+        resumed = await third.open()
         assert resumed["op"] == "question" and resumed["number"] == 1  # the same question, not a new session
-        assert (await first.next())["op"] == "taken"
+        assert (await first.next())["op"] == "taken"  # the window it replaces is told, and stops
         await third.answer(resumed)
         ratify = await third.next()
         assert ratify["op"] == "question" and ratify["question"].stage == "ratify"
@@ -113,7 +111,7 @@ def test_a_reloaded_page_resumes_a_busy_seat_is_said_and_can_be_taken_over(tmp_p
         await asyncio.sleep(0.2)
         reloaded = Page(plan, "D")
         message = await reloaded.open()
-        assert message["op"] == "question" and message["number"] == 2  # resumed without a take-over
+        assert message["op"] == "question" and message["number"] == 2  # resumed
         ended = await play_to_the_end(reloaded, message)
         assert await host == 0
         return ended
@@ -173,7 +171,7 @@ def test_a_page_starts_the_host_process_and_a_stopped_host_is_resumed_by_the_nex
         reader, writer = await connect(plan)
         page = Page(plan, "D")
         page.reader, page.writer = reader, writer
-        await send(writer, {"op": "claim", "seat": "D", "take_over": False})
+        await send(writer, {"op": "claim", "seat": "D"})
         message = await page.next()
         writer.close()
         return message
@@ -192,3 +190,25 @@ def test_a_page_starts_the_host_process_and_a_stopped_host_is_resumed_by_the_nex
         assert int((runtime / PID).read_text()) != pid
     finally:
         sc.stop_hosts(plan.out)
+
+
+def test_with_no_page_open_the_host_stops_within_its_idle_time(tmp_path):
+    """`idle_exit_s` (minutes by default, seconds here): a host whose pages all closed stops,
+    unfinished, and cleans up; the next visit replays and carries on (test above)."""
+    import time
+
+    use_scripted(sc.scripts(), default=sc.DEFAULT)
+    plan = plan_for(tmp_path, {"D": sc.PARTICIPANT}).model_copy(update={"idle_exit_s": 1.0})
+
+    async def main() -> float:
+        host = await started(plan)
+        page = Page(plan, "D")
+        assert (await page.open())["op"] == "question"
+        page.close()  # the only page goes
+        closed = time.monotonic()
+        assert await asyncio.wait_for(host, 60) == 0
+        return time.monotonic() - closed
+
+    assert asyncio.run(main()) < 30
+    assert not (plan.runtime_dir() / SOCKET).exists() and not (plan.runtime_dir() / "host.pid").exists()
+    assert not (plan.folder() / "session.json").exists()  # stopped, not finished

@@ -7,7 +7,8 @@ phase, then step through the events with the slider or the buttons: the step vie
 event (thought, code and output, message, editor text, gate and decision) and the workspace
 at that moment; tabs hold the frozen memory, each participant's thoughts and the whole
 session. The widget holds no logic of its own beyond wiring, so the executed notebook's
-static rendering (`trajectory.render_session`) shows the same content without a kernel.
+static rendering (`static_html`: the session table and `trajectory.render_session`) shows the
+same content without a kernel.
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ class TrajectoryExplorer:
             self.experiment.value = Path(experiment)
         if session_id:
             self.session.value = session_id
+
+    def static_html(self) -> str:
+        """What the widget shows, without a kernel: the session table (the selected row marked)
+        and the selected session whole, for the executed notebook to read well."""
+        if self.trajectory is None:
+            return f"<i>no finished sessions under {self.root}</i>"
+        return (f"<h4>Sessions of {self.experiment.value}</h4>"
+                f"{render_session_table(self.table, self.session.value)}{render_session(self.trajectory)}")
 
     def move(self, delta: int) -> None:
         """Step forward or back within the filtered events."""

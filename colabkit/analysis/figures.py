@@ -6,13 +6,18 @@ it returns. The layer writes no files: `figure_bytes` and `artefacts` render fig
 tables to bytes, and the caller (a notebook, the batch) writes them atomically.
 
 Error bars are the task-clustered SE (the study samples tasks; `colabkit.analysis.inference.stats`),
-and a mean or contrast over fewer than two tasks is a point marked "no interval". A panel
-with nothing to plot says "no values", and a team composition a metric does not apply to
-(no value in any session of it, e.g. the humans' initiative of the single agent) is named
-"N/A for this composition" in its panel, so a missing point is never silent. Every figure
-has a caption line under it saying what its bars are and, when the judge behind its numbers
-is plumbing-grade or failed its sanity check, that too (`colabkit.analysis.judging`): only
-under figures that show a judged metric.
+and a mean or contrast over fewer than two tasks is a hollow point ("no interval", said in
+the caption: a marker, not a label, so labels of neighbouring points never run into each
+other). A panel with nothing to plot says "no values", and a team composition a metric does
+not apply to (no value in any session of it, e.g. the humans' initiative of the single
+agent) is named "N/A for this composition" in its panel, so a missing point is never silent.
+A panel whose values do not differ (the embedded model's all-zero demo) gets a fixed scale
+and says "no spread" in its title, so floating-point noise (1e-17) is never shown as the
+axis' scale. Each point's n is shown (under its structure, or beside its row), and the axis
+label says what is plotted. Every figure has a caption line under it saying what its bars
+are and, when the judge behind its numbers is plumbing-grade or failed its sanity check,
+that too (`colabkit.analysis.judging`): only under figures that show a judged metric;
+`add_caption_line` adds a line later (the plumbing-grade run, `colabkit.analysis.presentation`).
 """
 
 from __future__ import annotations
@@ -58,17 +63,61 @@ def _note(ax: Axes, text: str, *, centre: bool = False) -> None:
                 wrap=True)
 
 
+CAPTION = "caption"  # the gid of a figure's caption text, so a line can be added to it later
+
+
 def caption(fig: Figure, *lines: str | None) -> Figure:
     """Write the non-empty `lines` under the figure (saved figures keep them: bbox is tight)."""
     text = "\n".join(line for line in lines if line)
     if text:
-        fig.text(0.0, 0.0, text, ha="left", va="top", fontsize=8, wrap=True,
+        fig.text(0.0, 0.0, text, ha="left", va="top", fontsize=8, wrap=True, gid=CAPTION,
                  color="firebrick" if "JUDGE NOT RELIABLE" in text else "black")
     return fig
 
 
-def _no_interval(ax: Axes, x: float, y: float) -> None:
-    ax.annotate("no interval", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color="grey")
+def add_caption_line(fig: Figure, line: str | None) -> Figure:
+    """Add `line` to the figure's caption (or start one): one text block, so lines never overlap."""
+    if not line:
+        return fig
+    existing = next((t for t in fig.texts if t.get_gid() == CAPTION), None)
+    if existing is None:
+        return caption(fig, line)
+    if line not in existing.get_text().split("\n"):
+        existing.set_text(f"{existing.get_text()}\n{line}")
+    return fig
+
+
+def _no_interval(ax: Axes, x: float, y: float, color: object) -> None:
+    """A hollow point over the filled one: its mean has no interval (said in the caption)."""
+    ax.plot([x], [y], marker="o", linestyle="none", markerfacecolor="white", markeredgecolor=color, zorder=3)
+
+
+NO_SPREAD = 1e-9  # values closer than this (relative to their size) are one value with rounding noise
+
+
+def steady_scale(ax: Axes, values: Iterable[float], axis: str = "y") -> str | None:
+    """When the panel's values do not differ, fix a readable scale around them and return a
+    "no spread" note; None when they spread (the axis then scales itself)."""
+    finite = np.array([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if finite.size == 0:
+        return None
+    low, high = float(finite.min()), float(finite.max())
+    if high - low > NO_SPREAD * max(1.0, abs(high), abs(low)):
+        return None
+    centre = round((low + high) / 2, 9) + 0.0  # 1e-17 is 0; + 0.0 turns -0.0 into 0.0
+    half = max(0.5, abs(centre) * 0.5)
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(centre - half, centre + half)
+    return f"no spread: every value {centre:.3g}"
+
+
+def _title(ax: Axes, metric: str, note: str | None) -> None:
+    label = METRIC_LABELS.get(metric, metric)
+    ax.set_title(f"{label}\n({note})" if note else label, fontsize=10)
+
+
+def _n_label(ns: list[int]) -> str:
+    """The n of a structure's points, in the legend's order (one number when they agree)."""
+    return f"n={ns[0]}" if len(set(ns)) == 1 else "n=" + "/".join(map(str, ns))
 
 
 def _decision_levels(table: pd.DataFrame, plan: AnalysisPlan | None) -> dict[tuple[str, str, str], float]:
@@ -100,10 +149,10 @@ def _paired_half_widths(table: pd.DataFrame, cells: pd.DataFrame, metric: str,
 def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS,
                     plan: AnalysisPlan | None = None) -> Figure:
     """Mean per coordination structure, a line per team composition, a panel per metric; a
-    structure's bar is the 95% interval of its paired difference from Default of the same
+    structure's bar is the interval of its paired difference from Default of the same
     composition (task-clustered) at the level the plan's procedure tested it at, drawn around
-    its mean: a bar that misses Default's point is a declared difference. The caption names
-    the analysis plan."""
+    its mean: a bar that misses Default's point is a declared difference. Under each structure,
+    its points' n (sessions). The caption names the analysis plan."""
     metrics = list(metrics)
     table = check_scores(scores, metrics)
     means = study_table(table, metrics, plan=plan)
@@ -112,7 +161,8 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
     compositions = [c for c in COMPOSITIONS if c in set(table["composition"])]
     palette = dict(zip(compositions, sns.color_palette(n_colors=len(compositions))))
     offsets = np.linspace(-0.18, 0.18, len(compositions)) if len(compositions) > 1 else [0.0]
-    fig = Figure(figsize=(3.6 * len(metrics), 3.4), layout="constrained")
+    width = max(3.6, 0.85 * len(structures) + 0.9)  # room for every structure's label, unrotated
+    fig = Figure(figsize=(width * len(metrics), 3.6), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics):
         rows = means[means["metric"] == metric]
@@ -121,40 +171,46 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
             _note(ax, "no values", centre=True)
         elif missing := [c for c in compositions if c not in present]:
             _note(ax, f"N/A for this composition: {', '.join(missing)}")
+        plotted: list[float] = []
         for offset, composition in zip(offsets, compositions):
             cells = rows[(rows["composition"] == composition) & rows["mean"].notna()]
             x = [structures.index(s) + offset for s in cells["structure"]]
             widths = _paired_half_widths(table, cells, metric, levels)
             ax.errorbar(x, cells["mean"], yerr=np.nan_to_num(widths), fmt="o", capsize=3,
                         color=palette[composition], label=composition)
-            for xi, cell, width in zip(x, cells.itertuples(), widths):
-                if cell.structure not in ("default", "single") and np.isnan(width):
-                    _no_interval(ax, xi, cell.mean)
-        ax.set_xticks(range(len(structures)), structures, rotation=30)
-        ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.set_ylabel("mean; bar: CI of the difference from Default")
+            for xi, cell, half in zip(x, cells.itertuples(), widths):
+                if cell.structure not in ("default", "single") and np.isnan(half):
+                    _no_interval(ax, xi, cell.mean, palette[composition])
+                plotted += [cell.mean, cell.mean - np.nan_to_num(half), cell.mean + np.nan_to_num(half)]
+        ns = {s: [int(r.n) for r in rows.itertuples() if r.structure == s and not np.isnan(r.mean)] for s in structures}
+        ax.set_xticks(range(len(structures)), [f"{s}\n{_n_label(ns[s])}" if ns[s] else s for s in structures],
+                      fontsize=8)
+        ax.set_ylabel(f"{METRIC_LABELS.get(metric, metric)}: mean over sessions")
         ax.set_xlim(-0.5, len(structures) - 0.5)  # every structure's place, with or without a point
         ax.margins(y=0.15)
+        _title(ax, metric, steady_scale(ax, plotted) if present else None)
     axes[-1].legend(title="team", loc="upper left", bbox_to_anchor=(1.02, 1))
     return caption(fig, "Bars: CI of each structure's paired difference from Default of the same team "
                         "(task-clustered SE, t on tasks - 1 df) at the level the plan's procedure tested it at, "
-                        "drawn around its mean; Default and Single are the reference (no bar); 'no interval': "
-                        "fewer than two tasks with pairs, or a test the procedure never reached. "
-                        f"Analysis plan {means['plan_hash'].iloc[0]}.",
+                        "drawn around its mean; Default and Single are the reference (no bar); hollow point: no "
+                        "interval (fewer than two tasks with pairs, or a test the procedure never reached). "
+                        "Points: the mean over a cell's sessions; n under each structure: its sessions per "
+                        f"point, in the legend's order. Analysis plan {means['plan_hash'].iloc[0]}.",
                    scores_warning(table) if judged_metrics(metrics) else None)
 
 
 def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
     """Forest plot of A - B per composition (mean paired difference and its interval from the
     task-clustered SE on G - 1 df: at the level the plan's procedure gave each test when the
-    table has them, else 95% unadjusted, said so), a panel per metric; the caption names the analysis plan."""
+    table has them, else 95% unadjusted, said so), a panel per metric, each row's n (tasks) at its
+    right; the caption names the analysis plan."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
     warning = judge_warning(*judge_status(contrast_table)) if judged_metrics(metrics) else None
     if not metrics:  # the grid has no pair of variants to contrast
         fig = Figure(figsize=(4, 1.5))
         fig.text(0.5, 0.5, "no contrast: the grid lacks one of each pair", ha="center", va="center")
         return caption(fig, warning)
-    fig = Figure(figsize=(2.2 * len(metrics) + 2, 0.5 * contrast_table.groupby("metric").size().max() + 1.5),
+    fig = Figure(figsize=(2.4 * len(metrics) + 2, 0.5 * contrast_table.groupby("metric").size().max() + 1.7),
                  layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
     low, high = ("sim_ci_low", "sim_ci_high") if "sim_ci_low" in contrast_table.columns else ("ci_low", "ci_high")
@@ -166,20 +222,23 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
                     xerr=[(rows["diff"] - rows[low]).fillna(0), (rows[high] - rows["diff"]).fillna(0)])
         for y, row in rows.iterrows():
             if np.isnan(row["ci_low"]) and not np.isnan(row["diff"]):
-                _no_interval(ax, row["diff"], float(y))
+                _no_interval(ax, row["diff"], float(y), "black")
+            if not np.isnan(row["diff"]):  # the row's n, at the panel's right edge
+                ax.text(0.98, float(y), f"n={int(row['n_tasks'])}", transform=ax.get_yaxis_transform(),
+                        ha="right", va="center", fontsize=7, color="grey")
         ax.axvline(0, color="grey", linewidth=0.8, linestyle="--")
         if rows["diff"].isna().all():
             _note(ax, "no values", centre=True)
         if ax is axes[0]:
             ax.set_yticks(range(len(rows)), [f"{r.a} − {r.b}" for r in rows.itertuples()])
             ax.invert_yaxis()
-        ax.set_title(METRIC_LABELS.get(metric, metric))
-        ax.margins(x=0.2)  # no point or interval end on the panel's edge
+        ax.margins(x=0.35)  # no point, interval end or n on the panel's edge
         ax.locator_params(axis="x", nbins=4)
-    fig.supxlabel("paired difference (CI, task-clustered)", fontsize=10)  # one label for every panel
+        _title(ax, metric, steady_scale(ax, [*rows["diff"], *rows[low], *rows[high]], axis="x"))
+    fig.supxlabel("difference in means, A − B (paired on task and seed)", fontsize=10)  # one label for every panel
     plan = f" Analysis plan {contrast_table['plan_hash'].iloc[0]}." if "plan_hash" in contrast_table.columns else ""
-    return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; 'no interval': fewer "
-                        f"than two tasks or no spread.{plan}", warning)
+    return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; hollow point: no interval "
+                        f"(fewer than two tasks or no spread); n: tasks behind each difference.{plan}", warning)
 
 
 def gate_figure(gates: pd.DataFrame) -> Figure:
@@ -197,6 +256,7 @@ def gate_figure(gates: pd.DataFrame) -> Figure:
                   order=sorted(table["gate"].unique()), ax=left)
     left.set_title("Gated requests by action / signatory")
     left.set_ylabel("")
+    left.set_xlabel("gated requests")
     stamps = gate_summary(table, by="signatory")
     sns.barplot(data=stamps, x="signatory", y="rubber_stamp_rate", color="tab:red", ax=right)
     right.set_ylim(0, 1)

@@ -31,6 +31,8 @@ ALL = "all"
 PHASES = (ALL, "build", "task")
 COLOURS = {"ai": "#1f6fb4", "D": "#2a8a3e", "R": "#c2610c", "system": "#666666"}
 MAX_TEXT = 4000
+# Slot names and texts read from the left, top-aligned and wrapped (notebook CSS right-aligns cells).
+_MEMORY_CELL = "text-align:left;vertical-align:top;white-space:pre-wrap;padding:2px 8px"
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,7 @@ def render_event(traj: Trajectory, position: int) -> str:
             images = f" · {len(cell.get('images', []))} image(s)" if cell.get("images") else ""
             parts.append(f"<div>cell {cell['index']} → {_esc(cell['status'])}{images}</div>{_pre(output, 'background:#eef')}")
     elif action == "send_message":
-        to = ", ".join(args.get("to") or ["all"])
-        parts.append(f"<div>to {_esc(to)}: «{_esc(args.get('text', ''))}»</div>")
+        parts.append(f"<div>to {_esc(recipients(args.get('to')))}: «{_esc(args.get('text', args.get('content', '')))}»</div>")
     elif action == "edit_result":
         parts.append(_pre(args.get("text", ""), "background:#fff8e0"))
     elif action in ("propose_memory", "consolidate_memory"):
@@ -154,6 +155,16 @@ def render_event(traj: Trajectory, position: int) -> str:
             f'{COLOURS.get(row["participant"], "#333")};padding:4px 8px;margin:6px 0">{"".join(parts)}</div>')
 
 
+def recipients(to: object) -> str:
+    """A message's recipients as names: a list of ids joined, "all" for none, and the text a
+    failed step wrote as it stands (it is a string, e.g. "none;", never split into letters)."""
+    if isinstance(to, str) and to.strip():
+        return f"{to!r} (as written)"
+    if isinstance(to, list | tuple) and to:
+        return ", ".join(map(str, to))
+    return "all"
+
+
 def workspace_at(traj: Trajectory, position: int) -> dict[str, list[dict[str, Any]]]:
     """Cells, messages and editor versions that existed when the event at `position` was logged."""
     when = float(traj.events.loc[position, "time"])
@@ -164,7 +175,7 @@ def workspace_at(traj: Trajectory, position: int) -> dict[str, list[dict[str, An
 def render_workspace(traj: Trajectory, position: int) -> str:
     """The chat so far, the number of cells, and the editor's text at that step."""
     state = workspace_at(traj, position)
-    chat = "".join(f"<div>{_who(m['sender'])} → {_esc(', '.join(m.get('to') or ['all']))}: {_esc(m['text'])}</div>"
+    chat = "".join(f"<div>{_who(m['sender'])} → {_esc(recipients(m.get('to')))}: {_esc(m['text'])}</div>"
                    for m in state["messages"]) or "<div><i>no messages yet</i></div>"
     versions = state["editor_versions"]
     editor = (f"<div>editor version {versions[-1]['index']} by {_who(versions[-1]['author'])}</div>"
@@ -189,8 +200,8 @@ def render_memory(traj: Trajectory) -> str:
     memory = traj.record.get("memory")
     if not memory:
         return "<div><i>this variant has no Shared Group Memory</i></div>"
-    rows = "".join(f"<tr><th style='text-align:left'>{_esc(k.replace('_', ' '))}</th><td>{_esc(v)}</td></tr>"
-                   for k, v in memory.items() if k != "gates")
+    rows = "".join(f"<tr><th style='{_MEMORY_CELL}'>{_esc(k.replace('_', ' '))}</th>"
+                   f"<td style='{_MEMORY_CELL}'>{_esc(v)}</td></tr>" for k, v in memory.items() if k != "gates")
     gates = (memory.get("gates") or {}).get("rules", [])
     gate_rows = "".join(f"<li><code>{_esc(g['action'])}</code> signed by {_who(g['signatory'])}"
                         f"{' when ' + _esc(g['condition']) if g.get('condition') else ''}</li>" for g in gates)
@@ -202,8 +213,8 @@ def render_memory(traj: Trajectory) -> str:
                     f"{_esc(v['update_id'])} by {_who(v['proposer'])} set <b>{_esc(v['slot'].replace('_', ' '))}</b>"
                     f" to {_esc(_slot_text(v['memory'], v['slot']))}</li>" for v in versions)
     later_part = f"<b>Later versions (approved by the team)</b><ol>{later}</ol>" if versions else ""
-    return (f'<div class="ck-memory"><b>{title} {digest}</b><table>{rows}</table>{gate_part}'
-            f"{later_part}</div>")
+    return (f'<div class="ck-memory"><b>{title} {digest}</b><table style="border-collapse:collapse">{rows}</table>'
+            f"{gate_part}{later_part}</div>")
 
 
 def _slot_text(memory: dict[str, Any], slot: str) -> str:

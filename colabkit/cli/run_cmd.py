@@ -3,8 +3,10 @@
 It is a thin shell over `colabkit.runner.build_session` + `record_session`, so a session run
 here is the same session (same folder, same id) as one asked for from Python or the
 notebook, and asking again returns the stored one instead of rerunning it. `--variant-file
-F.yaml --variant NAME` runs an inline variant declared in a file (`colabkit.team.declare`). Events are shown
-live on stderr; stdout gets three lines: where it went, how it ended, the hypothesis.
+F.yaml --variant NAME` runs an inline variant declared in a file (`colabkit.team.declare`).
+Events are shown live on stderr; stdout gets three lines: where it went, how it ended, the
+hypothesis, and a fourth, last, when a participant ran on the embedded model: that the session
+is plumbing-grade.
 
 Before a session runs, `preflight` checks its models (provider known, key set). A session
 a provider refused (ended by "provider_error": bad key, unknown model) or could not reach
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
@@ -149,7 +152,19 @@ def _run(args: argparse.Namespace) -> int:
     print(f"final hypothesis: {hypothesis or '(empty)'}")
     if provider_error is not None:
         raise ColabkitError(provider_error)
+    if note := plumbing_note(spec.model_for(role).model for role in spec.participants):
+        print(note)
     return 0
+
+
+def plumbing_note(models: Iterable[str]) -> str | None:
+    """The last line for a session a participant of which ran on the embedded model."""
+    from colabkit.llm import DEFAULT_MODEL
+
+    if DEFAULT_MODEL not in set(models):
+        return None
+    return (f"plumbing-grade: {DEFAULT_MODEL} (the embedded model) played this session; it exercises the suite, "
+            "its results mean nothing about the study (--model for a capable model)")
 
 
 def _paid(totals: Totals) -> str:

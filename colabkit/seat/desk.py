@@ -4,15 +4,13 @@
 time: the persona's view (`view.question_html`) and the form for that question
 (`form.FORMS`). The HTML shown is hashed into the step's record (`rendered_hash`), so the
 record says exactly what the person was looking at. Between questions the page says whose
-turn it is, so the person knows the session is alive while the others act. A page opened
-while another window holds the seat says so, with a button to take it over here.
+turn it is, so the person knows the session is alive while the others act.
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -65,21 +63,6 @@ class WidgetDesk:
         """Nothing is asked of this seat now: the others are acting."""
         self.form_box.children = []
         self.status.value = "<b>The others are acting... your turn comes next.</b>"
-
-    def busy(self, take_over: Callable[[], None]) -> None:
-        """Another window holds this seat: say so, and offer to continue here instead."""
-        button = widgets.Button(description="Continue in this window", button_style="warning")
-        button.add_class("ck-take-over")
-
-        def clicked(_: Any) -> None:
-            button.disabled = True
-            self.status.value = "<b>Taking the seat over...</b>"
-            take_over()
-
-        button.on_click(clicked)
-        self.status.value = ('<b class="ck-busy">This seat is open in another window.</b> Continue there, '
-                             "or take it over here (the other window then stops).")
-        self.form_box.children = [button]
 
     def ended(self, text: str) -> None:
         """The session is over: say so and take the last form away."""

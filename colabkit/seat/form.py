@@ -32,6 +32,8 @@ from colabkit.session.seats.policy import Presentation, Question, stamp
 from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS
 
 _WIDE = widgets.Layout(width="95%")
+# Labels as wide as their text: ipywidgets' fixed label width cuts "evidence standards" to "evidence sta...".
+_LABEL = {"description_width": "initial"}
 EVERYONE = "all"
 
 
@@ -151,18 +153,19 @@ class StepForm(Form):
         schema = question.schema
         others = [p for p in question.team if p != question.participant]
         self.action = widgets.Dropdown(options=[(ACTION_HELP[a].split(":")[0], a) for a in step_actions(question)],
-                                       description="action")
-        self.to = widgets.Dropdown(options=[EVERYONE, *others], description="to")
+                                       description="action", style=_LABEL)
+        self.to = widgets.Dropdown(options=[EVERYONE, *others], description="to", style=_LABEL)
         # Gated requests and a living memory's updates (Dynamic: "upd-N from ...") are both decided here.
         self.request = widgets.Dropdown(options=[*(r.request_id for r in obs.requests_for_me),
                                                  *(line.split(" ", 1)[0] for line in obs.updates_for_me)],
-                                        description="request")
-        self.slot = widgets.Dropdown(options=UPDATE_SLOTS, description="slot")
+                                        description="request", style=_LABEL)
+        self.slot = widgets.Dropdown(options=UPDATE_SLOTS, description="slot", style=_LABEL)
         limit = _max_length(schema, "content")
-        self.text = widgets.Textarea(description="text", layout=_WIDE, placeholder=f"at most {limit} characters")
-        self.code = widgets.Textarea(description="code", layout=widgets.Layout(width="95%", height="120px"),
+        self.text = widgets.Textarea(description="text", style=_LABEL, layout=_WIDE,
+                                     placeholder=f"at most {limit} characters")
+        self.code = widgets.Textarea(description="code", style=_LABEL, layout=widgets.Layout(width="95%", height="120px"),
                                      placeholder="Python for the shared kernel")
-        self.note = widgets.Text(description="note", layout=_WIDE,
+        self.note = widgets.Text(description="note", style=_LABEL, layout=_WIDE,
                                  placeholder="optional private note (your scratchpad; teammates never see it)")
         self.watch(self.action, self.to, self.request, self.slot, self.text, self.code, self.note)
         self.action.observe(lambda _: self._show(), names="value")
@@ -201,7 +204,7 @@ class ProposeForm(Form):
                  loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(question, presentation, loop)
         schema = question.schema
-        self.slots = {name: widgets.Textarea(description=name.replace("_", " "), layout=_WIDE,
+        self.slots = {name: widgets.Textarea(description=name.replace("_", " "), style=_LABEL, layout=_WIDE,
                                              placeholder=f"{field.description} (at most {_max_length(schema, name)})")
                       for name, field in schema.model_fields.items() if name != "gates"}
         rows: list[widgets.Widget] = []
@@ -209,10 +212,10 @@ class ProposeForm(Form):
         if "gates" in schema.model_fields:
             limit = schema.model_fields["gates"].metadata[0].max_length if schema.model_fields["gates"].metadata else 3
             for _ in range(int(limit)):
-                row = (widgets.Dropdown(options=["(no gate)", *GATEABLE_ACTIONS], description="gate"),
-                       widgets.Dropdown(options=list(question.team), description="signed by"),
-                       widgets.Dropdown(options=["all", "data_changing"], description="scope"),
-                       widgets.Text(description="note", placeholder="what the signatory should check"))
+                row = (widgets.Dropdown(options=["(no gate)", *GATEABLE_ACTIONS], description="gate", style=_LABEL),
+                       widgets.Dropdown(options=list(question.team), description="signed by", style=_LABEL),
+                       widgets.Dropdown(options=["all", "data_changing"], description="scope", style=_LABEL),
+                       widgets.Text(description="note", style=_LABEL, placeholder="what the signatory should check"))
                 self.gates.append(row)
                 rows.append(widgets.HBox(list(row)))
             self.watch(*(w for row in self.gates for w in row))
@@ -242,8 +245,8 @@ class RatifyForm(Form):
     def __init__(self, question: Question[Any], presentation: Presentation[Any],
                  loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(question, presentation, loop)
-        self.decision = widgets.ToggleButtons(options=["accept", "amend"], description="decision")
-        self.amendment = widgets.Textarea(description="amendment", layout=_WIDE,
+        self.decision = widgets.ToggleButtons(options=["accept", "amend"], description="decision", style=_LABEL)
+        self.amendment = widgets.Textarea(description="amendment", style=_LABEL, layout=_WIDE,
                                           placeholder="the one change you need (amend only)")
         self.watch(self.decision, self.amendment)
         self.widget = widgets.VBox([self.decision, self.amendment, self.submit, self.error])

@@ -5,13 +5,15 @@
 `RemoteDesk`: a question is kept as the seat's current one and sent to the page holding
 the seat, if any. A page that connects later (a reload, a second visit, the other person)
 claims its seat and is sent that question at once, so a reload resumes the person's view.
-A seat is held by one page at a time: another page claiming it is told it is open in
-another window and may take it over (the first page is then told so and stops).
+A seat is held by one page at a time, the newest: a page that claims it takes it over (a
+reopened page returns to the session without asking; the tab it replaces, if it is still
+open, is told the seat is open in another window and stops). A closed tab's kernel may
+live on a while (Voila culls it, `pages.voila_command`), so the newest claim must win.
 
 When the session ends every page is told how (and where it is stored, for the
-questionnaire); the host then stops. With no page connected for `plan.idle_exit_s`, the
-host stops too, unfinished: the person's answers are in the response cache, so the next
-host replays them and the session carries on where it was.
+questionnaire); the host then stops. With no page connected for `plan.idle_exit_s` (five
+minutes unless set), the host stops too, unfinished: the person's answers are in the
+response cache, so the next host replays them and the session carries on where it was.
 """
 
 from __future__ import annotations
@@ -112,11 +114,7 @@ class SessionHost:
             writer.close()
             return
         holder = self.pages.get(seat)
-        if holder is not None and not holder.is_closing() and not claim.get("take_over"):
-            await _send_quietly(writer, {"op": "busy"})
-            writer.close()
-            return
-        if holder is not None:
+        if holder is not None:  # the newest page holds the seat: a reopened page is back in the session at once
             await _send_quietly(holder, {"op": "taken"})
             holder.close()
         self.pages[seat] = writer

@@ -5,9 +5,9 @@ page that finds none; `take_seat(...)` connects this kernel's page to it and ret
 once (the cell never awaits: awaiting a widget inside a cell deadlocks, since comm messages
 are not processed while a cell runs). The page shows the question waiting for its seat,
 sends the person's valid answer, and shows whose turn it is meanwhile (turn-gated). So a
-reload or a second visit resumes the person's view of the running session; a page opened
-while another window holds the seat says so and offers to take it over. A session that has
-ended shows its end and the questionnaire (`pages.questionnaire`).
+reload or a second visit resumes the person's view of the running session: the newest page
+holds the seat, and a window it replaced says so and stops. A session that has ended shows
+its end and the questionnaire (`pages.questionnaire`).
 
 Both D and R may be persons (`persons={"D": "p-1", "R": "p-2"}`): one page each, the same
 plan, one host.
@@ -30,7 +30,7 @@ from colabkit.seat.channel import connect, receive, send
 from colabkit.seat.desk import WidgetDesk
 from colabkit.seat.host import ending_text
 from colabkit.seat.pages import answered, questionnaire
-from colabkit.seat.plan import SeatPlan
+from colabkit.seat.plan import IDLE_EXIT_S, SeatPlan
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.session.seats.person import Fallback
 from colabkit.session.seats.policy import Presentation
@@ -60,16 +60,16 @@ class SeatRun:
     def folder(self) -> Path:
         return Path(self.plan.out) / self.spec.session_id
 
-    def start(self, take_over: bool = False) -> None:
-        self._keep(self.attend(take_over))
+    def start(self) -> None:
+        self._keep(self.attend())
 
     def _keep(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def attend(self, take_over: bool) -> None:
-        """Claim the seat at the host and follow the session until it ends or the page lets go."""
+    async def attend(self) -> None:
+        """Claim the seat at the host and follow the session until it ends or another page takes it."""
         if is_finished(self.folder):
             self.show_end(self.folder, ending_text(self.folder))
             return
@@ -79,7 +79,7 @@ class SeatRun:
             self.desk.ended(f"The session could not start: {one_line(exc)}")
             return
         try:
-            await send(writer, {"op": "claim", "seat": self.seat, "take_over": take_over})
+            await send(writer, {"op": "claim", "seat": self.seat})
             while (message := await receive(reader)) is not None:
                 if not self.handle(message, writer):
                     return
@@ -101,9 +101,6 @@ class SeatRun:
             self.desk.waiting()
         elif op == "withdrawn":
             self.desk.withdraw_current(message["reason"])
-        elif op == "busy":
-            self.desk.busy(lambda: self.start(take_over=True))
-            return False
         elif op == "taken":
             self.desk.ended("This seat is now open in another window; this window no longer takes part.")
             return False
@@ -152,11 +149,12 @@ def take_seat(task_id: str, variant: str, seat: str, seed: int = 0, *, participa
               models: Mapping[str, ModelSpec] | str | None = None, timeout_s: float | None = None,
               fallback: Fallback = "wait", settings: SessionSettings | Mapping[str, Any] | None = None,
               data_root: Path | str | None = None, persons: Mapping[str, str] | None = None,
-              idle_exit_s: float = 3600.0) -> SeatRun:
+              idle_exit_s: float = IDLE_EXIT_S) -> SeatRun:
     """This page's seat in the session (started if it is not running); returns its `SeatRun` at once.
 
     `persons` names every seat a person plays ({seat: participant id}; default: only `seat`),
-    so the pages of one session build the same plan.
+    so the pages of one session build the same plan. `idle_exit_s`: the host stops after this
+    long with no page open (`SeatPlan.idle_exit_s`).
     """
     try:
         asyncio.get_running_loop()

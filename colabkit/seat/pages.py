@@ -30,6 +30,7 @@ from colabkit.store import atomic_write_text
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "take_a_seat.ipynb"
 JUPYTER_CONFIG = REPO / "jupyter"
+KERNEL_CULL_S = 120  # a closed participant page's kernel is stopped within about this long
 PERSON_RECORD_VERSION = 2  # 2: one file per seat (person-D.json, person-R.json), was person.json
 # Co-Gym's real-condition participants rated the outcome and the collaboration on 1-5 scales
 # with free-text feedback (SALT-NLP/cogym-real-trajectories); these are the same kinds of item.
@@ -98,10 +99,19 @@ def save_person_record(folder: Path, spec: SessionSpec, seat: str, answers: dict
     return path
 
 
-def voila_command(notebook: Path, port: int = 8866, ip: str = "127.0.0.1") -> str:
-    """The command that serves a participant's notebook copy as their page."""
+def voila_command(notebook: Path, port: int = 8866, ip: str = "127.0.0.1", *, cull_s: int = KERNEL_CULL_S) -> str:
+    """The command that serves a participant's notebook copy as their page.
+
+    A closed page's kernel is stopped by the page itself when the browser lets it (Voila's
+    `beforeunload` call), else by Voila's culler `cull_s` seconds after its last page
+    disconnected; a kernel with its page open is never culled. The kernel's connection to the
+    session host goes with it, so the host (`SeatPlan.idle_exit_s`) stops as well.
+    """
+    interval = max(1, min(60, cull_s // 2))
     return shlex.join([sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}",
-                       f"--Voila.ip={ip}"])
+                       f"--Voila.ip={ip}", f"--MappingKernelManager.cull_idle_timeout={cull_s}",
+                       f"--MappingKernelManager.cull_interval={interval}",
+                       "--MappingKernelManager.cull_connected=False"])
 
 
 def lab_command(path: Path) -> str:

@@ -27,6 +27,10 @@ from colabkit.session.seats.person import Fallback, SeatTerms, person_model
 from colabkit.store import session_dir
 from colabkit.team import variant as variant_config
 
+IDLE_EXIT_S = 300.0
+"""How long a session host waits with no page open before it stops (a few minutes: the host
+holds the session's kernel and models; the next visit replays the stored answers)."""
+
 
 def persons_spec(task_id: str, variant: str, seed: int, persons: Mapping[str, str], *,
                  models: Mapping[str, ModelSpec] | str | None = None, timeout_s: float | None = None,
@@ -82,7 +86,7 @@ class SeatPlan(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     data_root: str | None = None
     out: str
-    idle_exit_s: float = 3600.0
+    idle_exit_s: float = Field(default=IDLE_EXIT_S, gt=0)
     """The host stops after this long with no page connected; a later visit starts a new one,
     which replays the person's stored answers and carries on."""
 

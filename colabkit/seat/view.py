@@ -8,17 +8,22 @@ the seat's own requests and last step. Below, folded, is the exact text the pers
 would read (`Observation.render()`), so any section the observation gains (e.g. the gate
 rules section) reaches the person even before this layout knows it. A memory-build question
 shows its prompt's own sections (briefing, the build's rules, the proposals or the draft,
-the request), which is all a simulated member is given there.
+the request), which is all a simulated member is given there; the members' proposals in it
+are laid out slot by slot, their gates in words ("edit_result signed by D"), not as the
+Python lists and dicts the prompt line carries.
 """
 
 from __future__ import annotations
 
+import ast
 import html
+import re
 from typing import Any
 
 from colabkit.session.prompting.observation import Observation
 from colabkit.session.prompting.views import message_line, request_for_signatory, request_line
 from colabkit.session.seats.policy import Question
+from colabkit.team.memory import SLOTS
 
 STYLE = """<style>
 .ck-seat {font-family: system-ui, sans-serif; font-size: 13px; max-width: 1100px}
@@ -29,6 +34,8 @@ STYLE = """<style>
 .ck-seat .ck-msg {margin: 2px 0}
 .ck-seat .ck-request {border-left: 3px solid #d08770; padding-left: 6px}
 .ck-seat .ck-now {font-weight: bold}
+.ck-seat .ck-proposal th {text-align: left; vertical-align: top; padding: 2px 8px 2px 0; white-space: nowrap}
+.ck-seat .ck-proposal td {text-align: left; vertical-align: top; white-space: pre-wrap}
 </style>"""
 
 
@@ -75,6 +82,53 @@ def observation_html(obs: Observation) -> str:
     return "".join(parts)
 
 
+PROPOSALS = "Proposals so far"
+_PROPOSAL = re.compile(r"^(?P<who>\S+) proposed -- (?P<fields>.*)$")
+_FIELD = re.compile(rf"(?:^|; )({'|'.join((*SLOTS, 'gates'))}): ")
+
+
+def _gates_text(value: str) -> str:
+    """A proposal's gate list in words, one gate a line; the text as it is when it is not a list
+    (cut short by the observation profile, say)."""
+    try:
+        gates = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value
+    if not isinstance(gates, list):
+        return value
+    if not gates:
+        return "(no gates)"
+    lines = []
+    for gate in gates:
+        if not isinstance(gate, dict):
+            return value
+        note = f": {gate['note']}" if gate.get("note") else ""
+        lines.append(f"{gate.get('action')} signed by {gate.get('signatory')} (scope {gate.get('scope', 'all')}){note}")
+    return "\n".join(lines)
+
+
+def proposal_html(line: str) -> str:
+    """One "<member> proposed -- slot: text; ...; gates: [...]" line of the build's prompt as a
+    table of its slots (the line itself when it is not one)."""
+    match = _PROPOSAL.match(line)
+    if match is None:
+        return _pre(line)
+    parts = _FIELD.split(match["fields"])
+    fields = dict(zip(parts[1::2], parts[2::2], strict=True))
+    if parts[0] or not fields:
+        return _pre(line)
+    rows = "".join(f"<tr><th>{html.escape(name.replace('_', ' '))}</th>"
+                   f"<td>{html.escape(_gates_text(text) if name == 'gates' else text)}</td></tr>"
+                   for name, text in fields.items())
+    return f'<div class="ck-proposal"><b>{html.escape(match["who"])} proposed</b><table>{rows}</table></div>'
+
+
+def _build_section(title: str, body: str) -> str:
+    if title == PROPOSALS:
+        return _section(title, "".join(proposal_html(line) for line in body.splitlines() if line.strip()), "ck-build")
+    return _section(title, _pre(body), "ck-build")
+
+
 def build_html(question: Question[Any]) -> str:
     """A memory-build question: its prompt's sections, as the member's model reads them."""
     user = next((m["content"] for m in reversed(question.messages) if m["role"] == "user"), "")
@@ -83,7 +137,7 @@ def build_html(question: Question[Any]) -> str:
              f"a shared memory: {'propose its slots' if question.stage == 'propose' else 'ratify the draft'}.</div>"]
     for block in user.split("\n\n# "):
         title, _, body = block.removeprefix("# ").partition("\n")
-        parts.append(_section(title, _pre(body), "ck-build"))
+        parts.append(_build_section(title, body))
     parts.append("</div>")
     return "".join(parts)
 

@@ -20,6 +20,7 @@ MESSAGE = "PERSON-MSG: I will check the counts."
 CODE = "print('PERSON-CELL', 6 * 7)"
 APPROVAL = "PERSON-OK: matches the counts"
 PLAN = ("propose_memory", "ratify_memory", "send_message", "execute_code", "approve")
+GATE = {"action": "edit_result", "signatory": "D", "scope": "all", "note": "D checks"}
 
 
 def seed() -> int:
@@ -28,8 +29,8 @@ def seed() -> int:
 
 def scripts() -> dict[str, list]:
     return {
-        "ai": [{**SLOTS, "gates": []},
-               {**SLOTS, "gates": [{"action": "edit_result", "signatory": "D", "scope": "all", "note": "D checks"}]},
+        "ai": [{**SLOTS, "gates": [GATE]},  # D sees this proposal, its gate in words
+               {**SLOTS, "gates": [GATE]},
                say("execute_code", "print('AI-CELL')"),
                say("edit_result", HYPOTHESIS),
                say("wait"),
