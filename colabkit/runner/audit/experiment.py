@@ -43,7 +43,8 @@ def audit_experiment(exp: Experiment, *, task_id: str | None = None, seed: int |
     reports = {}
     for arm, settings in exp.arm_settings().items():
         for k, (simulator, models) in enumerate(exp.simulator_models().items()):
-            specs = [build_spec(task.id, name, chosen_seed, models=models, settings=settings) for name in names]
+            specs = [build_spec(task.id, exp.variant_config(name), chosen_seed, models=models, settings=settings)
+                     for name in names]
             name = "/".join(part for part in (arm, simulator) if part)
             reports[name] = audit(specs, task, hunting=hunting and k == 0, quick=quick, examples=examples,
                                   tasks=tasks, arm=name, workdir_root=workdir_root)
