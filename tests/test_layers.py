@@ -132,4 +132,4 @@ def test_no_import_cycles_even_inside_a_layer():
     graph = module_graph()
     assert graph["colabkit.evaluation.builtin"] >= {"colabkit.evaluation.metrics.support"}, "the graph must see imports"
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]], "the check must find a cycle"
-    assert cycles(graph) == [], "import cycles (a piece in the wrong room: move it, see README 'Layers')"
+    assert cycles(graph) == [], "import cycles (a piece in the wrong room: move it, see docs/layers.md)"

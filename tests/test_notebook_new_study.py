@@ -19,14 +19,14 @@ NOTEBOOK = NOTEBOOKS / "new_study.ipynb"
 SAY = {"thought": "tell", "action": "send_message", "content": "Look at the single column.", "to": "all"}
 
 
-def test_the_tutorial_is_thin_clean_and_keeps_a_marked_place_for_the_audit():
+def test_the_tutorial_is_thin_clean_and_audits_its_variants():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(nb)
     cells = code_cells(nb)
     assert "parameters" in cells[0].metadata.get("tags", [])
     assert all(len(c.source.splitlines()) <= 8 for c in cells)  # logic lives in the package
     assert all(not c.outputs and c.execution_count is None for c in cells)  # committed clean
-    assert sum("AUDIT-PLACEHOLDER" in c.source for c in nb.cells) == 1
+    assert sum(c.source.count("audit_experiment(exp") for c in cells) == 2  # the refusal, then the audit
 
 
 @pytest.mark.slow  # a notebook kernel and sandboxed workspace kernels
@@ -49,3 +49,5 @@ def test_papermill_runs_the_tutorial_end_to_end(tmp_path, monkeypatch):
     nb = nbformat.read(executed, as_version=4)
     contrast = code_cells(nb)[-1].outputs[-1]["data"]["text/plain"]
     assert "diff" in contrast and "no interval: 1 task(s) with pairs" in contrast
+    audited = "".join(o.get("text", "") for c in code_cells(nb) if "audit_experiment(exp" in c.source for o in c.outputs)
+    assert "variant 'preassigned-dre' has E" in audited and "every invariant held" in audited

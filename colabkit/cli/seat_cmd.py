@@ -41,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="where the participants' notebooks are written (default OUT/pages)")
     parser.add_argument("--port", default="8866", metavar="N", help="Voilà's port of the first person (default 8866)")
     parser.add_argument("--ip", default="127.0.0.1", metavar="ADDR",
-                        help="address Voilà listens on (default 127.0.0.1; see the README for remote participants)")
+                        help="address Voilà listens on (default 127.0.0.1; see docs/seats.md for remote participants)")
     parser.set_defaults(func=_seat)
 
 

@@ -1,6 +1,6 @@
 """One stored session as an Inspect AI `EvalSample`: its events in Inspect's typed events.
 
-The mapping (README "Export" has the table): every model call behind a step is a
+The mapping (docs/export.md has the table): every model call behind a step is a
 `ModelEvent` (its messages when the run kept them with `--log-prompts`, else a note naming
 the prompt's hash; its output is the step the model chose); every step a participant took
 is a `ToolEvent` named after the action, a code cell's carrying the cell's code, output and

@@ -9,7 +9,7 @@ A_profile) it is joined from the score table when one is given.
 
 One row per (session, human seat D or R), task phase only (the memory build is a fixed
 protocol, the same for everybody). `FEATURES` lists the columns and `FEATURE_DOCS` defines
-each; the README's "How human are the simulated humans?" section repeats the definitions.
+each; docs/realism.md repeats the definitions.
 A feature with nothing to measure (no messages, no request to decide) is missing (NaN), never
 zero, so a comparison never mistakes "had no chance" for "never did".
 """

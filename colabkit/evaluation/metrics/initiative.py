@@ -23,7 +23,7 @@ task-phase step of u that did something (`initiated_events`): a message sent, a 
 memory update, a finish, a memory-update proposal; waits, failed steps, the application of
 an approved proposal (initiated when proposed) and the system's events are not. Same
 entropy, same N/A and undefined cases. Which of the two is the study's H_init is said in
-the README's metric table. The engine's closing pass (its decisions, off budget, exist only
+the metric table of docs/scoring.md. The engine's closing pass (its decisions, off budget, exist only
 where requests can be open, i.e. in gated variants) is machinery, not initiative:
 `h_init_events` leaves its decisions out and is what the study tables use;
 `h_init_events_all` counts them too, for comparison.

@@ -19,7 +19,6 @@ for the run, so the bulk of the search costs milliseconds per step.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import random
@@ -37,6 +36,7 @@ from litellm.types.utils import ModelResponse, Usage
 from colabkit.llm import Budget, Gateway, register_provider
 from colabkit.llm.gateway import RetryPolicy
 from colabkit.runner.audit.scenario import CODE, EDITS, GATE_TABLES, MESSAGES, PROFILES, Scenario
+from colabkit.runner.batch import run_sync
 from colabkit.session import SessionSpec
 from colabkit.session import run as session_run
 from colabkit.session.events import Event, ListSink
@@ -248,7 +248,8 @@ def play(spec: SessionSpec, task: Task, scenario: Scenario, workdir_root: Path |
     sink = ListSink()
     try:
         with _in_memory(not scenario.real):
-            result = asyncio.run(run_session(spec, task, gateway=gateway, sink=sink, workdir_root=workdir_root))
+            result = run_sync(lambda: run_session(spec, task, gateway=gateway, sink=sink,
+                                                     workdir_root=workdir_root))
     finally:
         gateway.close()
     return Run(spec, tuple(sink.events), tuple(double.calls), result)

@@ -20,7 +20,6 @@ when every variant drops it.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 from itertools import combinations
@@ -29,6 +28,7 @@ from typing import Any, cast
 from colabkit.runner.audit.invariants import STRUCTURAL_ACTIONS, Violation
 from colabkit.runner.audit.player import InMemoryWorkspace
 from colabkit.runner.audit.scenario import CODE, EDITS, MESSAGES, Scenario
+from colabkit.runner.batch import run_sync
 from colabkit.session import SessionSpec
 from colabkit.session.actions import StepSchema, to_action
 from colabkit.session.engine import _Session
@@ -122,7 +122,7 @@ def same_rendering(specs: Sequence[SessionSpec], task: Task, scenario: Scenario)
 
     pooled = not specs[0].settings.per_member if specs else False
     out: list[Violation] = []
-    for members, by_variant in asyncio.run(render_all()).items():
+    for members, by_variant in run_sync(render_all).items():
         for name, points in by_variant.items():
             out += _kept(name, points)
         for (a, pa), (b, pb) in combinations(by_variant.items(), 2):
