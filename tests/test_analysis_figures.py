@@ -49,7 +49,7 @@ def forests() -> dict[str, pd.DataFrame]:
     scores.loc[scores["variant"] == "scaffolded-d", "performance"] = np.nan  # d: no Performance pair at all
     zero = scores.assign(performance=0.0)
     zero.loc[zero.index[5], "performance"] = 1e-17
-    pick = lambda t: t[t["family"].isin(["primary", "scaffolded-default"])].reset_index(drop=True)  # noqa: E731
+    pick = lambda t: t[t["family"].isin(["structure", "exploratory: scaffolded-default"])].reset_index(drop=True)  # noqa: E731
     return {"full": pick(contrasts(scores, metrics=["performance", "hms"])),
             "zero": pick(contrasts(zero, metrics=["performance", "hms"]))}
 

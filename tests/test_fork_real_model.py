@@ -20,7 +20,7 @@ from colabkit.session.fork import ReplaceMessage, fork_points, replay_view
 from colabkit.store import SessionRecord
 
 pytestmark = pytest.mark.slow
-SEED = 1
+SEED = 0  # under the AI's clock, the seed whose parent session messages and goes on (seed 1: the AI finishes at once)
 TEXT = "Count the axes per century before you write anything."
 
 
@@ -30,12 +30,14 @@ def events_of(folder) -> list[Event]:
 
 def test_forking_a_demo_session_at_a_message_with_three_seeds(tmp_path):
     spec, task = build_session("demo_archaeology/0/0", "default-r", SEED,
-                               settings=SessionSettings(action_budget=2, max_rounds=2))
+                               settings=SessionSettings(action_budget=3, max_rounds=3))
     parent = record_session(spec, task, out=tmp_path / "runs")
     events = events_of(parent)
-    at = next(n for n in fork_points(events) if events[n].action == "send_message" and events[n].status == "ok")
+    # a message the session went on after (under the AI's clock a message at its last step ends it)
+    at = next(n for n in fork_points(events) if events[n].action == "send_message" and events[n].status == "ok"
+              and any(e.llm_calls for e in events[n + 1:]))
     other = "R" if events[at].participant == "ai" else "ai"
-    forks = fork(parent, at=at, change=ReplaceMessage(text=TEXT, to=(other,)), seeds=[0, 2, SEED])
+    forks = fork(parent, at=at, change=ReplaceMessage(text=TEXT, to=(other,)), seeds=[1, 2, SEED])
     assert len(forks.changed) == len(forks.controls) == 3
     for folder in forks.changed:
         mine = events_of(folder)

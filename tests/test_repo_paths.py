@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# /work/..., /root, /home/..., /Users/...; not /workspace (the sandbox's own mount).
-MACHINE_PATH = re.compile(r"(?<![\w.~-])/(work|root|home|Users)(?=[/\"'`\s)]|$)")
+# /work/..., /root, /home/..., /Users/...; not /workspace (the sandbox's own mount), nor a
+# path inside a formatted one (/proc/{pid}/root: a process's root, not a machine's folder).
+MACHINE_PATH = re.compile(r"(?<![\w.~}-])/(work|root|home|Users)(?=[/\"'`\s)]|$)")
 THIS_FILE = Path(__file__).resolve()  # its examples name such paths on purpose
 
 
@@ -27,6 +28,7 @@ def test_the_path_pattern_catches_machine_paths_and_spares_the_sandbox():
     assert MACHINE_PATH.search("HOME=/root ") and MACHINE_PATH.search("see /home/alice/data.csv")
     assert not MACHINE_PATH.search('SANDBOX_WORKDIR = "/workspace"')
     assert not MACHINE_PATH.search("../shared/discoverybench or /no/such/root")
+    assert not MACHINE_PATH.search('os.open(f"/proc/{holder_pid}/root", os.O_RDONLY)')
 
 
 def test_no_repository_file_names_an_absolute_machine_path():

@@ -157,6 +157,9 @@ def study_decisions(table: pd.DataFrame, plan: AnalysisPlan) -> pd.DataFrame:
     grid = score_grid(table, list(plan.metrics))
     rows = [_hypothesis_row(grid, h, plan) for h in plan.hypotheses] + _exploratory_rows(grid, plan, claimed)
     out = pd.DataFrame(rows).reindex(columns=[*DECISION_COLUMNS, "t"])
+    for column in ("a", "b", "metric", "family", "component", "hypothesis", "direction", "claim"):
+        if column in out.columns and out.empty:  # no planned test in this grid: text columns stay text
+            out[column] = out[column].astype(object)
     labels = {(t["a"], t["b"], t["metric"]): t["component"] for t in planned_tests(plan).to_dict("records")}
     out["component"] = [labels.get((a, b, m), c) for a, b, m, c in zip(out["a"], out["b"], out["metric"],
                                                                        out["component"])]
@@ -166,7 +169,8 @@ def study_decisions(table: pd.DataFrame, plan: AnalysisPlan) -> pd.DataFrame:
     declared, local = graph_reject(p, weights, g, plan.alpha)
     out["declared"] = declared & (out["p_adjusted"].to_numpy() <= plan.alpha)
     out["local_alpha"] = local * plan.alpha
-    out.loc[out["hypothesis"] == "", "family"] = "exploratory: " + out.loc[out["hypothesis"] == "", "family"]
+    exploratory = out["hypothesis"] == ""
+    out.loc[exploratory, "family"] = [f"exploratory: {family}" for family in out.loc[exploratory, "family"]]
     out["decision"] = [_decision(bool(d), str(k), float(pw) if pw == pw else math.nan, lv > 0 or bool(d))
                        for d, k, pw, lv in zip(out["declared"], out["direction"], out["tost_power"],
                                                out["local_alpha"])]

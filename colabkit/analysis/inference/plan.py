@@ -174,4 +174,5 @@ def plan_summary(plan: AnalysisPlan) -> pd.DataFrame:
              "initial alpha": plan.alpha * h.weight,
              "when declared, passes to": ", ".join(f"{k} {v:g}" for k, v in h.then.items()) or "exploratory tests"}
             for h in plan.hypotheses]
-    return pd.DataFrame(rows).set_index("hypothesis").rename_axis(f"plan {plan.plan_hash}")
+    columns = ["hypothesis", "family", "claim", "test", "direction", "initial alpha", "when declared, passes to"]
+    return pd.DataFrame(rows, columns=columns).set_index("hypothesis").rename_axis(f"plan {plan.plan_hash}")

@@ -32,7 +32,7 @@ from colabkit.runner.batch import run_sync
 from colabkit.session import SessionSpec
 from colabkit.session.actions import StepSchema, to_action
 from colabkit.session.engine import _Session
-from colabkit.session.prompting.preview import _prepared
+from colabkit.session.prompting.preview import prepared
 from colabkit.session.prompting.views import Thought
 from colabkit.tasks import Task
 
@@ -79,7 +79,7 @@ def sections(text: str) -> dict[str, str]:
 async def _render(spec: SessionSpec, task: Task, members: tuple[str, ...],
                   steps: Sequence[tuple[str, str, int]]) -> dict[tuple[int, str], dict[str, str]]:
     """Each member's prompt sections after each round of `steps` (members outside the team left out)."""
-    session: _Session = _prepared(spec, task, cast(Any, InMemoryWorkspace((), spec.settings.limits)))[0]
+    session: _Session = prepared(spec, task, cast(Any, InMemoryWorkspace((), spec.settings.limits)))[0]
     out: dict[tuple[int, str], dict[str, str]] = {}
     rounds = sorted({r for _, _, r in steps})
     for rnd in rounds:

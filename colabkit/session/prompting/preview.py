@@ -9,25 +9,20 @@ a gate table the team chose, the amendments), one fixed placeholder (`placeholde
 serves every variant, so two variants' previews can differ only through their structure.
 The variant audit (`colabkit.runner.audit`) compares them; a notebook can show them.
 
-`rehearse(spec, task, gateway)` goes on from there: the same set-up (placeholder memory)
-plays the task rounds and the closing pass with the engine's own loop, asking `gateway`
-for every step, on an in-memory workspace (`_RehearsalWorkspace`: a cell's output is its
-code echoed, a cell raising an exception fails), so the variant audit can compare what the
-variants do, not only what they are first shown. No kernel, no file.
+`prepared(spec, task, workspace)` is that set-up itself, for callers that go on from it (the
+audit's rendering probe applies one history in every variant through the engine's own code).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import cast
 
 from colabkit.llm import Gateway
 from colabkit.session.engine import _Session
-from colabkit.session.events import EndedBy, Event, EventLog, ListSink
+from colabkit.session.events import EventLog, ListSink
 from colabkit.session.settings import SessionSpec
 from colabkit.session.structure.build_phase import _Build
-from colabkit.session.totals import Totals, session_totals
 from colabkit.tasks import Task
 from colabkit.team import DEFAULT_PREASSIGNED_GATES, MemorySlots, VariantConfig, memory_from_consolidation
 from colabkit.workspace import CellResult, Workspace
@@ -68,19 +63,6 @@ class _EmptyWorkspace:
         self.cells: list[CellResult] = []
 
 
-class _RehearsalWorkspace(_EmptyWorkspace):
-    """An in-memory notebook for `rehearse`: deterministic cells without a kernel (a cell whose
-    code raises fails with that error; any other cell echoes its code), fixed durations."""
-
-    async def execute(self, code: str, *, author: str) -> CellResult:
-        failed = "raise " in code
-        cell = CellResult(index=len(self.cells), author=author, code=code, status="error" if failed else "ok",
-                          output="" if failed else f"ran: {code}", error="Exception: raised" if failed else None,
-                          images=(), truncated=False, restarted=False, duration_s=0.01, time=time.time())
-        self.cells.append(cell)
-        return cell
-
-
 def placeholder_memory(variant: VariantConfig, schema: type[MemorySlots]) -> MemorySlots:
     """The one model output every preview uses: fixed slot texts and, where a team writes
     gates, the study's preassigned table restricted to the team (so a Scaffolded and a
@@ -93,17 +75,7 @@ def placeholder_memory(variant: VariantConfig, schema: type[MemorySlots]) -> Mem
     return schema.model_validate(data)
 
 
-@dataclass(frozen=True)
-class Rehearsal:
-    """One variant's scripted task phase (`rehearse`): its events, its end and its counts."""
-
-    events: tuple[Event, ...]
-    ended_by: EndedBy
-    budget_side: str | None
-    totals: Totals
-
-
-def _prepared(spec: SessionSpec, task: Task, workspace: _EmptyWorkspace,
+def prepared(spec: SessionSpec, task: Task, workspace: _EmptyWorkspace,
               gateway: Gateway | None = None) -> tuple[_Session, dict[str, list[Prompt]]]:
     """A session set up to its first task step (the placeholder memory), with the build prompts."""
     session = _Session(spec, task, cast(Workspace, workspace), gateway=gateway,  # type: ignore[arg-type]
@@ -135,7 +107,7 @@ def _prepared(spec: SessionSpec, task: Task, workspace: _EmptyWorkspace,
 
 def preview(spec: SessionSpec, task: Task) -> dict[str, ParticipantPreview]:
     """Every participant's prompts and limits for `spec` on `task` (see the module docstring)."""
-    session, build_prompts = _prepared(spec, task, _EmptyWorkspace())
+    session, build_prompts = prepared(spec, task, _EmptyWorkspace())
     session.round = 1
     previews = {}
     for pid in session.team:
@@ -147,14 +119,3 @@ def preview(spec: SessionSpec, task: Task) -> dict[str, ParticipantPreview]:
             valid_actions=observation.valid_actions, budget=spec.settings.budget_for(side),
             actions_left=session.sched.actions_left(pid), persona_version=spec.variant.persona(pid).version)
     return previews
-
-
-async def rehearse(spec: SessionSpec, task: Task, gateway: Gateway) -> Rehearsal:
-    """Play `spec`'s task phase from the placeholder memory to its end, closing pass included,
-    with every step asked of `gateway` (see the module docstring)."""
-    session, _ = _prepared(spec, task, _RehearsalWorkspace(), gateway)
-    ended_by = await session.closing_pass(await session.rounds())
-    session.close(ended_by, {})
-    events = tuple(session.log.events)
-    return Rehearsal(events=events, ended_by=ended_by, budget_side=session.budget_side,
-                     totals=session_totals(events, spec.settings, session.sides, rounds=session.round))
