@@ -41,7 +41,7 @@ def test_setup_wraps_every_install_step_and_states_time_and_size():
 
 
 def make_n(*args: str) -> str:
-    done = subprocess.run(["make", "-n", *args], cwd=REPO, capture_output=True, text=True, timeout=30)
+    done = subprocess.run(["make", "--no-print-directory", "-n", *args], cwd=REPO, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
 

@@ -30,7 +30,7 @@ from colabkit.store import atomic_write_text
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "take_a_seat.ipynb"
 JUPYTER_CONFIG = REPO / "jupyter"
-KERNEL_CULL_S = 120  # a closed participant page's kernel is stopped within about this long
+KERNEL_CULL_S = 600  # a closed participant page's kernel is stopped within about this long
 PERSON_RECORD_VERSION = 2  # 2: one file per seat (person-D.json, person-R.json), was person.json
 # Co-Gym's real-condition participants rated the outcome and the collaboration on 1-5 scales
 # with free-text feedback (SALT-NLP/cogym-real-trajectories); these are the same kinds of item.
