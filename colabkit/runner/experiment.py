@@ -66,7 +66,7 @@ from colabkit.session import SessionSettings, SessionSpec
 from colabkit.tasks import Task, TaskSuite, load_tasks
 from colabkit.team import VARIANT_NAMES, VariantConfig
 from colabkit.team import variant as registered_variant
-from colabkit.team.declare import declare_in
+from colabkit.team.declare import declare_in, read_yaml
 
 EXPERIMENT_SCHEMA_VERSION: Final = 1
 METRICS = available_metrics()
@@ -406,12 +406,7 @@ def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
     resolve against the current folder rather than the config's.
     """
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ColabkitError(f"experiment config not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise ColabkitError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    raw = read_yaml(path, "experiment config")
     if not isinstance(raw, dict):
         raise ColabkitError(f"{path}: an experiment config is a mapping of fields, got {type(raw).__name__}")
     base = path.resolve().parent

@@ -252,15 +252,21 @@ def _parse(model: type[_DeclT], raw: Any, where: str) -> _DeclT:
     raise ColabkitError(message)
 
 
+def read_yaml(path: Path, what: str) -> Any:
+    """The YAML document of `path`; a missing file or bad YAML is one line naming it (`what`: the
+    kind of file, e.g. "variant file")."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ColabkitError(f"{what} not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ColabkitError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+
+
 def load_variant_file(path: Path | str) -> dict[str, VariantConfig]:
     """The inline variants of a variant file (`personas:` and `variants:`), by name."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ColabkitError(f"variant file not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise ColabkitError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    raw = read_yaml(path, "variant file")
     if not isinstance(raw, dict) or not isinstance(raw.get("variants"), list):
         raise ColabkitError(f"{path}: a variant file is a mapping with a `variants:` list (and `personas:`)")
     extra = sorted(set(raw) - {"variants", "personas"})
