@@ -311,6 +311,8 @@ def test_a_participant_reloads_and_reopens_the_voila_page_and_nothing_outlives_t
 
 def _play(page, state: dict) -> bool:
     """Answer the page's question if it shows a new one: slots, accept, approve a request, else wait."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     status = page.locator(".ck-status").inner_text()
     asked = re.search(r"Your turn .*\(question (\d+)\)", status)
     if asked is None or int(asked.group(1)) <= state["done"]:
@@ -330,12 +332,20 @@ def _play(page, state: dict) -> bool:
         else:
             form.locator("select").first.select_option("wait")
     form.locator("button", has_text="Submit").click()
-    state["done"] = int(asked.group(1))
+    # done only once the page says it was sent: a click the kernel never saw, or a form filled
+    # before all of its boxes were drawn (both seen under load), is answered again next time
+    outcome = form.locator(".ck-sent, .ck-invalid").first
+    try:
+        outcome.wait_for(state="visible", timeout=20_000)
+    except PlaywrightTimeout:
+        return True
+    if outcome.get_attribute("class") == "ck-sent":
+        state["done"] = int(asked.group(1))
+    else:
+        state["invalid"] = outcome.inner_text()
     return True
 
 
-@pytest.mark.xfail(strict=False, reason="known: under the whole suite's load since this session's merges, R's first "
-                   "memory proposal is submitted but never reaches the host (passes alone); open, see the closing note")
 def test_d_and_r_played_by_two_people_from_two_pages_finish_a_session(chromium, voila):
     import time
 
@@ -356,7 +366,8 @@ def test_d_and_r_played_by_two_people_from_two_pages_finish_a_session(chromium, 
             states = {seat: {"seat": seat, "done": 0} for seat in persons}
             deadline = time.monotonic() + 600
             while not all(page.locator(".ck-ended").count() for page in pages.values()):
-                assert time.monotonic() < deadline, {s: pg.locator(".ck-status").inner_text() for s, pg in pages.items()}
+                assert time.monotonic() < deadline, (states, {s: pg.locator(".ck-status").inner_text()
+                                                              for s, pg in pages.items()})
                 if not any(_play(pages[seat], states[seat]) for seat in persons):
                     time.sleep(0.5)
             for page in pages.values():
