@@ -95,7 +95,7 @@ async def _render(spec: SessionSpec, task: Task, members: tuple[str, ...],
                               content=pool[i % len(pool)], to="all" if kind == "msg" else "")
             session.scratch[actor].append(Thought(round=rnd, action=step.action, text=step.thought, time=0.0))
             key = session.observe(actor).view_key()
-            await session.apply(to_action(step, actor, session.team, memory_updates=session.living is not None), actor,
+            await session.apply(to_action(step, actor, session.team, added=session.structure.actions), actor,
                                 thought=step.thought)
             session.sched.record_step(actor, key, waited=False)
             if session.sched.budget_end(actor) is not None:  # the session ends here: no later prompt to compare
