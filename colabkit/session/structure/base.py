@@ -87,6 +87,7 @@ class Context(Protocol):
 
 
 View = dict[str, Any]
+VIEW_FIELDS = frozenset({"memory", "gate_rules", "updates_for_me", "update_ids", "my_updates", "sections"})
 """A structure's part of an observation: `build_observation` keyword arguments (`memory`,
 `gate_rules`, `updates_for_me`, `update_ids`, `my_updates`) and `sections`, titled text blocks
 of its own (each title declared in `Structure.sections`)."""
@@ -178,6 +179,13 @@ class Composition:
         sections: list[tuple[str, str]] = []
         for s in self.structures:
             part = dict(s.view(ctx, pid))
+            stray = sorted(set(part) - VIEW_FIELDS)
+            if stray:  # fail closed: a structure shows only its own parts, never the rest of the view
+                raise ValueError(f"structure {s.name!r}: view field(s) {', '.join(stray)} are not a structure's "
+                                 f"(allowed: {', '.join(sorted(VIEW_FIELDS))})")
+            for title, _ in part.get("sections", ()):
+                if title not in s.sections:
+                    raise ValueError(f"structure {s.name!r}: section {title!r} is not declared in its `sections`")
             sections += part.pop("sections", ())
             merged.update(part)
         return {**merged, **({"sections": tuple(sections)} if sections else {})}
