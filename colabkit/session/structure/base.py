@@ -86,6 +86,13 @@ class Context(Protocol):
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None: ...
 
 
+ENGINE_SECTIONS = frozenset({
+    "Task", "Your private briefing", "Shared Group Memory", "Gate rules", "Team", "Valid actions", "Activity",
+    "Result editor", "Approval requests for you", "Your requests", "Memory updates for you", "Your memory updates",
+    "Your recent thoughts", "Your last step", "Now", "Code cells"})
+"""Titles of the sections the engine and the study's structures render: a plugin's `sections`
+may not take one (its text would stand in for theirs). The held requests' sections come with
+a plugin's `holds`."""
 View = dict[str, Any]
 VIEW_FIELDS = frozenset({"memory", "gate_rules", "updates_for_me", "update_ids", "my_updates", "sections"})
 """A structure's part of an observation: `build_observation` keyword arguments (`memory`,

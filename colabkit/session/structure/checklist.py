@@ -15,7 +15,8 @@ Options (`VariantConfig.structures`, in YAML `structure: [default, evidence-chec
 `options:`): `signatory` (a human on the team; default R when on the team, else the first
 human) and `items` (the checklist; default `DEFAULT_ITEMS`, at most `MAX_ITEMS` lines of at most
 `ITEM_CHARS` characters). It adds no action and no build phase, so the audit allows exactly its
-sections and the decisions on its requests to differ from the Default twin.
+section (and, as it holds the finish, the held requests' sections and decisions) to differ from
+the Default twin.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class EvidenceChecklist(Structure):
     """A finish takes effect only once the signatory has checked the result against the list."""
 
     name = "evidence-checklist"
-    sections = (TITLE, "Approval requests for you", "Your requests")
+    sections = (TITLE,)
     holds = ("finish",)
 
     def __init__(self, variant: VariantConfig, options: Mapping[str, Any] | None = None) -> None:

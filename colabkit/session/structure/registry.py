@@ -24,7 +24,7 @@ import importlib
 from importlib.metadata import entry_points
 
 from colabkit.errors import ColabkitError, one_line
-from colabkit.session.structure.base import Composition, Structure
+from colabkit.session.structure.base import ENGINE_SECTIONS, Composition, Structure
 from colabkit.session.structure.checklist import EvidenceChecklist
 from colabkit.session.structure.shipped import MemoryUpdates, PreassignedGates, SelfGates, SharedMemory
 from colabkit.team import StructureRef, VariantConfig
@@ -83,6 +83,10 @@ def _checked(found: object, where: str, expected: str | None) -> type[Structure]
         raise ColabkitError(f"{where}: not a colabkit.session.structure.base.Structure subclass")
     if expected is not None and found.name != expected:
         raise ColabkitError(f"{where}: the class is named {found.name!r}, not {expected!r}")
+    taken = sorted(t for t in found.sections if t in ENGINE_SECTIONS or t.startswith("Code cells"))
+    if taken:
+        raise ColabkitError(f"{where}: sections {', '.join(map(repr, taken))} are the engine's or the study's; "
+                            "give the structure's own sections their own titles")
     return found
 
 
@@ -99,6 +103,11 @@ def plugin(variant: VariantConfig, ref: StructureRef) -> Structure:
 def structures_for(variant: VariantConfig) -> tuple[Structure, ...]:
     """Every structure `variant` plays: the study's (its fields), then its plugins in order."""
     return (*study_structures(variant), *(plugin(variant, ref) for ref in variant.structures))
+
+
+def plugin_structures(variant: VariantConfig) -> tuple[Structure, ...]:
+    """`variant`'s plugin structures only (what the audit allows beyond the study's design factors)."""
+    return tuple(plugin(variant, ref) for ref in variant.structures)
 
 
 def composition(variant: VariantConfig) -> Composition:
