@@ -83,7 +83,7 @@ def test_declarations_name_the_file_and_field(tmp_path):
             decl(**fields)
     bad = tmp_path / "exp.yaml"
     bad.write_text("name: x\ntasks: {data_root: null}\nvariants:\n  - {name: v, humans: [R], structure: "
-                   "evidence-checklist, options: {signatory: D}}\nresults: r\n")
+                   "evidence-checklist, options: {signatory: D}}\nseeds: [0]\nresults: r\n")
     with pytest.raises(ColabkitError, match=r"exp.yaml: variant 'v': structure 'evidence-checklist': signatory: "
                                             r"'D' is not a human on the team \(R\)"):
         load_experiment(bad)

@@ -421,15 +421,16 @@ def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
     raw["results"] = Path(results).resolve() if results is not None else \
         _expand(raw.get("results", "results"), base, "results", path)
     declare_in(raw, base, path)
-    for config in raw.get("declared", ()):  # a plugin structure that cannot be found fails the load, in one line
-        try:
-            structures_for(config)
-        except ColabkitError as exc:
-            raise ColabkitError(f"{path}: {exc}") from None
     if isinstance(raw.get("metrics"), list):  # a metric plugin's file resolves against the config's folder
         raw["metrics"] = [_plugin_path(m, base) if isinstance(m, str) and is_import_path(m) else m
                           for m in raw["metrics"]]
     try:
-        return Experiment.model_validate({**raw, "source": path.resolve()})
+        exp = Experiment.model_validate({**raw, "source": path.resolve()})
     except ValidationError as exc:
         raise ColabkitError(f"{path}: {config_error(exc, Experiment)}") from None
+    for config in exp.declared:  # a plugin structure that cannot be found fails the load, in one line
+        try:
+            structures_for(config)
+        except ColabkitError as exc:
+            raise ColabkitError(f"{path}: {exc}") from None
+    return exp
