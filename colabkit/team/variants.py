@@ -18,7 +18,10 @@ A user-defined variant is just another `VariantConfig`: other personas (`persona
 also override the shipped ones by id), other gate tables, more humans. The config carries
 everything the session needs, so its `identity()` (sha256 of its canonical JSON) names the
 experimental condition. The shipped persona prompts are referenced by id only; the session
-record must store their versions (`persona(pid).version`) next to the identity.
+record must store their versions (`persona(pid).version`) next to the identity. Coordination
+structures beyond the study's (`structures`: plugins by name or import path, with options) are
+recorded here as `StructureRef`s; the session layer finds and plays them
+(`colabkit.session.structure`). A variant without any keeps the identity it had before them.
 """
 
 from __future__ import annotations
