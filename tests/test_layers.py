@@ -133,3 +133,51 @@ def test_no_import_cycles_even_inside_a_layer():
     assert graph["colabkit.evaluation.builtin"] >= {"colabkit.evaluation.metrics.support"}, "the graph must see imports"
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]], "the check must find a cycle"
     assert cycles(graph) == [], "import cycles (a piece in the wrong room: move it, see docs/layers.md)"
+
+
+# The engine holds no structure-specific branch (issue 36 item 2): the loop, the effects and
+# the scheduler reach a coordination structure only through the `Structure` hooks of the
+# variant's `Composition`. Checked on the syntax tree of engine.py and scheduler.py: no
+# identifier, attribute, keyword, argument or import names a structure's own part (the
+# memory, a living memory, memory updates, a gate source, a preassigned table, the build of
+# the memory), and no string names a structure's own request ids (`upd-`).
+ENGINE_FILES = (PACKAGE / "session" / "engine.py", PACKAGE / "session" / "scheduler.py")
+STRUCTURE_WORDS = ("memory", "living", "update", "gate_source", "gate_table", "gate_rules", "preassigned", "scaffold",
+                   "dynamic")
+STRUCTURE_STRINGS = ("upd-",)
+
+
+def structure_names(source: str) -> list[tuple[str, int]]:
+    """(name, line) of every name in `source`'s code (not its docstrings or comments) that names
+    a structure's own part (`STRUCTURE_WORDS`), and of every string holding `STRUCTURE_STRINGS`."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.keyword | ast.arg) and node.arg:
+            names = [node.arg]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or "", *(a.name for a in node.names), *(a.asname or "" for a in node.names)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found += [(node.value, getattr(node, "lineno", 0)) for s in STRUCTURE_STRINGS if s in node.value]
+        found += [(n, getattr(node, "lineno", 0)) for n in names if any(w in n.lower() for w in STRUCTURE_WORDS)]
+    return found
+
+
+def test_the_engine_holds_no_structure_specific_branch():
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{line} {name}"
+                 for path in ENGINE_FILES for name, line in structure_names(path.read_text(encoding="utf-8"))]
+    assert not offenders, f"the engine names a structure's own part (call a Structure hook instead): {offenders}"
+    probe = ('"""upd-1 in a docstring is fine."""\nif variant.memory:\n    x = f(memory_updates=1)\ny = "upd-2"\n'
+             'from colabkit.session.structure.build_phase import build_memory\nif s.variant.gate_source == "self": pass\n')
+    assert sorted(n for n, _ in structure_names(probe)) == [  # the check must see what it forbids
+        "build_memory", "gate_source", "memory", "memory_updates", "upd-2"]

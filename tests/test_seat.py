@@ -91,7 +91,7 @@ def test_invalid_input_is_shown_and_recorded_never_sent():
 def test_in_a_dynamic_team_the_form_proposes_and_decides_memory_updates():
     from colabkit.session.seats.react import step_schema
 
-    valid = valid_actions("D", ("ai", "D", "R"), has_requests=True, memory_updates=True)
+    valid = valid_actions("D", ("ai", "D", "R"), has_requests=True, added=("propose_memory_update",))
     obs = observation(valid, ("req-2",)).model_copy(
         update={"updates_for_me": ("upd-1 from ai: plan: 'x' -- waiting for D, R",)})
     form, presentation = step_form(obs, step_schema(200, 500, valid))

@@ -18,7 +18,7 @@ from colabkit.evaluation.metrics.gates import gate_requests
 from colabkit.llm import Gateway, ModelConfig
 from colabkit.runner import build_spec
 from colabkit.session import ListSink, SessionSettings, SessionSpec, run_session
-from colabkit.session.actions import Action, InvalidAction, valid_actions
+from colabkit.session.actions import MEMORY_UPDATE, Action, InvalidAction, valid_actions
 from colabkit.session.prompting.preview import preview
 from colabkit.session.scheduler import round_order
 from colabkit.session.seats.react import step_schema
@@ -115,9 +115,9 @@ def test_only_others_answer_an_open_update(member, update_id, fragment):
 
 def test_the_action_is_offered_and_decoded_only_where_the_memory_lives():
     team = variant("dynamic-dr").team
-    assert "propose_memory_update" in valid_actions("D", team, has_requests=False, memory_updates=True)
+    assert "propose_memory_update" in valid_actions("D", team, has_requests=False, added=(MEMORY_UPDATE,))
     assert "propose_memory_update" not in valid_actions("D", team, has_requests=False)
-    living = valid_actions("D", team, has_requests=False, memory_updates=True)
+    living = valid_actions("D", team, has_requests=False, added=(MEMORY_UPDATE,))
     enum = step_schema(200, 500, living).model_json_schema()["properties"]["action"]["enum"]
     assert "propose_memory_update" in enum
     frozen = valid_actions("D", team, has_requests=False)

@@ -47,7 +47,7 @@ def test_step_schema_bounds_strings_for_the_grammar():
 def test_send_message_recipients_are_parsed_and_checked():
     assert to_action(step("send_message", "hi", "all"), "ai", TEAM).to is None
     # upd-N names a request only where the memory lives (Dynamic); elsewhere only req-N does
-    assert to_action(step("approve", "ok", "upd-1"), "D", TEAM, memory_updates=True).request_id == "upd-1"
+    assert to_action(step("approve", "ok", "upd-1"), "D", TEAM, added=("propose_memory_update",)).request_id == "upd-1"
     with pytest.raises(InvalidAction, match="needs the id of a request"):
         to_action(step("approve", "ok", "upd-1"), "D", TEAM)
     assert to_action(step("approve", "ok upd-2 req-3", ""), "D", TEAM).request_id == "req-3"

@@ -106,8 +106,8 @@ def test_run_takes_a_variant_from_a_variant_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"variants": [{**INLINE, "structure": "devils-advocate"}]},
-     r"variants\.0 \('preassigned-dre'\)\.structure: unknown structure 'devils-advocate'"),
+    ({"variants": [{**INLINE, "structure": "devils-advocate", "gates": None}]},  # found by the session layer
+     r"exp\.yaml: variant 'preassigned-dre': structure 'devils-advocate': unknown; built in or installed: "),
     ({"personas": [{**PERSONAS[0], "prompt_file": "personas/missing.md"}]},
      r"personas\.0 \('E'\)\.prompt_file: not found: .*missing\.md"),
     ({"variants": [{**INLINE, "gates": [{"action": "finish", "signatory": "Q"}]}]},
@@ -118,7 +118,7 @@ def test_run_takes_a_variant_from_a_variant_file(tmp_path, capsys):
     ({"variants": [{**INLINE, "humans": ["D", "X"]}]}, r"\.humans\.1: unknown persona 'X'"),
     ({"variants": [{**INLINE, "structure": "scaffolded", "gates": None, "memory": False}]},
      r"\.memory: contradicts structure 'scaffolded'"),
-    ({"variants": [{**INLINE, "options": {"rounds": 2}}]}, r"\.options: the shipped structure 'preassigned' takes no"),
+    ({"variants": [{**INLINE, "options": {"rounds": 2}}]}, r"\.options: options belong to a plugin structure; the study structure 'preassigned' takes none"),
     ({"variants": [{**INLINE, "gates": [{"action": "wait", "signatory": "E"}]}]}, r"\.gates: gate action 'wait'"),
     ({"personas": [{**PERSONAS[0], "prompt": "inline too"}]}, r"personas\.0 \('E'\): give exactly one of"),
     ({"personas": [{**PERSONAS[0], "colour": "red"}]}, r"personas\.0\.colour: Extra inputs"),

@@ -15,6 +15,7 @@ from typing import Any
 from colabkit.errors import ColabkitError
 from colabkit.llm import ModelConfig
 from colabkit.session import SessionSettings, SessionSpec
+from colabkit.session.structure.registry import structures_for
 from colabkit.tasks import Task, TaskSuite, load_tasks
 from colabkit.team import VariantConfig
 from colabkit.team import variant as variant_config
@@ -50,6 +51,7 @@ def build_spec(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ColabkitError(f"seed must be a non-negative integer, got {seed!r}")
     config = variant if isinstance(variant, VariantConfig) else variant_config(variant)
+    structures_for(config)  # its plugin structures found and their options checked, before anything runs
     given = {role: model_config(m) for role, m in (models or {}).items()}
     resolved = {"default": given.pop("default", ModelConfig())}
     resolved.update({role: m for role, m in given.items() if role in ("ai", *config.humans)})

@@ -63,6 +63,7 @@ from colabkit.runner.build import build_spec, model_config
 from colabkit.runner.config_errors import config_error
 from colabkit.runner.executors.capacity import KernelCap, machine_kernel_cap
 from colabkit.session import SessionSettings, SessionSpec
+from colabkit.session.structure.registry import structures_for
 from colabkit.tasks import Task, TaskSuite, load_tasks
 from colabkit.team import VARIANT_NAMES, VariantConfig
 from colabkit.team import variant as registered_variant
@@ -424,6 +425,12 @@ def load_experiment(path: Path | str, *, data_root: Path | str | None = None,
         raw["metrics"] = [_plugin_path(m, base) if isinstance(m, str) and is_import_path(m) else m
                           for m in raw["metrics"]]
     try:
-        return Experiment.model_validate({**raw, "source": path.resolve()})
+        exp = Experiment.model_validate({**raw, "source": path.resolve()})
     except ValidationError as exc:
         raise ColabkitError(f"{path}: {config_error(exc, Experiment)}") from None
+    for config in exp.declared:  # a plugin structure that cannot be found fails the load, in one line
+        try:
+            structures_for(config)
+        except ColabkitError as exc:
+            raise ColabkitError(f"{path}: {exc}") from None
+    return exp

@@ -26,7 +26,7 @@ from typing import Any
 import ipywidgets as widgets
 from pydantic import BaseModel, ValidationError
 
-from colabkit.session.actions import ACTION_HELP, MEMORY_UPDATE, InvalidAction, to_action
+from colabkit.session.actions import ACTION_HELP, MEMORY_UPDATE, STRUCTURE_ACTIONS, InvalidAction, to_action
 from colabkit.session.seats.person import InvalidAttempt
 from colabkit.session.seats.policy import Presentation, Question, stamp
 from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS
@@ -71,7 +71,7 @@ def validate_step(question: Question[Any], fields: dict[str, str]) -> Any:
     step = _checked(question.schema, fields)
     try:
         action = to_action(step, question.participant, question.team,
-                           memory_updates=MEMORY_UPDATE in obs.standing_actions)
+                           added=tuple(a for a in STRUCTURE_ACTIONS if a in obs.standing_actions))
     except InvalidAction as exc:
         raise InvalidInput(str(exc)) from None
     if action.type in ("approve", "reject") and action.request_id not in {r.request_id for r in obs.requests_for_me}:

@@ -155,9 +155,11 @@ def request_id_of(step: StepSchema, memory_updates: bool = False) -> str | None:
     return None
 
 
-def to_action(step: StepSchema, actor: str, team: Sequence[str], *, memory_updates: bool = False) -> Action:
-    """Map the flat step onto a typed action (see the table in the module docstring);
-    `memory_updates`: the team's memory lives, so `upd-N` names a request too."""
+def to_action(step: StepSchema, actor: str, team: Sequence[str], *, added: Sequence[str] = ()) -> Action:
+    """Map the flat step onto a typed action (see the table in the module docstring); `added`:
+    the actions the variant's structures add (with `propose_memory_update` the memory lives, so
+    `upd-N` names a request too)."""
+    memory_updates = MEMORY_UPDATE in added
     content = step.content.strip()
     kind = step.action
     if kind == "send_message":
@@ -186,11 +188,13 @@ def to_action(step: StepSchema, actor: str, team: Sequence[str], *, memory_updat
 
 
 DECISIONS = ("approve", "reject", "wait")
+STRUCTURE_ACTIONS = (MEMORY_UPDATE,)
+"""Actions offered only where a structure adds them (`Structure.actions`)."""
 CLOSING_DECISIONS = ("approve", "reject")
 
 
 def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool, decisions_only: bool = False,
-                  memory_updates: bool = False, clock: bool = False, closing: bool = False) -> tuple[str, ...]:
+                  added: Sequence[str] = (), clock: bool = False, closing: bool = False) -> tuple[str, ...]:
     """What this participant may do now (the one list every prompt, schema and check uses).
 
     Under the AI's clock (`clock`, the "ai_budget" rule) a wait is a step of the AI's budget
@@ -200,8 +204,8 @@ def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool, decisi
     could only end its session idle, an end the team variants never face) and anybody may
     finish. Alone there is nobody to message. No decisions without a request, only
     decisions once its side has spent its budget (see `colabkit.session.scheduler`), only
-    approve/reject in the closing pass (`closing`), and memory updates only where the
-    variant's memory is living (`memory_updates`)."""
+    approve/reject in the closing pass (`closing`), and a structure's own actions only where
+    the variant's structures add them (`added`: memory updates where the memory lives)."""
     lone = len(team) < 2
     allowed = []
     for kind in ACTION_HELP:
@@ -211,7 +215,7 @@ def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool, decisi
             continue
         if kind == "finish" and clock and actor != "ai":
             continue
-        if kind == MEMORY_UPDATE and not memory_updates:
+        if kind in STRUCTURE_ACTIONS and kind not in added:
             continue
         if kind in ("approve", "reject") and not has_requests:
             continue

@@ -3,11 +3,14 @@
 `colabkit.session.run.run_session` opens the workspace, plays a `_Session` to its end and
 returns how it ended. The engine owns the loop and the effects; the pieces it composes each
 answer one question: `observation` (what may this participant see), `react` (what does its
-model answer), `actions` (what does the answer mean, what is on offer), `gating` (may it
-take effect now, which gate rules are shown), `scheduler` (who acts next, is it over:
-budgets under the `termination` setting, idleness), `build_phase` (the memory). `preview`
-sets a session up with this module's own code to show what each participant is given,
-without a model.
+model answer), `actions` (what does the answer mean, what is on offer), `scheduler` (who acts
+next, is it over: budgets under the `termination` setting, idleness), and the variant's
+coordination structures (`colabkit.session.structure`, one `Composition` of `Structure`s: the
+build phase, the sections each adds to an observation, the actions each adds, the actions it
+holds for a signatory, its own requests). The engine knows no structure by name: it calls their
+hooks and keeps the one ledger of held requests (`Gatekeeper`: req-N, decisions, the order
+approved actions take effect in). `preview` sets a session up with this module's own code to
+show what each participant is given, without a model.
 
 The closing pass (`_Session.closing_pass`): before every end but a crash or a provider
 refusal (the AI's last step, a finish, idleness or max rounds under the Co-Gym rules, the
@@ -21,7 +24,7 @@ in `Totals`, and the `session_end` event says how many).
 Forks (`colabkit.session.fork`): with `fork=ForkReplay(...)` the same engine replays a
 stored session's first N events and continues from there with one change. The hook is
 called at three points only (a turn's start, the model answer of a turn, a cell's result)
-and may replace `spec`/`variant`/`memory` at N; without it nothing here changes.
+and may replace `spec`/`variant`/the structures' `board` at N; without it nothing here changes.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from typing import Any, Literal
 from colabkit.llm import CallRecord, Gateway
 from colabkit.session.actions import (
     DECISIONS,
-    MEMORY_UPDATE,
     Action,
     InvalidAction,
     StepSchema,
@@ -49,11 +51,11 @@ from colabkit.session.scheduler import Scheduler, closing_order, round_order
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import Answer, step_messages, step_schema
 from colabkit.session.settings import SessionSpec
-from colabkit.session.structure.build_phase import build_memory
-from colabkit.session.structure.gating import Gatekeeper, Request, gate_rules_text, gate_table
-from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
+from colabkit.session.structure.base import Board
+from colabkit.session.structure.gating import Gatekeeper, Request
+from colabkit.session.structure.registry import composition
 from colabkit.tasks import Task
-from colabkit.team import UPDATE_SLOTS, MemoryRecord, private_briefing
+from colabkit.team import private_briefing
 from colabkit.workspace import Workspace
 
 RESULT_CHARS = 500
@@ -68,8 +70,9 @@ class _Session:
     def __init__(self, spec: SessionSpec, task: Task, ws: Workspace, gateway: Gateway, log: EventLog,
                  seats: Mapping[str, Seat], fork: ReplayHook | None = None) -> None:
         self.spec, self.task, self.ws, self.gateway, self.log, self.seats = spec, task, ws, gateway, log, seats
-        self.fork = fork  # a fork's hook may replace spec (seed, models), variant and memory at its point
+        self.fork = fork  # a fork's hook may replace spec (seed, models), variant and the board at its point
         self.variant = spec.variant
+        self.structure = composition(self.variant)  # the variant's coordination structures (`structure.base`)
         self.team = self.variant.team
         self.briefings: dict[str, str] = {}
         # Every thought (the profile decides how many are shown); stamped when formed, before
@@ -79,17 +82,16 @@ class _Session:
         self.sides = {pid: self.variant.persona(pid).role for pid in self.team}
         self.sched = Scheduler(spec.settings, self.sides)
         self.cells_at_request: dict[str, int] = {}  # request id -> cells run when it was made
-        self.memory: MemoryRecord | None = None
-        self.gates = Gatekeeper(None, self.team)
-        self.living: LivingMemory | None = None  # the Dynamic variants' memory, after the build
+        self.board = Board()  # what the structures build and read
+        self.requests = Gatekeeper(None, self.team)  # the held actions (req-N) of every structure's holds
         self.round = 0
         self.budget_side: str | None = None  # what ended the session by budget (`Scheduler.budget_end`)
         self.closing = False  # in the closing pass (`closing_pass`)
 
     async def play(self) -> EndedBy:
-        """Build the memory if the variant has one, then run task rounds until an end."""
+        """The structures' build phase (if any), then task rounds until an end."""
         # Logged in the phase the session starts with, so phases never go task -> build -> task.
-        self.log.emit(phase="build" if self.variant.memory else "task", round=0, participant=SYSTEM,
+        self.log.emit(phase="build" if self.structure.builds else "task", round=0, participant=SYSTEM,
                       action="session_start", status="info", result=f"team {', '.join(self.team)}",
                       args={"task_id": self.task.id, "variant": self.variant.name, "seed": self.spec.seed,
                             "team": list(self.team), "isolation": self.ws.isolation.level,
@@ -97,11 +99,8 @@ class _Session:
                             **({"persons": {p: self.spec.model_for(p).model for p in self.seats}}
                                if self.seats else {})})
         self.brief()
-        if self.variant.memory:
-            self.start_task(await build_memory(self.spec, self.task.query, self.briefings, gateway=self.gateway,
-                                               log=self.log, sample=self.spec.seed, seats=self.seats))
-        else:
-            self.start_task(None)
+        await self.structure.build(self)
+        self.start_task()
         return await self.rounds()
 
     async def rounds(self) -> EndedBy:
@@ -121,42 +120,32 @@ class _Session:
         self.briefings = {pid: private_briefing(self.variant.persona(pid), self.task,
                                                 max_chars=self.profile.briefing_chars) for pid in self.team}
 
-    def start_task(self, memory: MemoryRecord | None) -> None:
-        """Freeze the memory (if any; a Dynamic variant's stays living) and put the gate table in force.
+    def start_task(self) -> None:
+        """Put the structures' rules in force (`Structure.start`), once their build is over.
 
         Separate from `play` so `colabkit.session.prompting.preview` sets a session up exactly as here
-        (with a placeholder memory) to show what each participant is given.
+        (with a placeholder build) to show what each participant is given.
         """
-        self.memory = memory
-        self.gates = Gatekeeper(gate_table(self.variant, memory), self.team)
-        if self.variant.memory_updates and memory is not None:
-            self.living = LivingMemory(memory, self.variant.team_personas())
+        self.structure.start(self)
 
     def has_requests(self, pid: str) -> bool:
-        """Whether a gated request or a memory update waits for `pid`'s decision."""
+        """Whether a held request or a structure's own request waits for `pid`'s decision."""
         return bool(self.open_ids(pid))
 
     def open_ids(self, pid: str) -> tuple[str, ...]:
-        """The requests (req-N, newest first) and memory updates (upd-N) open for `pid`'s decision."""
-        updates = [u.update_id for u in self.living.addressed_to(pid)] if self.living else []
-        return tuple(r.request_id for r in reversed(self.gates.addressed_to(pid))) + tuple(updates)
+        """The held requests (req-N, newest first), then the structures' own (`Structure.open_ids`), open for `pid`."""
+        return tuple(r.request_id for r in reversed(self.requests.addressed_to(pid))) + \
+            self.structure.open_ids(self, pid)
 
     def open_requests(self) -> int:
-        """Decisions still owed by anyone: open requests, and each member's answer to an open update."""
+        """Decisions still owed by anyone: every id open for a member's decision."""
         return sum(len(self.open_ids(pid)) for pid in self.team)
 
     def offered(self, pid: str) -> tuple[str, ...]:
         """What `pid` may do now (`actions.valid_actions`): its schema's enum and its help."""
         return valid_actions(pid, self.team, has_requests=self.has_requests(pid),
                              decisions_only=self.closing or self.sched.actions_left(pid) == 0,
-                             memory_updates=self.living is not None, clock=self.sched.clock, closing=self.closing)
-
-    def memory_text(self) -> str | None:
-        """The memory block: fitted by the memory itself (slots trimmed evenly); its gates are in
-        `gate_rules`, shown the same way whoever chose them."""
-        if self.living is not None:
-            return self.living.render(max_chars=self.profile.memory_chars)
-        return self.memory.render(max_chars=self.profile.memory_chars, gates=False) if self.memory is not None else None
+                             added=self.structure.actions, clock=self.sched.clock, closing=self.closing)
 
     def observe(self, pid: str) -> Observation:
         side = [p for p in self.team if self.sched.holder(p) == self.sched.holder(pid)]
@@ -173,21 +162,16 @@ class _Session:
             budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
-            memory=self.memory_text(),
-            gate_rules=gate_rules_text(self.gates.table, self.variant.gate_source, pid),
             workspace=self.ws,
-            gatekeeper=self.gates,
+            gatekeeper=self.requests,
             cells_at_request=self.cells_at_request,
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
             closing=self.closing,
             valid_actions=self.offered(pid),
-            standing_actions=valid_actions(pid, self.team, has_requests=False, memory_updates=self.living is not None,
+            standing_actions=valid_actions(pid, self.team, has_requests=False, added=self.structure.actions,
                                            clock=self.sched.clock),
-            memory_updates=self.living is not None,
-            updates_for_me=[u.line() for u in self.living.addressed_to(pid)] if self.living else (),
-            update_ids=[u.update_id for u in self.living.addressed_to(pid)] if self.living else (),
-            my_updates=[u.line() for u in self.living.proposed_by(pid)] if self.living else (),
+            **self.structure.view(self, pid),
         )
 
     def messages(self, pid: str, observation: Observation) -> list[dict[str, str]]:
@@ -223,7 +207,7 @@ class _Session:
         messages = self.messages(pid, observation)
         offered = observation.valid_actions
         schema = step_schema(self.profile.thought_chars, self.profile.content_chars, offered,
-                             step_targets(pid, self.team, offered, observation.open_ids, UPDATE_SLOTS))
+                             step_targets(pid, self.team, offered, observation.open_ids, self.structure.targets))
         override = self.fork.step_for(pid) if self.fork is not None else None
         if override is not None:  # a fork's changed step at its fork point
             reply: SeatAnswer[StepSchema] = SeatAnswer(Answer(override, ()))
@@ -239,8 +223,8 @@ class _Session:
         return step, {"thought": step.thought, "llm_calls": reply.answer.records, **person}
 
     async def closing_pass(self, ended_by: EndedBy) -> EndedBy:
-        """Before any end but a crash or a provider refusal, decide every open request (gated
-        actions and memory updates): each signatory with open requests gets one decision-only
+        """Before any end but a crash or a provider refusal, decide every open request (held
+        actions and the structures' own): each signatory with open requests gets one decision-only
         step (approve/reject, the open ids its enum), off budget, in the seed's closing order,
         and the pass repeats until none is open, at most as many times as requests were open
         when it began (each signatory decides one a time, so only failing answers can leave
@@ -288,7 +272,7 @@ class _Session:
         try:
             if offered is not None and step.action not in offered and not (spent and step.action not in DECISIONS):
                 raise InvalidAction(f"{step.action} is not possible now; possible: {', '.join(offered)}")
-            action = to_action(step, pid, self.team, memory_updates=self.living is not None)
+            action = to_action(step, pid, self.team, added=self.structure.actions)
         except InvalidAction as exc:
             self.emit(pid, step.action, "failed_step", args=step.model_dump(exclude={"thought"}),
                       result=str(exc), **fields)
@@ -301,14 +285,14 @@ class _Session:
                 f"your side has spent its action budget: only {', '.join(DECISIONS)} are possible now"), **fields)
             return False
         if action.type in ("approve", "reject"):
-            if (action.request_id or "").startswith("upd-"):  # a memory update's team act
-                return answer_update(self.living, pid, action, self.round, self.emit, self.gates, **fields)
-            return await self.decide(pid, action, **fields)
-        if action.type == MEMORY_UPDATE:
-            return propose_update(self.living, pid, action, self.round, self.emit, **fields)
-        rule = self.gates.rule_for(action, pid)
+            own = await self.structure.decide(self, pid, action, fields)  # one of a structure's own requests
+            return own if own is not None else await self.decide(pid, action, **fields)
+        done = self.structure.perform(self, pid, action, fields)  # a structure's own action
+        if done is not None:
+            return done
+        rule = self.structure.hold(self, action, pid)
         if rule is not None:
-            request = self.gates.open(action, pid, rule, self.round)
+            request = self.requests.open(action, pid, rule, self.round)
             self.cells_at_request[request.request_id] = len(self.ws.cells)
             held = f"held as {request.request_id} until {request.signatory} approves"
             ref = GateRuleRef(action=rule.action, scope=rule.scope, note=rule.note, signatory=rule.signatory)
@@ -322,11 +306,11 @@ class _Session:
         proposal order (`Gatekeeper.due`). True when a finish took effect."""
         decision: Literal["approved", "rejected"] = "approved" if action.type == "approve" else "rejected"
         try:
-            request = self.gates.decide(action.request_id or "", pid, decision, action.reason)
+            request = self.requests.decide(action.request_id or "", pid, decision, action.reason)
         except InvalidAction as exc:
             self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
             return False
-        older = [r.request_id for r in self.gates.older_open(request)]
+        older = [r.request_id for r in self.requests.older_open(request)]
         wait = f"; takes effect once {', '.join(older)} {'is' if len(older) == 1 else 'are'} decided" \
             if older and decision == "approved" else ""
         self.emit(pid, action.type, decision, args=action.args(), request_id=request.request_id, signatory=pid,
@@ -338,7 +322,7 @@ class _Session:
     async def release(self, *, force: bool = False) -> bool:
         """Apply the approved actions now due, in proposal order; True when one was a finish."""
         finished = False
-        for request in self.gates.due(force=force):
+        for request in self.requests.due(force=force):
             finished = await self.apply(request.action, request.proposer, request_id=request.request_id,
                                         signatory=request.signatory, decision="approved",
                                         decision_reason=request.reason, proposer=request.proposer) or finished
@@ -377,7 +361,7 @@ class _Session:
 
     def close(self, ended_by: EndedBy, detail: dict[str, Any], calls: tuple[CallRecord, ...] = ()) -> None:
         """Expire open requests and updates and log the end (with the error and the calls behind it, if any)."""
-        expired: list[object] = [*expire_updates(self.living, self.emit), *self.gates.expire_pending()]
+        expired: list[object] = [*self.structure.expire(self), *self.requests.expire_pending()]
         for request in (r for r in expired if isinstance(r, Request)):
             self.emit(SYSTEM, "request_expired", "info", request_id=request.request_id,
                       signatory=request.signatory, proposer=request.proposer,

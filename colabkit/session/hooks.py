@@ -13,8 +13,8 @@ from typing import Any, Protocol
 from colabkit.session.actions import StepSchema
 from colabkit.session.events import EventLog, EventSink
 from colabkit.session.settings import SessionSpec
-from colabkit.session.structure.memory_updates import LivingMemory
-from colabkit.team import MemoryRecord, VariantConfig
+from colabkit.session.structure.base import Board
+from colabkit.team import VariantConfig
 from colabkit.workspace import CellResult, Workspace
 
 
@@ -23,8 +23,7 @@ class SessionState(Protocol):
 
     spec: SessionSpec
     variant: VariantConfig
-    memory: MemoryRecord | None
-    living: LivingMemory | None
+    board: Board  # the structures' records: the frozen memory, the living one, the gates in force
 
     @property
     def log(self) -> EventLog: ...

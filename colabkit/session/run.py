@@ -119,7 +119,7 @@ async def run_session(
             final_hypothesis=ws.editor.text,
             ended_by=ended_by,
             budget_side=session.budget_side,
-            memory=session.memory,
+            memory=session.board.memory,
             isolation=ws.isolation,
             snapshot=ws.snapshot(),
             n_events=len(log.events),

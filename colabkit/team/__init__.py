@@ -36,7 +36,14 @@ from colabkit.team.memory_update import (
     parse_update,
 )
 from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
-from colabkit.team.variants import STUDY_VARIANT_NAMES, VARIANT_NAMES, VARIANTS, VariantConfig, variant
+from colabkit.team.variants import (
+    STUDY_VARIANT_NAMES,
+    VARIANT_NAMES,
+    VARIANTS,
+    StructureRef,
+    VariantConfig,
+    variant,
+)
 
 __all__ = [
     "ACTION_TYPES",
@@ -61,6 +68,7 @@ __all__ = [
     "MemoryUpdateError",
     "Persona",
     "Ratification",
+    "StructureRef",
     "VariantConfig",
     "apply_update",
     "build_request",

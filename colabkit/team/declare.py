@@ -22,13 +22,19 @@ stores it beside the shipped personas' versions, so a session says exactly which
 of it but "You are ..." and "You know ..."), so the new persona differs from D and R only in
 who it is and what it knows, as the like-for-like audit demands.
 
-A structure named here must be one the suite ships (`STRUCTURES`); coordination structures
-as plugins come later. Every mistake is one `ColabkitError` line naming the file and the
+`structure:` names a study structure (`STRUCTURES`), a plugin structure (a built-in one such
+as `evidence-checklist`, an entry point of the group `colabkit.structures`, or an import path
+`module:Class`; see `colabkit.session.structure.registry`), or a list of them: at most one study
+structure and any plugins, played in that order (`structure: [scaffolded, evidence-checklist]`).
+`options:` are the plugin's options (with several plugins, a mapping from each plugin's name to
+its options). The team layer records plugins as `StructureRef`s; the session layer finds and
+checks them (the experiment's loader asks it at once). Every mistake is one `ColabkitError` line naming the file and the
 field (`exp.yaml: variants.1 ('pre-e').gates.0.signatory: 'Q' is not on the team (ai, D, R)`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -40,7 +46,7 @@ from colabkit.errors import ColabkitError
 from colabkit.hashing import sha256_hex
 from colabkit.team.gates import DEFAULT_PREASSIGNED_GATES, GateRule, GateTable
 from colabkit.team.personas import AI_ID, KNOWLEDGE_LINE, PERSONA_IDS, ROLE_LINE, Knowledge, Persona, persona
-from colabkit.team.variants import VARIANT_NAMES, VariantConfig
+from colabkit.team.variants import VARIANT_NAMES, StructureRef, VariantConfig
 
 STRUCTURES: dict[str, dict[str, Any]] = {
     "default": {"memory": False, "gate_source": "none"},
@@ -49,7 +55,8 @@ STRUCTURES: dict[str, dict[str, Any]] = {
     "preassigned": {"memory": False, "gate_source": "preassigned"},
     "dynamic": {"memory": True, "gate_source": "self", "memory_updates": True},
 }
-"""The shipped coordination structures a declaration may name, and the fields each one sets."""
+"""The study's coordination structures a declaration may name, and the fields each one sets."""
+_PLUGIN_NAME = re.compile(r"^[A-Za-z0-9_.-]+(:[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
 class _Decl(BaseModel):
@@ -77,8 +84,10 @@ class VariantDecl(_Decl):
     """An inline variant: a shipped `structure` (or the raw fields), its team and its gates."""
 
     name: str
-    structure: str | None = None
+    structure: str | tuple[str, ...] | None = None
+    """A study structure, a plugin, or a list: at most one study structure, then plugins."""
     options: dict[str, Any] = Field(default_factory=dict)
+    """The plugin's options; with several plugins, {plugin name: its options}."""
     humans: tuple[str, ...] = ()
     memory: bool | None = None
     gate_source: Literal["none", "self", "preassigned"] | None = None
@@ -170,22 +179,36 @@ def declared_variant(decl: VariantDecl, personas: Mapping[str, Persona], base: P
 
 def _structure_fields(decl: VariantDecl, where: str) -> dict[str, Any]:
     raw = {k: v for k in ("memory", "gate_source", "memory_updates") if (v := getattr(decl, k)) is not None}
-    if decl.structure is None:
-        if decl.options:
-            raise ColabkitError(f"{where}.options: options belong to a structure; name one")
-        return raw
-    if decl.structure not in STRUCTURES:
-        raise ColabkitError(f"{where}.structure: unknown structure {decl.structure!r}; shipped: "
-                            f"{', '.join(STRUCTURES)} (structures as plugins are not supported yet)")
-    if decl.options:
-        raise ColabkitError(f"{where}.options: the shipped structure {decl.structure!r} takes no options, "
-                            f"got {', '.join(sorted(decl.options))}")
-    fields = {"memory_updates": False, **STRUCTURES[decl.structure]}
+    named = (decl.structure,) if isinstance(decl.structure, str) else decl.structure or ()
+    study = [n for n in named if n in STRUCTURES]
+    plugins = [n for n in named if n not in STRUCTURES]
+    if len(study) > 1:
+        raise ColabkitError(f"{where}.structure: one study structure at most, got {', '.join(study)}")
+    if len(set(plugins)) != len(plugins):
+        raise ColabkitError(f"{where}.structure: a plugin is named twice: {', '.join(plugins)}")
+    for name in plugins:
+        if not _PLUGIN_NAME.match(name):
+            raise ColabkitError(f"{where}.structure: {name!r} is neither a study structure ({', '.join(STRUCTURES)}) "
+                                "nor a plugin name or module:Class")
+    if decl.options and not plugins:
+        raise ColabkitError(f"{where}.options: options belong to a plugin structure; "
+                            f"{'the study structure ' + repr(study[0]) + ' takes none' if study else 'name one'}")
+    options: dict[str, dict[str, Any]] = {plugins[0]: dict(decl.options)} if len(plugins) == 1 else {}
+    if len(plugins) > 1:
+        stray = sorted(set(decl.options) - set(plugins))
+        if stray or not all(isinstance(v, Mapping) for v in decl.options.values()):
+            raise ColabkitError(f"{where}.options: with several plugins, a mapping from each plugin's name "
+                                f"({', '.join(plugins)}) to its options" + (f"; not a plugin: {stray[0]}" if stray else ""))
+        options = {k: dict(v) for k, v in decl.options.items()}
+    refs = {"structures": tuple(StructureRef(name=n, options=options.get(n, {})) for n in plugins)} if plugins else {}
+    if not study:
+        return {**raw, **refs}
+    fields = {"memory_updates": False, **STRUCTURES[study[0]]}
     clash = sorted(k for k, v in raw.items() if fields[k] != v)
     if clash:
-        raise ColabkitError(f"{where}.{clash[0]}: contradicts structure {decl.structure!r} "
+        raise ColabkitError(f"{where}.{clash[0]}: contradicts structure {study[0]!r} "
                             f"({clash[0]} is {fields[clash[0]]!r} there)")
-    return fields
+    return {**fields, **refs}
 
 
 def _gate_table(decl: VariantDecl, team: tuple[str, ...], where: str) -> GateTable:

@@ -18,7 +18,10 @@ A user-defined variant is just another `VariantConfig`: other personas (`persona
 also override the shipped ones by id), other gate tables, more humans. The config carries
 everything the session needs, so its `identity()` (sha256 of its canonical JSON) names the
 experimental condition. The shipped persona prompts are referenced by id only; the session
-record must store their versions (`persona(pid).version`) next to the identity.
+record must store their versions (`persona(pid).version`) next to the identity. Coordination
+structures beyond the study's (`structures`: plugins by name or import path, with options) are
+recorded here as `StructureRef`s; the session layer finds and plays them
+(`colabkit.session.structure`). A variant without any keeps the identity it had before them.
 """
 
 from __future__ import annotations
@@ -42,6 +45,17 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 RESERVED_IDS = frozenset({"system", "all"})
 
 
+class StructureRef(BaseModel):
+    """A coordination structure a variant plays beyond the study's own (a plugin): its name (a
+    built-in one's, an entry point's in `colabkit.structures`, or an import path `module:Class`)
+    and its options. Resolved and checked by the session layer (`colabkit.session.structure.registry`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
 class VariantConfig(BaseModel):
     """One team condition; validation rejects configs whose parts contradict each other."""
 
@@ -54,6 +68,8 @@ class VariantConfig(BaseModel):
     preassigned: GateTable | None = None
     personas: tuple[Persona, ...] = Field(default=(), description="custom personas; override shipped ones by id")
     memory_updates: bool = Field(False, description="members may amend the memory during the task (Dynamic)")
+    structures: tuple[StructureRef, ...] = Field(default=(), description="plugin structures, played after the "
+                                                 "study's (memory, gates, updates) in this order")
 
     @model_validator(mode="after")
     def _consistent(self) -> VariantConfig:
@@ -86,6 +102,9 @@ class VariantConfig(BaseModel):
         if self.memory_updates and not (self.memory and self.humans):
             raise ColabkitError(f"{where}: memory_updates needs memory=True and at least one human "
                                 "(an update is a team act: every other member approves it)")
+        plugins = [ref.name for ref in self.structures]
+        if len(set(plugins)) != len(plugins):
+            raise ColabkitError(f"{where}: structures repeat: {plugins}")
         if self.gate_source != "none" and not self.humans:
             raise ColabkitError(f"{where}: gating needs at least one human (nobody signs their own request)")
         return self
@@ -93,10 +112,13 @@ class VariantConfig(BaseModel):
     @model_serializer(mode="wrap")
     def _without_frozen_default(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """A frozen memory (`memory_updates` False) is left out of the dump, so the study's 13
-        variants keep the identities (and session ids) they had before Dynamic existed."""
+        variants keep the identities (and session ids) they had before Dynamic existed; no
+        plugin structures (`structures` empty) likewise, for all 16."""
         data: dict[str, Any] = handler(self)
         if not self.memory_updates:
             data.pop("memory_updates", None)
+        if not self.structures:  # likewise: a variant without plugins keeps its identity
+            data.pop("structures", None)
         return data
 
     @property

@@ -116,7 +116,9 @@ class _Player:
         wanted = [s for s in self.specs if s.variant.humans in (humans, ())
                   or (scenario.team == "dr" and s.variant.name in ("default-d", "default-r"))]
         if self.focus is not None:
-            wanted = [s for s in wanted if s.variant.name in self.focus or _twin_of(s.variant.name, self.focus)]
+            wanted = [s for s in wanted if s.variant.name in self.focus or _twin_of(s.variant.name, self.focus)
+                      or (not s.variant.structures and any(f.variant.structures and f.variant.name in self.focus
+                                                           and f.variant.humans == s.variant.humans for f in wanted))]
         return wanted
 
     def check(self, scenario: Scenario) -> list[Violation]:

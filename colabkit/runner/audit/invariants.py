@@ -15,7 +15,8 @@ invariants (named as the audit prints them):
   failed (a malformed or impossible answer: the member's failure, recorded as such).
 - `gates-transparent`: when every member approves every request (in any order, or at the end) and only the
   AI edits, a gated variant submits what its ungated twin submits (Scaffolded and Memory-only,
-  Preassigned and Default), unless the AI itself signs (its decisions are its turns).
+  Preassigned and Default; a variant with plugin structures that add no action and its twin
+  without them, `plugin_twin`), unless the AI itself signs (its decisions are its turns).
 - `same-capacity`: a human seat's steps available (its first prompt's "actions left") are the
   same in every variant that has it, and it never takes more turns than that.
 - `same-turn-order`: within a round, any two members who both take a turn do so in the same
@@ -43,6 +44,7 @@ from colabkit.runner.audit.player import Run, open_requests, schema_of
 from colabkit.runner.audit.scenario import Scenario
 from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.events import SYSTEM, Event
+from colabkit.session.structure.registry import plugin_structures
 from colabkit.session.totals import closing_step
 
 INVARIANTS = ("ai-opportunity", "nothing-lost", "gates-transparent", "same-capacity", "same-turn-order",
@@ -150,19 +152,30 @@ def gates_transparent(scenario: Scenario, runs: Sequence[Run]) -> list[Violation
     if not scenario.approving() or humans_edit or scenario.cost_cap or any(m.startswith("edit") for m in after_finish):
         return []
     by_name = {run.variant: run for run in runs}
+    pairs = [(run, by_name.get(f"{twin}-{name.partition('-')[2]}")) for gated, twin in TWINS.items()
+             for name, run in by_name.items() if name.partition("-")[0] == gated]
+    pairs += [(run, plugin_twin(run, runs)) for run in runs if run.spec.variant.structures]
     out = []
-    for gated, twin in TWINS.items():
-        for name, run in by_name.items():
-            family, _, team = name.partition("-")
-            other = by_name.get(f"{twin}-{team}")
-            if family != gated or other is None or any(e.participant == "ai" and e.decision for e in run.events):
-                continue
-            if run.result.final_hypothesis != other.result.final_hypothesis:
-                out.append(Violation("gates-transparent", (other.variant, run.variant), (
-                    f"everyone approves, yet {other.variant} submits {_short(other.result.final_hypothesis)} and "
-                    f"{run.variant} {_short(run.result.final_hypothesis)} (ended by {other.result.ended_by} / "
-                    f"{run.result.ended_by})")))
+    for run, other in pairs:
+        if other is None or any(e.participant == "ai" and e.decision for e in run.events):
+            continue
+        if run.result.final_hypothesis != other.result.final_hypothesis:
+            out.append(Violation("gates-transparent", (other.variant, run.variant), (
+                f"everyone approves, yet {other.variant} submits {_short(other.result.final_hypothesis)} and "
+                f"{run.variant} {_short(run.result.final_hypothesis)} (ended by {other.result.ended_by} / "
+                f"{run.result.ended_by})")))
     return out
+
+
+def plugin_twin(run: Run, runs: Sequence[Run]) -> Run | None:
+    """The run of `run`'s twin without its plugin structures (same team and study structures), when
+    its plugins add no action (only sections and holds: with everyone approving, nothing else)."""
+    variant = run.spec.variant
+    if any(s.actions for s in plugin_structures(variant)):
+        return None
+    same = variant.model_copy(update={"structures": (), "name": ""}).model_dump(exclude={"name"})
+    return next((r for r in runs if not r.spec.variant.structures
+                 and r.spec.variant.model_dump(exclude={"name"}) == same), None)
 
 
 def same_capacity(runs: Sequence[Run]) -> list[Violation]:

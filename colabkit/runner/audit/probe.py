@@ -8,8 +8,9 @@ member's budget spent as a step spends it), restricted to the members both varia
 Then each member's prompt (system and observation, `_Session.observe` and `messages`) is
 rendered at several points, split into sections by heading, and compared: a section shown
 by both must be byte-identical, and a section shown by one only must be one of the
-structure's own (`OWN_SECTIONS`). The lines of "Valid actions" that name a structural
-action (`invariants.STRUCTURAL_ACTIONS`) may differ; under a pooled human budget (the Co-Gym
+structure's own (`OWN_SECTIONS`, and a plugin structure's declared `sections` in the variants
+that play it). The lines of "Valid actions" that name a structural action
+(`invariants.STRUCTURAL_ACTIONS`, and a plugin's declared `actions`) may differ; under a pooled human budget (the Co-Gym
 rules) whose budget "Now" counts may differ by team. Nothing else may: no section is
 allowed to differ as a class ("team", "gated"), only by name.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from itertools import combinations
 from typing import Any, cast
 
@@ -34,6 +36,7 @@ from colabkit.session.actions import StepSchema, to_action
 from colabkit.session.engine import _Session
 from colabkit.session.prompting.preview import prepared
 from colabkit.session.prompting.views import Thought
+from colabkit.session.structure.registry import plugin_structures
 from colabkit.tasks import Task
 
 OWN_SECTIONS = {
@@ -95,7 +98,7 @@ async def _render(spec: SessionSpec, task: Task, members: tuple[str, ...],
                               content=pool[i % len(pool)], to="all" if kind == "msg" else "")
             session.scratch[actor].append(Thought(round=rnd, action=step.action, text=step.thought, time=0.0))
             key = session.observe(actor).view_key()
-            await session.apply(to_action(step, actor, session.team, memory_updates=session.living is not None), actor,
+            await session.apply(to_action(step, actor, session.team, added=session.structure.actions), actor,
                                 thought=step.thought)
             session.sched.record_step(actor, key, waited=False)
             if session.sched.budget_end(actor) is not None:  # the session ends here: no later prompt to compare
@@ -112,22 +115,28 @@ def same_rendering(specs: Sequence[SessionSpec], task: Task, scenario: Scenario)
     subsets = sorted({spec.variant.team for spec in specs} | {("ai",)} | {
         ("ai", h) for spec in specs for h in spec.variant.humans})
 
+    out: list[Violation] = []
+
     async def render_all() -> dict[tuple[str, ...], dict[str, dict[tuple[int, str], dict[str, str]]]]:
         shown: dict[tuple[str, ...], dict[str, dict[tuple[int, str], dict[str, str]]]] = {}
         for members in subsets:
             for spec in specs:
                 if set(members) <= set(spec.variant.team):
-                    shown.setdefault(members, {})[spec.variant.name] = await _render(spec, task, members, steps)
+                    try:
+                        shown.setdefault(members, {})[spec.variant.name] = await _render(spec, task, members, steps)
+                    except Exception as exc:  # a structure that cannot render (e.g. an undeclared section)
+                        out.append(Violation("same-rendering", (spec.variant.name,),
+                                             f"rendering failed: {type(exc).__name__}: {exc}"))
         return shown
 
     pooled = not specs[0].settings.per_member if specs else False
-    out: list[Violation] = []
+    own = {spec.variant.name: plugin_declared(spec) for spec in specs}
     for members, by_variant in run_sync(render_all).items():
         for name, points in by_variant.items():
             out += _kept(name, points)
         for (a, pa), (b, pb) in combinations(by_variant.items(), 2):
             for point in sorted(set(pa) & set(pb)):
-                found = _compare(pa[point], pb[point], pooled)
+                found = _compare(pa[point], pb[point], pooled, own[a][0] | own[b][0], own[a][1] | own[b][1])
                 if found:
                     out.append(Violation("same-rendering", (a, b), f"{point[1]}'s prompt after round {point[0]} "
                                          f"of the same history ({', '.join(members)}): {found}"))
@@ -135,16 +144,24 @@ def same_rendering(specs: Sequence[SessionSpec], task: Task, scenario: Scenario)
     return list(dict.fromkeys(out))
 
 
-def _compare(sa: dict[str, str], sb: dict[str, str], pooled: bool) -> str:
-    """What differs between two renderings of the same history, beyond the allowed ('' for nothing)."""
+def plugin_declared(spec: SessionSpec) -> tuple[set[str], set[str]]:
+    """The sections and actions `spec`'s plugin structures declare (the study's are `OWN_SECTIONS`)."""
+    plugins = plugin_structures(spec.variant)
+    return {t for s in plugins for t in s.sections}, {a for s in plugins for a in s.actions}
+
+
+def _compare(sa: dict[str, str], sb: dict[str, str], pooled: bool, own: AbstractSet[str] = frozenset(),
+             actions: AbstractSet[str] = frozenset()) -> str:
+    """What differs between two renderings of the same history, beyond the allowed ('' for nothing);
+    `own`/`actions`: the plugin structures' declared sections and actions in either variant."""
     for name in sorted(set(sa) | set(sb)):
-        if name in OWN_SECTIONS:
+        if name in OWN_SECTIONS or name in own:
             continue
         if name not in sa or name not in sb:
             return f"section {name!r} shown in one only"
         ta, tb = sa[name], sb[name]
         if name == "Valid actions":
-            ta, tb = _without_structural(ta), _without_structural(tb)
+            ta, tb = _without_structural(ta, actions), _without_structural(tb, actions)
         if name == "Now" and pooled:
             ta, tb = (re.sub(r"\d+ actions? left for [^;)]+", "", t) for t in (ta, tb))
         if ta != tb:
@@ -152,8 +169,9 @@ def _compare(sa: dict[str, str], sb: dict[str, str], pooled: bool) -> str:
     return ""
 
 
-def _without_structural(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if line[2:].split(":")[0] not in STRUCTURAL_ACTIONS)
+def _without_structural(text: str, actions: AbstractSet[str]) -> str:
+    return "\n".join(line for line in text.splitlines()
+                     if line[2:].split(":")[0] not in STRUCTURAL_ACTIONS and line[2:].split(":")[0] not in actions)
 
 
 def _first_diff(a: str, b: str) -> str:

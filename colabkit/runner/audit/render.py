@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING
 
 from colabkit.session import SessionSpec
 from colabkit.session.prompting.preview import ParticipantPreview, Prompt, preview
+from colabkit.session.structure.base import Structure
 from colabkit.session.structure.gating import SET_BY
+from colabkit.session.structure.registry import plugin_structures
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
 from colabkit.team.memory import GATES_LINE, TEAM_LINE
@@ -104,9 +106,18 @@ NORMATIVE_CUES = frozenset({"must", "should", "sound", "correct", "respect", "ri
 """Words that tell a persona what a good answer is: a knowledge line names what it knows, only."""
 
 
+HELD_SECTIONS = ("Approval requests for you", "Your requests")
+"""The sections a plugin's holds bring (the held requests, as the engine shows them)."""
+PLUGIN = "structure:"
+"""The cause of a plugin structure's own differences: `structure:<name>` (its options with it)."""
+
+
 def factors(variant: VariantConfig) -> dict[str, object]:
-    """The design factors of a variant: the only things allowed to make prompts differ."""
+    """The design factors of a variant: the only things allowed to make prompts differ; a plugin
+    structure is a factor of its own (`structure:<name>`: its options where the variant plays
+    it, absent elsewhere), allowed only in the sections and actions it declares (`plugin_rule`)."""
     return {
+        **{f"{PLUGIN}{s.name}": json.dumps(s.options, sort_keys=True, default=repr) for s in plugin_structures(variant)},
         "team": variant.humans,
         "personas": tuple((p.id, p.version, p.prompt, p.knows) for p in variant.team_personas()),
         "memory": variant.memory,
@@ -209,7 +220,7 @@ class AuditReport:
         for (section, _), item in sorted(self.allowed.items()):
             how = (f"shown to {_families(item.variants, self.variants)} only" if item.kind == "shown"
                    else f"{len(item.texts)} wordings over {_families(item.variants, self.variants)}")
-            row = (", ".join(sorted(item.participants)), how, "; ".join(CAUSES[c] for c in sorted(item.causes)))
+            row = (", ".join(sorted(item.participants)), how, "; ".join(cause_text(c) for c in sorted(item.causes)))
             rows.setdefault(row, []).append(section)
         lines = ["| sections | participants | how they differ | allowed cause |", "|---|---|---|---|"]
         for (who, how, why), sections in rows.items():
@@ -234,9 +245,34 @@ def audit_specs(specs: Sequence[SessionSpec], task: Task) -> AuditReport:
         raise ValueError(f"one spec per variant, got {names}")
     shown = {spec.variant.name: {pid: sections(spec, view) for pid, view in preview(spec, task).items()}
              for spec in specs}
-    report = compare_variants(specs, shown, lambda key, pid: RULES.get(key, NO_CAUSE))
+    plugins = {type(s) for spec in specs for s in plugin_structures(spec.variant)}
+    report = compare_variants(specs, shown, lambda key, pid: plugin_rule(RULES.get(key, NO_CAUSE), key, plugins))
     report.findings += _persona_findings(specs)
     return report
+
+
+def plugin_rule(rule: Rule, key: str, plugins: set[type[Structure]]) -> Rule:
+    """`rule` with the plugin structures' causes added where they declared the difference: a
+    section they add (`Structure.sections`, shown or worded by them; with `holds`, the held
+    requests' sections) and, for the actions they add (`Structure.actions`), the valid actions.
+    Nothing else may differ by a plugin."""
+    stage, _, name = key.partition(": ")
+    presence, text = set(rule.presence), set(rule.text)
+    for cls in plugins:
+        cause = f"{PLUGIN}{cls.name}"
+        if stage == "task" and (name in cls.sections or (cls.holds and name in HELD_SECTIONS)):
+            presence.add(cause)
+            text.add(cause)
+        if cls.actions and key in ("task: Valid actions", "facts: valid actions"):
+            text.add(cause)
+    return Rule(frozenset(presence), frozenset(text))
+
+
+def cause_text(cause: str) -> str:
+    """How the report names a cause (a plugin structure's by its name)."""
+    if cause.startswith(PLUGIN):
+        return f"(d) the structure {cause[len(PLUGIN):]!r}: its declared sections and actions"
+    return CAUSES[cause]
 
 
 def compare_variants(specs: Sequence[SessionSpec], shown: dict[str, dict[str, dict[str, str]]],
@@ -271,7 +307,7 @@ def _compare(key: str, kind: str, pid: str, texts: dict[str, str | None], design
     view: dict[str, object] = {v: (t is not None) if kind == "shown" else t for v, t in texts.items()}
     for a, b in combinations(texts, 2):
         if view[a] != view[b]:
-            why = {c for c in causes if design[a][c] != design[b][c]}
+            why = {c for c in causes if design[a].get(c) != design[b].get(c)}
             if why:
                 item = allowed.setdefault((key, kind), Allowed(key, kind))
                 item.participants.add(pid)
@@ -283,7 +319,7 @@ def _compare(key: str, kind: str, pid: str, texts: dict[str, str | None], design
                     item.texts |= {str(texts[a]), str(texts[b])}
     groups: dict[tuple, list[str]] = {}
     for v in texts:
-        groups.setdefault(tuple(repr(design[v][c]) for c in sorted(causes)), []).append(v)
+        groups.setdefault(tuple(repr(design[v].get(c)) for c in sorted(causes)), []).append(v)
     out = []
     for members in groups.values():
         clusters: dict[object, list[str]] = {}

@@ -193,11 +193,12 @@ class ForkReplay:
             others = tuple(p for p in session.variant.personas if p.id != change.role)
             session.variant = session.variant.model_copy(update={"personas": (*others, new)})
             spec = spec.model_copy(update={"variant": session.variant})
-        elif change.kind == "memory" and session.memory is not None:
-            session.memory = MemoryRecord.model_validate({**session.memory.model_dump(), **change.slots})
-            if session.living is not None:  # a Dynamic team's memory: the change amends its current version
-                session.living.current = MemoryRecord.model_validate({**session.living.current.model_dump(),
-                                                                      **change.slots})
+        elif change.kind == "memory" and (frozen := session.board.memory) is not None:
+            board = session.board
+            board.memory = MemoryRecord.model_validate({**frozen.model_dump(), **change.slots})
+            if board.living is not None:  # a Dynamic team's memory: the change amends its current version
+                board.living.current = MemoryRecord.model_validate({**board.living.current.model_dump(),
+                                                                    **change.slots})
         session.spec = spec
         if change.kind != "none":
             session.emit(SYSTEM, "fork_change", "info", args={"parent": self.point.parent_id, "at": at,

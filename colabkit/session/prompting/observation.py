@@ -72,7 +72,8 @@ from colabkit.session.structure.gating import Gatekeeper, Request
 
 _DECISIONS = ("approve", "reject")
 _WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
-                 "editor", "requests_for_me", "other_requests_for_me", "my_requests", "memory", "updates_for_me", "my_updates"}
+                 "editor", "requests_for_me", "other_requests_for_me", "my_requests", "memory", "updates_for_me", "my_updates",
+                 "sections"}
 
 
 class Observation(BaseModel):
@@ -93,6 +94,7 @@ class Observation(BaseModel):
     briefing: str
     memory: str | None
     gate_rules: str | None
+    sections: tuple[tuple[str, str], ...] = ()  # a plugin structure's own sections (title, text), after the gate rules
     editor: str
     messages: tuple[MessageView, ...]
     older_messages: int
@@ -126,6 +128,7 @@ class Observation(BaseModel):
             parts.append(f"# {self.memory}")  # its first line is its own title
         if self.gate_rules is not None:
             parts.append(f"# {self.gate_rules}")  # likewise
+        parts += [f"# {title}\n{text}" for title, text in self.sections]
         members = ", ".join(f"{pid} ({name})" for pid, name in zip(self.team, self.names))
         parts.append(f"# Team\nYou are {self.participant}. Team: {members}."
                      + (f"\n{self.end_rule}" if self.end_rule else ""))
@@ -227,23 +230,25 @@ def build_observation(
     end_rule: str = "",
     closing: bool = False,
     briefing: str,
-    memory: str | None,
     workspace: Any,
+    memory: str | None = None,
     gate_rules: str | None = None,
+    sections: Sequence[tuple[str, str]] = (),
     gatekeeper: Gatekeeper,
     cells_at_request: Mapping[str, int],
     events: Sequence[Event],
     scratchpad: Sequence[Thought],
     valid_actions: Sequence[str],
     standing_actions: Sequence[str] | None = None,
-    memory_updates: bool = False,
+    added: Sequence[str] = (),
     updates_for_me: Sequence[str] = (),
     update_ids: Sequence[str] = (),
     my_updates: Sequence[str] = (),
 ) -> Observation:
     """Assemble `participant`'s view from the workspace, the gates and the event log.
 
-    `cells_at_request` maps a request id to the number of cells run when it was made.
+    `cells_at_request` maps a request id to the number of cells run when it was made. The
+    structures' parts (`memory`, `gate_rules`, `sections`, the updates) are their `Structure.view`s.
     """
     chat = workspace.chat.messages if sees_all else workspace.chat.visible_to(participant)
     messages, older_messages = recent(chat, profile.messages, profile.chat_chars,
@@ -289,6 +294,7 @@ def build_observation(
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,
         gate_rules=gate_rules,
+        sections=tuple(sections),
         editor=clip(workspace.editor.text, profile.editor_chars),
         messages=tuple(MessageView(index=m.index, sender=m.sender, to=m.to, time=m.time,
                                    text=clip(m.text, profile.message_chars))
@@ -312,7 +318,7 @@ def build_observation(
         if own and (own[-1].status == "failed_step" or not profile.timeline) else "",
         valid_actions=tuple(valid_actions),
         standing_actions=tuple(standing_actions) if standing_actions is not None else
-        valid_actions_for(participant, team, has_requests=False, memory_updates=memory_updates),
+        valid_actions_for(participant, team, has_requests=False, added=added),
         updates_for_me=tuple(updates_for_me),
         my_updates=tuple(my_updates),
     )

@@ -82,8 +82,7 @@ def prepared(spec: SessionSpec, task: Task, workspace: _EmptyWorkspace,
                        log=EventLog(spec.session_id, ListSink()), seats={})
     session.brief()
     build_prompts: dict[str, list[Prompt]] = {pid: [] for pid in session.team}
-    memory = None
-    if spec.variant.memory:
+    if spec.variant.memory:  # the Shared Group Memory's build (a plugin's build phase is not previewed)
         build = _Build(spec, task.query, session.briefings, gateway=None, log=session.log,  # type: ignore[arg-type]
                        sample=spec.seed, seats={})
         draft = placeholder_memory(spec.variant, build.schema)
@@ -100,8 +99,8 @@ def prepared(spec: SessionSpec, task: Task, workspace: _EmptyWorkspace,
         for pid in build.order(list(spec.variant.humans), 3):
             add(pid, "ratify", build.draft_block(draft))
         add("ai", "amend", build.amendments_block(draft, {pid: PLACEHOLDER for pid in spec.variant.humans}))
-        memory, _ = memory_from_consolidation(draft, build.team, with_gates=build.with_gates)
-    session.start_task(memory)
+        session.board.memory, _ = memory_from_consolidation(draft, build.team, with_gates=build.with_gates)
+    session.start_task()
     return session, build_prompts
 
 

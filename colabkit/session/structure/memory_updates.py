@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from colabkit.session.actions import MEMORY_UPDATE, Action, InvalidAction
 from colabkit.session.events import SYSTEM
-from colabkit.session.structure.gating import Gatekeeper
 from colabkit.team import (
+    GateTable,
     MemoryRecord,
     MemoryUpdate,
     MemoryUpdateError,
@@ -36,6 +36,12 @@ Emit = Callable[..., Any]
 """The engine's `emit(participant, action, status, **fields)`: one task-phase event."""
 
 UpdateStatus = Literal["pending", "applied", "dropped", "expired"]
+
+
+class HasGates(Protocol):
+    """Where the gate table in force is kept (the structures' `base.Board`)."""
+
+    gates: GateTable | None
 
 
 @dataclass
@@ -151,9 +157,9 @@ def propose_update(living: LivingMemory | None, pid: str, action: Action, round:
 
 
 def answer_update(living: LivingMemory | None, pid: str, action: Action, round: int, emit: Emit,
-                  gates: Gatekeeper, **fields: Any) -> bool:
+                  board: HasGates, **fields: Any) -> bool:
     """A member's approve/reject of an update, then the team act's outcome as a system event; an
-    applied gate change goes into force in `gates` for requests made from now on."""
+    applied gate change goes into force on `board` for requests made from now on."""
     decision: Literal["approved", "rejected"] = "approved" if action.type == "approve" else "rejected"
     try:
         if living is None:
@@ -174,7 +180,7 @@ def answer_update(living: LivingMemory | None, pid: str, action: Action, round: 
         memory = living.current
         added, removed = gate_changes(before, memory)
         if memory.gates is not None:
-            gates.table = memory.gates
+            board.gates = memory.gates
         emit(SYSTEM, "memory_updated", "info", args={
             **outcome, "version": living.version, "digest": memory.digest(), "memory": memory.model_dump(mode="json"),
             "gates_added": added, "gates_removed": removed},
