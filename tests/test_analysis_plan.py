@@ -215,3 +215,22 @@ def test_hypotheses_written_by_a_researcher_in_yaml(tmp_path):
         analysis_plan(("default-dr", "scaffolded-dr", "memory-dr"),
                       hypotheses=[{"name": "A", "a": "scaffolded-dr", "b": "default-dr", "weight": 0.8},
                                   {"name": "B", "a": "memory-dr", "b": "default-dr", "weight": 0.8}])
+
+
+def test_with_one_composition_the_pooled_claim_and_that_compositions_are_one_hypothesis():
+    dr_only = ("single", "default-dr", "scaffolded-dr", "memory-dr", "preassigned-dr")
+    plan = analysis_plan(dr_only, metrics=METRICS)
+    names = [h.name for h in plan.hypotheses]
+    assert "H2.pooled" not in names and names.count("H2.dr") == 1
+    merged = plan.hypotheses[names.index("H2.dr")]
+    # the pooled claim's place in the graph: its weight, its edges, and the edges that led to it
+    assert merged.weight == 0.4 and merged.then["H1.dr"] == 0.25 and merged.then["H3.synergy-memory"] == 0.125
+    assert all("H2.pooled" not in h.then for h in plan.hypotheses)
+    assert plan.hypotheses[names.index("H3.memory")].then["H2.dr"] == 0.5
+    table = hypothesis_table(score_table(), plan)
+    tested = table[["a", "b", "metric", "direction"]].astype(str).agg(" ".join, axis=1)
+    assert tested.is_unique and (tested == "scaffolded-dr default-dr performance greater").sum() == 1
+    every = analysis_plan(metrics=METRICS)  # all compositions: pooled and DR differ, both kept
+    assert {"H2.pooled", "H2.dr"} <= {h.name for h in every.hypotheses}
+    with pytest.raises(ColabkitError, match="H2.dr and A test the same pairs"):
+        analysis_plan(dr_only, hypotheses=[*plan.hypotheses, {"name": "A", "a": "scaffolded", "b": "default"}])

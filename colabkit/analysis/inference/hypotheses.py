@@ -124,7 +124,7 @@ def variant_pairs(hypothesis: Hypothesis, variants: Sequence[str]) -> list[tuple
 
 def check_hypotheses(hypotheses: Sequence[Hypothesis], variants: Sequence[str]) -> None:
     """Fail naming the first problem: a duplicate name, an unknown metric or variant, an edge to
-    no hypothesis, weights or edges summing above 1."""
+    no hypothesis, two hypotheses testing the same thing, weights or edges summing above 1."""
     names = [h.name for h in hypotheses]
     if len(set(names)) != len(names):
         raise ValueError(f"hypothesis names repeat: {sorted({n for n in names if names.count(n) > 1})}")
@@ -142,16 +142,58 @@ def check_hypotheses(hypotheses: Sequence[Hypothesis], variants: Sequence[str]) 
             raise ValueError(f"hypothesis {h.name} passes its level to unknown hypothesis(es) {missing}")
         if sum(h.then.values()) > 1 + 1e-9 or h.name in h.then:
             raise ValueError(f"hypothesis {h.name}: its `then` shares must sum to <= 1 and not name itself")
+    tests: dict[tuple[object, ...], str] = {}
+    for h in hypotheses:
+        other = tests.setdefault(_test_of(h, variants), h.name)
+        if other != h.name:
+            raise ValueError(f"hypotheses {other} and {h.name} test the same pairs, metric and direction: "
+                             "make them one hypothesis")
     if sum(h.weight for h in hypotheses) > 1 + 1e-9:
         raise ValueError(f"initial weights sum to {sum(h.weight for h in hypotheses):.4g} > 1")
 
 
+def _test_of(h: Hypothesis, variants: Sequence[str]) -> tuple[object, ...]:
+    """What a hypothesis tests: its variant pairs, metric, direction (and margin)."""
+    return (tuple(variant_pairs(h, variants)), h.metric, h.direction, h.margin_sd if h.direction == "equivalent" else 0)
+
+
+def _merge(kept: Hypothesis, dropped: Hypothesis, hypotheses: list[Hypothesis]) -> list[Hypothesis]:
+    """`hypotheses` without `dropped`, folded into `kept` (the same test): `kept` takes its weight
+    and its edges (the share it passed to `kept` goes on along `kept`'s own edges), and the edges
+    into `dropped` now lead to `kept`."""
+    through = dropped.then.get(kept.name, 0.0)
+    then = {k: v for k, v in dropped.then.items() if k != kept.name}
+    for name, share in kept.then.items():
+        if name != dropped.name:
+            then[name] = then.get(name, 0.0) + through * share
+    out = []
+    for h in hypotheses:
+        if h.name == dropped.name:
+            continue
+        if h.name == kept.name:
+            h = h.model_copy(update={"weight": kept.weight + dropped.weight, "then": then})
+        elif dropped.name in h.then:
+            edges = {k: v for k, v in h.then.items() if k != dropped.name}
+            edges[kept.name] = edges.get(kept.name, 0.0) + h.then[dropped.name]
+            h = h.model_copy(update={"then": edges})
+        out.append(h)
+    return out
+
+
 def default_hypotheses(variants: Sequence[str]) -> tuple[Hypothesis, ...]:
     """The paper's claims that the planned `variants` can test, edges to the dropped ones
-    removed (their share goes to the exploratory tests, module docstring)."""
+    removed (their share goes to the exploratory tests, module docstring). A pooled claim
+    that tests exactly what a composition's claim tests (one composition planned: H2.pooled
+    is H2.dr with only DR) is one hypothesis, the composition's, holding both places in the
+    graph (`_merge`): the same p is never counted twice."""
     kept = [h for h in PAPER_HYPOTHESES if variant_pairs(h, variants)]
     names = {h.name for h in kept}
-    return tuple(h.model_copy(update={"then": {k: v for k, v in h.then.items() if k in names}}) for h in kept)
+    kept = [h.model_copy(update={"then": {k: v for k, v in h.then.items() if k in names}}) for h in kept]
+    for pooled in [h for h in kept if "-" not in h.a and h.a != "single"]:
+        same = [h for h in kept if h is not pooled and _test_of(h, variants) == _test_of(pooled, variants)]
+        if same:
+            kept = _merge(next(h for h in kept if h.name == same[0].name), pooled, kept)
+    return tuple(kept)
 
 
 def study_graph(hypotheses: Sequence[Hypothesis], exploratory: int) -> tuple[np.ndarray, np.ndarray]:
