@@ -42,7 +42,7 @@ def test_the_plan_fixes_families_from_planned_variants_and_metrics():
     sizes = tests["family"].value_counts().to_dict()
     # Scaffolded - Default x 3 compositions x 2 metrics; 4 components x 3 x 2; dynamic 3 x 2
     assert sizes == {"scaffolded-default": 6, "decomposition": 24, "living-memory": 6}
-    assert plan.first_step_alpha == pytest.approx(0.05 * 0.4)  # the largest initial share of alpha
+    assert plan.first_step_alpha == pytest.approx(0.05 * 0.95)  # the largest initial share of alpha
     assert {"H1.dr", "H2.pooled", "H3.memory", "H4.w_total", "H5.dynamic"} <= {h.name for h in plan.hypotheses}
     paper = analysis_plan([v for v in plan.variants if not v.startswith("dynamic")], metrics=METRICS)
     assert "living-memory" not in set(planned_tests(paper)["family"])
@@ -224,7 +224,7 @@ def test_with_one_composition_the_pooled_claim_and_that_compositions_are_one_hyp
     assert "H2.pooled" not in names and names.count("H2.dr") == 1
     merged = plan.hypotheses[names.index("H2.dr")]
     # the pooled claim's place in the graph: its weight, its edges, and the edges that led to it
-    assert merged.weight == 0.4 and merged.then["H1.dr"] == 0.25 and merged.then["H3.synergy-memory"] == 0.125
+    assert merged.weight == 0.95 and merged.then["H1.dr"] == 0.25 and merged.then["H3.synergy-memory"] == 0.2
     assert all("H2.pooled" not in h.then for h in plan.hypotheses)
     assert plan.hypotheses[names.index("H3.memory")].then["H2.dr"] == 0.5
     table = hypothesis_table(score_table(), plan)
