@@ -234,3 +234,14 @@ def test_with_one_composition_the_pooled_claim_and_that_compositions_are_one_hyp
     assert {"H2.pooled", "H2.dr"} <= {h.name for h in every.hypotheses}
     with pytest.raises(ColabkitError, match="H2.dr and A test the same pairs"):
         analysis_plan(dr_only, hypotheses=[*plan.hypotheses, {"name": "A", "a": "scaffolded", "b": "default"}])
+
+
+def test_a_decision_is_the_same_whether_one_pair_or_all_are_asked():
+    scores = score_table()
+    plan = analysis_plan(metrics=METRICS)
+    columns = ["p_adjusted", "declared", "decision", "local_alpha"]
+    every = contrasts(scores, DECOMPOSITION, plan=plan, mixed_families=()).set_index(KEY)[columns]
+    for pair in DECOMPOSITION:
+        for metric in METRICS:
+            alone = contrasts(scores, [pair], metrics=[metric], plan=plan, mixed_families=()).set_index(KEY)[columns]
+            assert len(alone) and alone.equals(every.loc[alone.index]), (pair, metric)
