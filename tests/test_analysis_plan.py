@@ -26,6 +26,7 @@ from colabkit.analysis import (
     study_table,
     termination_contrast,
 )
+from colabkit.analysis.inference.plan import ALL_VARIANTS
 from colabkit.errors import ColabkitError
 
 METRICS = ["performance", "hms"]
@@ -245,3 +246,22 @@ def test_a_decision_is_the_same_whether_one_pair_or_all_are_asked():
         for metric in METRICS:
             alone = contrasts(scores, [pair], metrics=[metric], plan=plan, mixed_families=()).set_index(KEY)[columns]
             assert len(alone) and alone.equals(every.loc[alone.index]), (pair, metric)
+
+
+def test_unplanned_claims_leave_the_graph_as_a_rejected_one_does_so_no_planned_claim_is_cut_off():
+    from colabkit.analysis.inference.hypotheses import default_hypotheses
+
+    # a claim reached only through unplanned ones keeps their share (Process loss alone: all of alpha)
+    assert [(h.name, h.weight) for h in default_hypotheses(("single", "default-dr"))] == [("H1.dr", 1.0)]
+    assert [(h.name, h.weight) for h in default_hypotheses(("default-dr", "preassigned-dr"))] == [
+        ("H3.preassigned", 1.0)]
+    demo = {h.name: h for h in default_hypotheses(("single", "default-dr", "scaffolded-dr", "preassigned-dr"))}
+    assert demo["H1.dr"].weight == pytest.approx(0.025)  # memory's share, passed on as if memory were declared
+    dynamic = ("default-d", "default-r", "default-dr", "scaffolded-d", "scaffolded-r", "scaffolded-dr",
+               "dynamic-d", "dynamic-r", "dynamic-dr")
+    for variants in (dynamic, ("single", "default-dr", "scaffolded-dr", "preassigned-dr"), ALL_VARIANTS):
+        graph = default_hypotheses(variants)
+        assert sum(h.weight for h in graph) == pytest.approx(1.0)
+        reached = {h.name for h in graph if h.weight > 0} | {k for h in graph for k in h.then}
+        assert reached == {h.name for h in graph}, variants
+        assert all(sum(h.then.values()) <= 1 + 1e-9 for h in graph)

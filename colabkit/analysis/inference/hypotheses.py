@@ -23,6 +23,9 @@ alpha) and `then` (where its level goes once it is declared: hypothesis name -> 
 a row's `then` leaves unassigned goes, in equal parts, to the exploratory tests: every other
 planned test of the plan's families (`colabkit.analysis.inference.families`), Holm among
 themselves, tested last, so they too have a procedure-adjusted p and nothing is lost.
+A claim the planned variants cannot test leaves the default graph before the data as the
+procedure removes a rejected one (its share and edges pass along), so a planned claim reached
+only through unplanned ones keeps their level (`default_hypotheses`).
 
 **The default graph, searched from power** (`colabkit.analysis.inference.graph_search`,
 `benchmarks/README.md`). Under the paper's effects on the study's data shape the most powerful
@@ -51,6 +54,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from colabkit.analysis.inference.graph import pass_on
 from colabkit.analysis.scores import COMPOSITIONS, STRUCTURES, STUDY_METRICS
 
 Direction = Literal["greater", "less", "two-sided", "equivalent"]
@@ -187,19 +191,43 @@ def _merge(kept: Hypothesis, dropped: Hypothesis, hypotheses: list[Hypothesis]) 
 
 
 def default_hypotheses(variants: Sequence[str]) -> tuple[Hypothesis, ...]:
-    """The paper's claims that the planned `variants` can test, edges to the dropped ones
-    removed (their share goes to the exploratory tests, module docstring). A pooled claim
-    that tests exactly what a composition's claim tests (one composition planned: H2.pooled
-    is H2.dr with only DR) is one hypothesis, the composition's, holding both places in the
-    graph (`_merge`): the same p is never counted twice."""
-    kept = [h for h in PAPER_HYPOTHESES if variant_pairs(h, variants)]
-    names = {h.name for h in kept}
-    kept = [h.model_copy(update={"then": {k: v for k, v in h.then.items() if k in names}}) for h in kept]
+    """The paper's claims that the planned `variants` can test, in the paper's graph reduced to
+    them before the data (`_reduced`). A pooled claim that tests exactly what a composition's
+    claim tests (one composition planned: H2.pooled is H2.dr with only DR) is one hypothesis,
+    the composition's, holding both places in the graph (`_merge`): the same p is never
+    counted twice."""
+    kept = _reduced(PAPER_HYPOTHESES, variants)
     for pooled in [h for h in kept if "-" not in h.a and h.a != "single"]:
         same = [h for h in kept if h is not pooled and _test_of(h, variants) == _test_of(pooled, variants)]
         if same:
             kept = _merge(next(h for h in kept if h.name == same[0].name), pooled, kept)
     return tuple(kept)
+
+
+def _reduced(hypotheses: Sequence[Hypothesis], variants: Sequence[str]) -> list[Hypothesis]:
+    """The hypotheses the planned `variants` can test, in the graph with the others removed as
+    the procedure removes a rejected one (`graph.pass_on`: their initial share and edges pass
+    along the graph, so a claim reached only through an unplanned one keeps its share), weights
+    scaled to sum to 1 when the removed ones left some unreachable (or equal when none is left):
+    a valid graph, fixed by the planned variants alone, before the data."""
+    names = [h.name for h in hypotheses]
+    w = np.array([h.weight for h in hypotheses])
+    g = np.zeros((len(names), len(names)))
+    for i, h in enumerate(hypotheses):
+        for name, share in h.then.items():
+            g[i, names.index(name)] = share
+    active = np.ones(len(names), dtype=bool)
+    for i, h in enumerate(hypotheses):
+        if not variant_pairs(h, variants):
+            pass_on(i, w, g, active)
+    index = [int(i) for i in np.flatnonzero(active)]
+    if not index:
+        return []
+    weights = w[index] / w[index].sum() if w[index].sum() > 1e-12 else np.full(len(index), 1.0 / len(index))
+    return [hypotheses[i].model_copy(update={
+        "weight": float(np.round(weight, 12)),
+        "then": {names[j]: float(np.round(g[i, j], 12)) for j in index if g[i, j] > 1e-12}})
+        for i, weight in zip(index, weights)]
 
 
 def study_graph(hypotheses: Sequence[Hypothesis], exploratory: int) -> tuple[np.ndarray, np.ndarray]:
