@@ -77,3 +77,27 @@ def test_a_missing_p_is_never_rejected_and_weights_above_one_are_refused():
     assert adjusted[0] == 1.0 and adjusted[1] == pytest.approx(0.002)
     with pytest.raises(ValueError, match="sum to <= 1"):
         graph_adjusted(np.array([0.01, 0.02]), np.array([0.7, 0.7]), np.zeros((2, 2)))
+
+
+def test_in_the_default_graph_no_claim_shows_a_p_below_what_gates_it_and_decisions_follow_adjusted_p():
+    """The default plan's graph with exploratory tests after it, on random p-values (some
+    claims true, some null): a claim with no initial share never has an adjusted p below the
+    smallest of the claims that pass it level (it can be reached only after one of them is
+    declared), and at every alpha the sequence declares exactly the adjusted p's <= alpha, so a
+    claim not declared, or never reached, never shows a p at or below alpha."""
+    from colabkit.analysis.inference.hypotheses import PAPER_HYPOTHESES, study_graph
+
+    hypotheses, exploratory = PAPER_HYPOTHESES, 12
+    w, g = study_graph(hypotheses, exploratory)
+    gates = {i: [j for j, parent in enumerate(hypotheses) if h.name in parent.then]
+             for i, h in enumerate(hypotheses) if h.weight == 0}
+    rng = np.random.default_rng(34)
+    for _ in range(300):
+        p = np.where(rng.random(len(w)) < 0.4, rng.uniform(0, 0.002, len(w)), rng.uniform(0, 1, len(w)))
+        adjusted = graph_adjusted(p, w, g)
+        for i, parents in gates.items():
+            assert adjusted[i] >= adjusted[parents].min() - 1e-12, hypotheses[i].name
+        for alpha in (0.01, 0.05):
+            declared, level = graph_reject(p, w, g, alpha)
+            assert (declared == (adjusted <= alpha)).all()
+            assert (adjusted[~declared] > alpha).all() and (adjusted[(level == 0) & ~declared] > alpha).all()

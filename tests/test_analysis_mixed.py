@@ -1,7 +1,9 @@
 """The random-slope mixed model reports its REML optimum: checked against an independent REML
 likelihood (written out here in numpy, maximised from several starts with scipy), on data of
-the kind the null simulation draws with the task x variant variance near zero, and on a fit
-stopped short on purpose (so the premise holds whatever optimiser statsmodels ships)."""
+the kind the null simulation draws with the task x variant variance near zero, on data that
+sit at the variance boundary (to 1e-6, fixed effects too, from several optimisers' starts),
+and on a fit stopped short on purpose (so the premise holds whatever optimiser statsmodels
+ships)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import statsmodels.formula.api as smf
 from scipy import optimize
 
 from colabkit.analysis.inference.mixed import LLF_TOLERANCE, fit_robustly, slope_model_contrast
+
+BOUNDARY_TOLERANCE = 1e-6
 
 
 def by_task(data: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -119,3 +123,67 @@ def test_the_reported_contrast_is_the_best_fits():
     reported = slope_model_contrast(data)
     assert reported["mixed_optimiser"] == fit.optimiser and reported["mixed_flags"] == ";".join(fit.flags)
     assert reported["mixed_se"] == pytest.approx(float(fit.result.bse_fe["treated"]))
+
+
+def profile_reml(tasks: list[tuple[np.ndarray, np.ndarray]], cov_unscaled: np.ndarray) -> tuple[float, np.ndarray]:
+    """(REML log-likelihood, GLS fixed effects) with the scale profiled out: V_g = s (Z C Z' + I)
+    for C = `cov_unscaled`, s = r' H^-1 r / (n - p); each V_g inverted whole (no Woodbury)."""
+    n, p = sum(len(y) for _, y in tasks), 2
+    xhx, xhy, logdet, parts = np.zeros((p, p)), np.zeros(p), 0.0, []
+    for x, y in tasks:
+        h = x @ cov_unscaled @ x.T + np.eye(len(y))
+        logdet += np.linalg.slogdet(h)[1]
+        hi = np.linalg.inv(h)
+        xhx, xhy = xhx + x.T @ hi @ x, xhy + x.T @ hi @ y
+        parts.append((x, y, hi))
+    b = np.linalg.solve(xhx, xhy)
+    scale = sum(float((y - x @ b) @ hi @ (y - x @ b)) for x, y, hi in parts) / (n - p)
+    return float(-0.5 * ((n - p) * (1 + np.log(2 * np.pi * scale)) + logdet + np.linalg.slogdet(xhx)[1])), b
+
+
+def random_intercept_optimum(tasks: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The random-intercept model's REML optimum: one ratio (intercept variance / scale), bounded 1-D search."""
+    result = optimize.minimize_scalar(lambda t: -profile_reml(tasks, np.diag([np.exp(t), 0.0]))[0],
+                                      bounds=(-20, 8), method="bounded", options={"xatol": 1e-10})
+    return max(-float(result.fun), profile_reml(tasks, np.zeros((2, 2)))[0])
+
+
+def boundary_optimum(tasks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, np.ndarray]:
+    """The REML optimum over the boundary (C = v v', rank <= 1) from six starts (L-BFGS-B, then
+    Nelder-Mead from the best), and the zero covariance; with the fixed effects there."""
+    def negative(v: np.ndarray) -> float:
+        return -profile_reml(tasks, np.outer(v, v))[0]
+
+    starts = [np.array(v) for v in ((1, 0), (1, 0.3), (1, -0.3), (0, 1), (0.3, 0.3), (3, 0))]
+    first = min((optimize.minimize(negative, v, method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-10})
+                 for v in starts), key=lambda r: r.fun)
+    final = optimize.minimize(negative, first.x, method="Nelder-Mead",
+                              options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 4000})
+    v = min((np.zeros(2), first.x, final.x), key=negative)
+    return profile_reml(tasks, np.outer(v, v))
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_a_boundary_fit_is_at_the_reml_optimum_from_several_starts(seed):
+    data = held_out_grid(seed, 0.0)  # no task x variant effect: the slope variance's optimum sits at zero
+    tasks = by_task(data)
+    optimum, fixed = boundary_optimum(tasks)
+    # the premise: the data sit at the boundary (no interior point is higher) and the boundary is
+    # not the random intercept alone (which is lower: a refit of it would not reach the optimum)
+    assert best_reml(data) <= optimum + BOUNDARY_TOLERANCE
+    assert random_intercept_optimum(tasks) < optimum - 1e-3
+    starts = [{}, {"optimisers": ("lbfgs",), "fallbacks": ()}, {"optimisers": ("powell",), "fallbacks": ()}]
+    for start in starts[: 3 if seed == 0 else 1]:
+        fit = fit_robustly(model_of(data), **start)
+        assert "mixedlm_boundary" in fit.flags
+        reached = reported_llf(data, fit.result)
+        assert reached >= optimum - BOUNDARY_TOLERANCE, (start, optimum - reached)
+        assert float(fit.result.llf) == pytest.approx(reached, abs=1e-8)  # the reported llf is the true one
+        np.testing.assert_allclose(np.asarray(fit.result.fe_params, dtype=float), fixed, atol=1e-5)
+
+
+def test_an_interior_fit_is_not_replaced_by_the_boundary():
+    data = held_out_grid(5, 0.05)
+    fit = fit_robustly(model_of(data))
+    assert "mixedlm_boundary" not in fit.flags and "boundary" not in fit.llf
+    assert not fit.optimiser.endswith("+boundary")

@@ -26,6 +26,7 @@ from colabkit.analysis import (
     study_table,
     termination_contrast,
 )
+from colabkit.analysis.inference.plan import ALL_VARIANTS
 from colabkit.errors import ColabkitError
 
 METRICS = ["performance", "hms"]
@@ -42,7 +43,7 @@ def test_the_plan_fixes_families_from_planned_variants_and_metrics():
     sizes = tests["family"].value_counts().to_dict()
     # Scaffolded - Default x 3 compositions x 2 metrics; 4 components x 3 x 2; dynamic 3 x 2
     assert sizes == {"scaffolded-default": 6, "decomposition": 24, "living-memory": 6}
-    assert plan.first_step_alpha == pytest.approx(0.05 * 0.4)  # the largest initial share of alpha
+    assert plan.first_step_alpha == pytest.approx(0.05 * 0.95)  # the largest initial share of alpha
     assert {"H1.dr", "H2.pooled", "H3.memory", "H4.w_total", "H5.dynamic"} <= {h.name for h in plan.hypotheses}
     paper = analysis_plan([v for v in plan.variants if not v.startswith("dynamic")], metrics=METRICS)
     assert "living-memory" not in set(planned_tests(paper)["family"])
@@ -215,3 +216,52 @@ def test_hypotheses_written_by_a_researcher_in_yaml(tmp_path):
         analysis_plan(("default-dr", "scaffolded-dr", "memory-dr"),
                       hypotheses=[{"name": "A", "a": "scaffolded-dr", "b": "default-dr", "weight": 0.8},
                                   {"name": "B", "a": "memory-dr", "b": "default-dr", "weight": 0.8}])
+
+
+def test_with_one_composition_the_pooled_claim_and_that_compositions_are_one_hypothesis():
+    dr_only = ("single", "default-dr", "scaffolded-dr", "memory-dr", "preassigned-dr")
+    plan = analysis_plan(dr_only, metrics=METRICS)
+    names = [h.name for h in plan.hypotheses]
+    assert "H2.pooled" not in names and names.count("H2.dr") == 1
+    merged = plan.hypotheses[names.index("H2.dr")]
+    # the pooled claim's place in the graph: its weight, its edges, and the edges that led to it
+    assert merged.weight == 0.95 and merged.then["H1.dr"] == 0.25 and merged.then["H3.synergy-memory"] == 0.2
+    assert all("H2.pooled" not in h.then for h in plan.hypotheses)
+    assert plan.hypotheses[names.index("H3.memory")].then["H2.dr"] == 0.5
+    table = hypothesis_table(score_table(), plan)
+    tested = table[["a", "b", "metric", "direction"]].astype(str).agg(" ".join, axis=1)
+    assert tested.is_unique and (tested == "scaffolded-dr default-dr performance greater").sum() == 1
+    every = analysis_plan(metrics=METRICS)  # all compositions: pooled and DR differ, both kept
+    assert {"H2.pooled", "H2.dr"} <= {h.name for h in every.hypotheses}
+    with pytest.raises(ColabkitError, match="H2.dr and A test the same pairs"):
+        analysis_plan(dr_only, hypotheses=[*plan.hypotheses, {"name": "A", "a": "scaffolded", "b": "default"}])
+
+
+def test_a_decision_is_the_same_whether_one_pair_or_all_are_asked():
+    scores = score_table()
+    plan = analysis_plan(metrics=METRICS)
+    columns = ["p_adjusted", "declared", "decision", "local_alpha"]
+    every = contrasts(scores, DECOMPOSITION, plan=plan, mixed_families=()).set_index(KEY)[columns]
+    for pair in DECOMPOSITION:
+        for metric in METRICS:
+            alone = contrasts(scores, [pair], metrics=[metric], plan=plan, mixed_families=()).set_index(KEY)[columns]
+            assert len(alone) and alone.equals(every.loc[alone.index]), (pair, metric)
+
+
+def test_unplanned_claims_leave_the_graph_as_a_rejected_one_does_so_no_planned_claim_is_cut_off():
+    from colabkit.analysis.inference.hypotheses import default_hypotheses
+
+    # a claim reached only through unplanned ones keeps their share (Process loss alone: all of alpha)
+    assert [(h.name, h.weight) for h in default_hypotheses(("single", "default-dr"))] == [("H1.dr", 1.0)]
+    assert [(h.name, h.weight) for h in default_hypotheses(("default-dr", "preassigned-dr"))] == [
+        ("H3.preassigned", 1.0)]
+    demo = {h.name: h for h in default_hypotheses(("single", "default-dr", "scaffolded-dr", "preassigned-dr"))}
+    assert demo["H1.dr"].weight == pytest.approx(0.025)  # memory's share, passed on as if memory were declared
+    dynamic = ("default-d", "default-r", "default-dr", "scaffolded-d", "scaffolded-r", "scaffolded-dr",
+               "dynamic-d", "dynamic-r", "dynamic-dr")
+    for variants in (dynamic, ("single", "default-dr", "scaffolded-dr", "preassigned-dr"), ALL_VARIANTS):
+        graph = default_hypotheses(variants)
+        assert sum(h.weight for h in graph) == pytest.approx(1.0)
+        reached = {h.name for h in graph if h.weight > 0} | {k for h in graph for k in h.then}
+        assert reached == {h.name for h in graph}, variants
+        assert all(sum(h.then.values()) <= 1 + 1e-9 for h in graph)

@@ -34,6 +34,7 @@ def test_the_simulator_effect_finds_the_shift_and_only_there():
     perf, hms = effect[effect["metric"] == "performance"], effect[effect["metric"] == "hms"]
     assert set(effect["variant"]) == set(sweep()["variant"]) - {"single"} and set(effect["simulator"]) == {"m2"}
     assert perf["diff"].between(0.1, 0.25).all() and (perf["p_holm"] < 0.01).all()
+    assert effect["adjustment"].str.contains("not a decision of the plan").all()
     assert (hms["diff"].abs() < 1e-9).all()
     assert simulator_effect(sweep()[lambda t: t["simulator"] != "m2"]).empty  # one simulator: nothing to compare
 

@@ -93,3 +93,24 @@ def test_tasks_needed_says_where_the_archaeology_tasks_run_out():
     table = tasks_for_power(plan, means, GAUSSIAN, reps=150, grid=(10, 38, 76, 528)).set_index("hypothesis")
     assert table.loc["big", "tasks_needed"] <= 38 and not table.loc["big", "beyond_archaeology"]
     assert table.loc["small", "tasks_needed"] > 38 and table.loc["small", "beyond_archaeology"]
+
+
+def test_the_graph_search_keeps_the_first_graph_unless_beaten_and_its_choice_is_the_default():
+    from colabkit.analysis.inference.graph_search import FIRST_WRITTEN, SEARCHED, candidate_graphs, search_graph
+    from colabkit.analysis.inference.hypotheses import PAPER_HYPOTHESES
+
+    graphs = candidate_graphs()
+    assert graphs[SEARCHED] == PAPER_HYPOTHESES  # the default plan's graph is the search's choice
+    for name, graph in graphs.items():  # every claim reachable: an initial share or an edge into it
+        reached = {h.name for h in graph if h.weight > 0} | {k for h in graph for k, v in h.then.items() if v > 0}
+        assert reached == {h.name for h in graph}, name
+    few = {FIRST_WRITTEN: graphs[FIRST_WRITTEN], "same again": graphs[FIRST_WRITTEN], SEARCHED: graphs[SEARCHED]}
+    table = search_graph(ALL_VARIANTS, few, FIRST_WRITTEN, reps=300, seed=2).set_index("graph")
+    true_claims = [h.name for h in PAPER_HYPOTHESES if h.name not in ("H3.preassigned", "H5.dynamic")]
+    assert np.allclose(table["objective"], table[true_claims].sum(axis=1))  # null claims never count
+    assert table.loc["same again", "vs_current"] == 0 and not table.loc["same again", "chosen"]
+    assert table.loc[SEARCHED, "chosen"] and table["chosen"].sum() == 1
+    assert table.loc[SEARCHED, "vs_current"] > 2 * table.loc[SEARCHED, "vs_current_se"] > 0
+    alone = search_graph(ALL_VARIANTS, {FIRST_WRITTEN: graphs[FIRST_WRITTEN], "same again": graphs[FIRST_WRITTEN]},
+                         FIRST_WRITTEN, reps=100, seed=2)
+    assert alone.set_index("graph").loc[FIRST_WRITTEN, "chosen"]  # no candidate beats it: it stays

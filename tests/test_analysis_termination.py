@@ -37,6 +37,7 @@ def test_the_contrast_is_all_sides_minus_either_side_on_the_same_task_and_seed()
     mean = scores.loc[(scores["variant"] == "single") & (scores["termination"] == "either_side"), "hms"].mean()
     assert math.isclose(single["mean_baseline"], mean) and math.isclose(single["mean_rule"], mean - 0.1)
     assert (table["baseline"] == "either_side").all() and (table["rule"] == "all_sides").all()
+    assert table["adjustment"].str.contains("not a decision of the plan").all()  # a description, said so
     perf = table[table["metric"] == "performance"]
     assert (perf["diff"] == 0).all() and (perf["p_unadjusted"] == 1).all()  # no spread, no shift: p = 1
     assert (table["n_tasks"] == 4).all()  # tested at the task level: 4 tasks, 8 pairs

@@ -41,8 +41,9 @@ def check_graph(weights: np.ndarray, transitions: np.ndarray) -> None:
         raise ValueError("transition weights must be >= 0, 0 on the diagonal, each row summing to <= 1")
 
 
-def _reject(i: int, w: np.ndarray, g: np.ndarray, active: np.ndarray) -> None:
-    """Remove H_i from the graph in place, passing its level on (module docstring)."""
+def pass_on(i: int, w: np.ndarray, g: np.ndarray, active: np.ndarray) -> None:
+    """Remove H_i from the graph in place, passing its level on (module docstring): what a
+    rejection does, and how a hypothesis the plan cannot test leaves the graph before the data."""
     active[i] = False
     rest = np.flatnonzero(active)
     w[rest] += w[i] * g[i, rest]
@@ -75,7 +76,7 @@ def graph_adjusted(p_values: np.ndarray, weights: np.ndarray, transitions: np.nd
         i = int(index[best])
         running = max(running, min(1.0, float(ratio[best])))
         adjusted[i] = running
-        _reject(i, w, g, active)
+        pass_on(i, w, g, active)
     return adjusted
 
 
@@ -95,7 +96,7 @@ def graph_reject(p_values: np.ndarray, weights: np.ndarray, transitions: np.ndar
             return rejected, np.where(rejected, level, w)
         i = int(candidates[np.argmin(p[candidates] / w[candidates])])
         rejected[i], level[i] = True, w[i]
-        _reject(i, w, g, active)
+        pass_on(i, w, g, active)
 
 
 def holm_graph(m: int) -> tuple[np.ndarray, np.ndarray]:

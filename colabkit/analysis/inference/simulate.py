@@ -147,13 +147,9 @@ def null_true(h: Hypothesis, means: dict[str, dict[str, float]], variants: Seque
     return {"greater": effect <= 1e-12, "less": effect >= -1e-12, "two-sided": abs(effect) <= 1e-12}[h.direction]
 
 
-def simulate_declared(plan: AnalysisPlan, means: dict[str, dict[str, float]], shape: DataShape = DataShape(),
-                      tasks: int | None = None, seeds: int | None = None, reps: int = 500,
-                      seed: int = 0) -> np.ndarray:
-    """(reps, hypotheses) booleans: which hypotheses the plan's procedure declares in each grid.
-
-    The exploratory tests never pass level back to a hypothesis, so the hypotheses' decisions
-    are simulated exactly without them."""
+def simulate_p(plan: AnalysisPlan, means: dict[str, dict[str, float]], shape: DataShape = DataShape(),
+               tasks: int | None = None, seeds: int | None = None, reps: int = 500, seed: int = 0) -> np.ndarray:
+    """(reps, hypotheses): the p each hypothesis's test contributes to the procedure, per grid."""
     tasks, seeds = tasks or plan.planned_tasks, seeds or plan.planned_seeds
     rng = np.random.default_rng(seed)
     hypotheses = plan.hypotheses
@@ -166,8 +162,23 @@ def simulate_declared(plan: AnalysisPlan, means: dict[str, dict[str, float]], sh
                 pairs = variant_pairs(h, plan.variants)
                 d = sum(scores[a] - scores[b] for a, b in pairs) / len(pairs)
                 p[:, i] = _test_p(h, d.mean(axis=2))
+    return p
+
+
+def declared_by(p: np.ndarray, hypotheses: Sequence[Hypothesis], alpha: float) -> np.ndarray:
+    """(reps, hypotheses) booleans: what the graph of `hypotheses` declares from each row of `p`."""
     weights, g = study_graph(hypotheses, 0)
-    return np.array([graph_reject(row, weights, g, plan.alpha)[0] for row in p])
+    return np.array([graph_reject(row, weights, g, alpha)[0] for row in p]).reshape(p.shape)
+
+
+def simulate_declared(plan: AnalysisPlan, means: dict[str, dict[str, float]], shape: DataShape = DataShape(),
+                      tasks: int | None = None, seeds: int | None = None, reps: int = 500,
+                      seed: int = 0) -> np.ndarray:
+    """(reps, hypotheses) booleans: which hypotheses the plan's procedure declares in each grid.
+
+    The exploratory tests never pass level back to a hypothesis, so the hypotheses' decisions
+    are simulated exactly without them."""
+    return declared_by(simulate_p(plan, means, shape, tasks, seeds, reps, seed), plan.hypotheses, plan.alpha)
 
 
 def procedure_power(plan: AnalysisPlan, means: dict[str, dict[str, float]] | None = None,

@@ -30,6 +30,9 @@ from colabkit.analysis.inference.stats import clustered_standard_error
 from colabkit.analysis.scores import COMPOSITIONS, STUDY_METRICS, check_scores, variant_order
 
 COLUMN = "termination"
+DESCRIPTION = "Holm over this table: a description of how levels move, not a decision of the plan"
+"""Said on every row of a level-shift table (here and `realism.simulator_effect`): its adjusted p
+is not the study's procedure, and a shift it does not find is not shown to be absent."""
 PRIMARY = "ai_budget"  # the suite's default
 RULES = (PRIMARY, "either_side", "all_sides")  # the baseline order: the first present is the baseline
 
@@ -58,13 +61,14 @@ def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_ME
 
     Pairs are the same (task, seed) under both rules, tested at the task level like every
     contrast (`task_contrast`: task-clustered SE, t on tasks - 1 df); p-values are Holm-adjusted
-    over the whole table, a description of how far levels move. A level that does not move
+    over the whole table, a description of how far levels move (`adjustment` says so on every
+    row: the plan's procedure decides nothing here). A level that does not move
     significantly is not shown to be unchanged (`termination_interaction` asks whether a
     *result* changes, by equivalence). Empty with fewer than two rules.
     """
     metrics = list(metrics)
     columns = ["variant", "metric", "baseline", "rule", "mean_baseline", "mean_rule", "n_pairs", "n_tasks", "diff",
-               "se_task", "ci_low", "ci_high", "p_unadjusted", "p_holm"]
+               "se_task", "ci_low", "ci_high", "p_unadjusted", "p_holm", "adjustment"]
     rules = termination_rules(scores)
     if len(rules) < 2:
         return with_plan(pd.DataFrame(columns=columns), plan or AnalysisPlan())
@@ -81,7 +85,7 @@ def termination_contrast(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_ME
                              **task_contrast(runs, rule, baseline, metric)})
     out = pd.DataFrame(rows)
     out["p_holm"], _ = holm(out["p_unadjusted"].to_numpy(dtype="float64"))
-    return with_plan(out[columns], plan or AnalysisPlan())
+    return with_plan(out.assign(adjustment=DESCRIPTION)[columns], plan or AnalysisPlan())
 
 
 INTERACTION_COLUMNS = ("composition", "metric", "a", "b", "component", "baseline", "rule", "n_pairs", "n_tasks",

@@ -11,7 +11,8 @@ different models are joined "D=...; R=..."; a session without a simulated human 
   time (a (variant, task, seed) is otherwise scored once per simulator and cannot pair).
 - `simulator_effect`: per variant and metric, each other simulator minus the reference on the
   same (task, seed), tested at the task level like every contrast (`task_contrast`); Holm over
-  the whole table finds where an outcome moves; where it does not, the standardised TOST
+  the whole table finds where an outcome moves (a description outside the plan's decisions,
+  `adjustment` says so on every row); where it does not, the standardised TOST
   (`verdict`: equivalent, not shown equivalent, or inconclusive at low power) says whether
   it is shown *not* to move: non-rejection is never read as "no difference".
 - `contrasts_by_simulator`: the study's contrasts (`contrasts`, Scaffolded - Default per
@@ -33,6 +34,7 @@ from colabkit.analysis.inference.contrasts import contrasts, paired_differences,
 from colabkit.analysis.inference.decide import equivalence_verdict
 from colabkit.analysis.inference.families import holm
 from colabkit.analysis.inference.plan import AnalysisPlan
+from colabkit.analysis.inference.termination import DESCRIPTION
 from colabkit.analysis.realism.fingerprints import HUMAN_SEATS, simulator_label
 from colabkit.analysis.scores import STUDY_METRICS, check_scores, variant_order
 
@@ -90,8 +92,8 @@ def simulator_effect(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRIC
     whether it is shown equivalent within `margin_sd` between-task SDs (module docstring)."""
     metrics = list(metrics)
     columns = ["variant", "metric", "simulator", "reference", "mean_simulator", "mean_reference", "n_pairs",
-               "n_tasks", "diff", "se_task", "ci_low", "ci_high", "p_unadjusted", "p_holm", "margin_sd", "p_tost",
-               "tost_power", "verdict", "note"]
+               "n_tasks", "diff", "se_task", "ci_low", "ci_high", "p_unadjusted", "p_holm", "adjustment", "margin_sd",
+               "p_tost", "tost_power", "verdict", "note"]
     present = simulators(scores)
     if len(present) < 2:
         return pd.DataFrame(columns=columns)
@@ -108,8 +110,9 @@ def simulator_effect(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_METRIC
                              "mean_reference": means[metric].get(reference),
                              **task_contrast(runs, other, reference, metric),
                              **_equivalence(runs, other, reference, metric, margin_sd)})
-    out = pd.DataFrame(rows, columns=[c for c in columns if c != "p_holm"])
+    out = pd.DataFrame(rows, columns=[c for c in columns if c not in ("p_holm", "adjustment")])
     out["p_holm"], _ = holm(out["p_unadjusted"].to_numpy(dtype="float64"))
+    out["adjustment"] = DESCRIPTION
     return out[columns]
 
 
