@@ -56,11 +56,16 @@ START_TIMEOUT_S = 60.0
 IDLE_GRACE_S = 1.0  # after the reply, how long to wait for the trailing 'idle' on IOPub
 _POLL_MS = 100
 _LIVE: set[SandboxedKernel] = set()  # started and not yet shut down
-STARTS_AT_ONCE = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-"""Kernel starts one event loop lets run at once: one per usable core (see `start_slot`)."""
-_BLOCKING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="colabkit-workspace")
+_CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+STARTS_AT_ONCE = _CORES
+"""Cold kernel starts one event loop lets run at once: one per usable core (see `start_slot`)."""
+WARM_STARTS_AT_ONCE = 4 * _CORES
+"""Warm starts one event loop lets run at once: four per core, as one costs about a fifth of
+a cold start's CPU (a sandbox, a fork, ipykernel's set-up) and mostly waits on the sandbox."""
+_BLOCKING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="colabkit-workspace")
 T = TypeVar("T")
-_START_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+_START_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = \
+    weakref.WeakKeyDictionary()
 _SIGNAL_HINTS = {
     "SIGSEGV": "segmentation fault",
     "SIGKILL": "out of memory, or a hard limit",
@@ -101,6 +106,13 @@ class SandboxedKernel:
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def expected_start(self) -> Literal["warm", "cold"]:
+        """How the next start will most likely go (for its start slot): warm where allowed
+        and this process's template has not failed."""
+        if self.start_mode == "cold" or not warm.may_warm(self.sandbox):
+            return "cold"
+        return "warm"
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -345,21 +357,25 @@ def _discard_warm(proc: warm.WarmProcess) -> None:
 
 
 @asynccontextmanager
-async def start_slot() -> AsyncIterator[None]:
-    """Hold one of this event loop's `STARTS_AT_ONCE` kernel-start slots for the block.
+async def start_slot(kind: Literal["warm", "cold"] = "cold") -> AsyncIterator[None]:
+    """Hold one of this event loop's kernel-start slots of `kind` for the block: at most
+    `STARTS_AT_ONCE` cold starts and `WARM_STARTS_AT_ONCE` warm ones run at once.
 
-    A kernel's start (bubblewrap, the interpreter, ipykernel's imports) costs about a
-    second of CPU. A batch opens all its sessions' workspaces at once: 64 starts at once
-    left the event loop (whose process got a 65th of the cores) 20 s late to send any
-    session's first model request. Starting at most one kernel per core keeps the loop's
-    share, so the requests go out while the kernels start one after another; a session
-    needs its kernel only at its first cell, after its first model call.
+    A cold start (bubblewrap, the interpreter, ipykernel's imports) costs about a second of
+    CPU. A batch opens all its sessions' workspaces at once: 64 starts at once left the
+    event loop (whose process got a 65th of the cores) 20 s late to send any session's first
+    model request. Starting at most one cold kernel per core keeps the loop's share, so the
+    requests go out while the kernels start one after another; a session needs its kernel
+    only at its first cell, after its first model call. A warm start costs a fifth of that,
+    and one per core left 64 sessions' last kernels a minute late for their first cells
+    under load, so warm starts get four slots per core.
     """
     loop = asyncio.get_running_loop()
     slots = _START_SLOTS.get(loop)
     if slots is None:
-        slots = _START_SLOTS[loop] = asyncio.Semaphore(STARTS_AT_ONCE)
-    async with slots:
+        slots = _START_SLOTS[loop] = {"cold": asyncio.Semaphore(STARTS_AT_ONCE),
+                                      "warm": asyncio.Semaphore(WARM_STARTS_AT_ONCE)}
+    async with slots[kind]:
         yield
 
 
