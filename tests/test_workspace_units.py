@@ -369,3 +369,25 @@ def test_warm_and_cold_starts_hold_separate_slots(monkeypatch):
             return await asyncio.wait_for(warm_start(), 30)  # shared slots would never enter
 
     assert asyncio.run(scenario()) == "started"
+
+
+def test_the_warm_start_waits_on_descriptors_numbered_past_select_s_limit():
+    # A batch of 64 sessions holds over 1,024 descriptors; select() refused them, and three
+    # warm starts of such a batch failed ("filedescriptor out of range in select()").
+    import resource
+
+    from colabkit.workspace import warm
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    require(hard == resource.RLIM_INFINITY or hard > 2000, f"the descriptor limit here is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2001) if soft != resource.RLIM_INFINITY else soft, hard))
+    reader, writer = os.pipe()
+    high = os.dup2(reader, 2000)
+    try:
+        assert not warm.readable(high, 0.01)
+        os.write(writer, b"ready\n")
+        assert warm.readable(high, 0.01)
+    finally:
+        for fd in (high, reader, writer):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

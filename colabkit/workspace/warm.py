@@ -24,6 +24,7 @@ modules), `unavailable` says why and the kernel starts cold; the reason is recor
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import socket
@@ -132,7 +133,7 @@ class Template:
         self.memory_mb: int = ready.get("vm_kb", 0) // 1024
 
     def _receive(self, timeout: float) -> dict[str, Any]:
-        ready, _, _ = select.select([self._channel], [], [], timeout)
+        ready = readable(self._channel.fileno(), timeout)
         data = self._channel.recv(1 << 20) if ready else b""
         if not data:
             self._log.seek(0)
@@ -332,13 +333,23 @@ def start(sandbox: Sandbox, layout: Layout, limits: Limits, config: dict[str, An
     return WarmProcess(holder, holder_pid, pipe, nspid, found.memory_mb)
 
 
+def readable(fd: int, timeout: float) -> bool:
+    """Whether `fd` has data (or its end) within `timeout` seconds.
+
+    poll, not select: a batch's process holds well over 1,024 descriptors (64 sessions'
+    zmq sockets), and select refuses a descriptor numbered past that.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(math.ceil(max(0.0, timeout) * 1000)))
+
+
 def _holder_pid(info_fd: int) -> int:
     """The host pid of the sandbox's init, from bubblewrap's --info-fd JSON."""
     data = b""
     deadline = time.monotonic() + HOLDER_TIMEOUT_S
     while b"}" not in data:
-        ready, _, _ = select.select([info_fd], [], [], max(0.0, deadline - time.monotonic()))
-        chunk = os.read(info_fd, 4096) if ready else b""
+        chunk = os.read(info_fd, 4096) if readable(info_fd, deadline - time.monotonic()) else b""
         if not chunk:
             raise WarmUnavailable(f"bubblewrap gave no sandbox pid ({data[:200]!r})")
         data += chunk
@@ -350,8 +361,7 @@ def _wait_line(fd: int, line: bytes, holder: subprocess.Popen) -> None:
     data = b""
     deadline = time.monotonic() + HOLDER_TIMEOUT_S
     while not data.startswith(line):
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        chunk = os.read(fd, 64) if ready else b""
+        chunk = os.read(fd, 64) if readable(fd, deadline - time.monotonic()) else b""
         if not chunk:
             raise WarmUnavailable(f"the warm kernel's sandbox did not start (bubblewrap {holder.poll()})")
         data += chunk
