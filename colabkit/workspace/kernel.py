@@ -60,8 +60,7 @@ _CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
 STARTS_AT_ONCE = _CORES
 """Cold kernel starts one event loop lets run at once: one per usable core (see `start_slot`)."""
 WARM_STARTS_AT_ONCE = 4 * _CORES
-"""Warm starts one event loop lets run at once: four per core, as one costs about a fifth of
-a cold start's CPU (a sandbox, a fork, ipykernel's set-up) and mostly waits on the sandbox."""
+"""Warm starts at once: four per core (one costs a fifth of a cold start's CPU)."""
 _BLOCKING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="colabkit-workspace")
 T = TypeVar("T")
 _START_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = \
@@ -358,17 +357,12 @@ def _discard_warm(proc: warm.WarmProcess) -> None:
 
 @asynccontextmanager
 async def start_slot(kind: Literal["warm", "cold"] = "cold") -> AsyncIterator[None]:
-    """Hold one of this event loop's kernel-start slots of `kind` for the block: at most
-    `STARTS_AT_ONCE` cold starts and `WARM_STARTS_AT_ONCE` warm ones run at once.
-
-    A cold start (bubblewrap, the interpreter, ipykernel's imports) costs about a second of
-    CPU. A batch opens all its sessions' workspaces at once: 64 starts at once left the
-    event loop (whose process got a 65th of the cores) 20 s late to send any session's first
-    model request. Starting at most one cold kernel per core keeps the loop's share, so the
-    requests go out while the kernels start one after another; a session needs its kernel
-    only at its first cell, after its first model call. A warm start costs a fifth of that,
-    and one per core left 64 sessions' last kernels a minute late for their first cells
-    under load, so warm starts get four slots per core.
+    """Hold one of this event loop's `kind` start slots for the block (`STARTS_AT_ONCE` cold,
+    `WARM_STARTS_AT_ONCE` warm). A cold start costs about a CPU-second, and 64 at once left
+    the event loop (a 65th of the cores) 20 s late to send any first model request; one per
+    core keeps its share while the requests go out (a session needs its kernel only at its
+    first cell). A warm start costs a fifth of that, and one per core left 64 sessions' last
+    kernels a minute late for their first cells, so warm starts get four slots per core.
     """
     loop = asyncio.get_running_loop()
     slots = _START_SLOTS.get(loop)
