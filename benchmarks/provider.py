@@ -90,7 +90,8 @@ async def one_level(concurrency: int, n: int, args: argparse.Namespace, base: st
                     seed0: int) -> dict[str, Any]:
     items = [(spec(args.variant, seed0 + i, args.budget), bm.task()) for i in range(n)]
     before = await asyncio.to_thread(stats, base)
-    stop, cpu_seen = asyncio.Event(), {}
+    stop, cpu_seen, cpu_before = asyncio.Event(), {}, {}
+    await asyncio.to_thread(descendants_cpu, psutil.Process(), cpu_before)  # the server's, a template's so far
     sampler = asyncio.create_task(sample_cpu(stop, cpu_seen))
     load0 = os.getloadavg()
     timeline = Timeline()
@@ -111,7 +112,7 @@ async def one_level(concurrency: int, n: int, args: argparse.Namespace, base: st
     after = await asyncio.to_thread(stats, base)
     timeline.add_arrivals(after.get("first_by_session", {}))
     found = timeline.breakdown()
-    kernels_cpu = sum(cpu_seen.values())
+    kernels_cpu = sum(cpu - cpu_before.get(pid, 0.0) for pid, cpu in cpu_seen.items())
     answered = after["answered"] - before["answered"]
     model_s = after["model_s"] - before["model_s"]
     ideal = model_s / concurrency
@@ -130,6 +131,8 @@ async def one_level(concurrency: int, n: int, args: argparse.Namespace, base: st
            "process_cpu_per_call_ms": 1000 * cpu / max(answered, 1),
            "first_request_s": first, "waited_children_cpu_s": helpers_cpu, "first_request_breakdown": found,
            "done": statuses.count("done"), "failed": statuses.count("failed"),
+           "failures": sorted({f"{o.ended_by}: {(o.error or '')[:300]}" for o in summary.outcomes
+                               if o.status == "failed"}),
            "load_before": load0, "load_after": os.getloadavg(),
            "provider_cached_share": (after["cached_tokens"] - before["cached_tokens"])
            / max(after["prompt_tokens"] - before["prompt_tokens"], 1)}

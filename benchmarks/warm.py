@@ -1,9 +1,9 @@
 """Cold vs warm kernels side by side in one run: kernel start CPU, and whole batches over HTTP.
 
 Part 1, kernel start: `--starts` workspaces per kind, cold and warm interleaved, each opened
-and given one pandas cell (`import pandas; read_csv`). For each: the CPU seconds of the
-kernel's process tree (bubblewrap, the sandbox's init, the kernel) when it first answers,
-and what the first pandas cell adds; for warm, once per process, the template's own start
+and given one pandas cell (`import pandas; read_csv`) and one plot (pyplot, inline backend).
+For each: the CPU seconds of the kernel's process tree (bubblewrap, the sandbox's init, the
+kernel) when it first answers, and what the first pandas cell and the first plot add; for warm, once per process, the template's own start
 (its imports). Cold is today's start; warm forks from the template (`colabkit.workspace.warm`).
 
 Part 2, batches: the provider benchmark's grid (`provider.py`: default-dr sessions whose
@@ -11,11 +11,17 @@ every role is `deepseek/deepseek-chat` over real HTTP to the local server, logno
 2% faults), one wave of N sessions at N = each `--concurrency`, cold then warm at each level.
 Per level and kind it reports the wall time over the best bound no scheduler can beat,
 max(total latency / concurrency, CPU floor = suite + kernel CPU / cores, the slowest
-session's own serial latency), the suite's CPU per session, and when the first and the last
-session's first request went out.
+session's own serial latency), the suite's CPU per session, when the first and the last
+session's first request went out, and how long sessions' first cells waited for their
+kernels (a kernel ready before the first cell waits 0).
 
-    PYTHONPATH=. nice .venv/bin/python benchmarks/warm.py [--starts 4] [--concurrency 8,32,64]
-        [--budget 4] [--latency 2.0]
+The machine may be shared, so each level also records what the rest of it did meanwhile:
+the 1-minute load average (sampled every second: mean and peak) and the neighbours' CPU
+(all CPU time /proc/stat counted, less ours), from which a second bound takes the CPU floor
+on the cores they left free. On a quiet machine the two bounds agree.
+
+    PYTHONPATH=. nice .venv/bin/python benchmarks/warm.py      # about 6 min on 2 loaded cores
+        [--starts 3] [--concurrency 8,32,64] [--budget 3] [--latency 2.0]
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +48,7 @@ from colabkit.workspace import Workspace, warm
 GRID = 1482
 CSV = "x,y\n" + "".join(f"{i},{i * i}\n" for i in range(5000))
 CELL = "import pandas as pd\ndf = pd.read_csv('data/bench.csv')\nprint(df.shape)"
+PLOT = "import matplotlib.pyplot as plt\nplt.plot(df.x, df.y)\nplt.title('y over x')"
 
 
 def tree_cpu(pid: int) -> float:
@@ -70,7 +78,10 @@ async def one_start(kind: str, data: Path) -> dict[str, float]:
         cell = await ws.execute(CELL, author="bench")
         assert cell.status == "ok", cell.error
         cell_cpu = tree_cpu(proc.pid) - start_cpu
-    return {"ready_s": ready, "start_cpu_s": start_cpu, "pandas_cell_cpu_s": cell_cpu}
+        plot = await ws.execute(PLOT, author="bench")
+        assert plot.status == "ok" and len(plot.images) == 1, (plot.error, plot.images)
+        plot_cpu = tree_cpu(proc.pid) - start_cpu - cell_cpu
+    return {"ready_s": ready, "start_cpu_s": start_cpu, "pandas_cell_cpu_s": cell_cpu, "plot_cell_cpu_s": plot_cpu}
 
 
 async def starts(n: int) -> dict[str, Any]:
@@ -87,27 +98,94 @@ async def starts(n: int) -> dict[str, Any]:
                                         "address_space_mb": template.memory_mb, "preloaded": template.preloaded}}
     for kind, runs in rows.items():
         out[kind] = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    out["load"] = os.getloadavg()
     out["start_cpu_ratio"] = out["warm"]["start_cpu_s"] / out["cold"]["start_cpu_s"]
+    out["plot_cell_ratio"] = out["warm"]["plot_cell_cpu_s"] / out["cold"]["plot_cell_cpu_s"]
     out["start_and_cell_ratio"] = (out["warm"]["start_cpu_s"] + out["warm"]["pandas_cell_cpu_s"]) / \
         (out["cold"]["start_cpu_s"] + out["cold"]["pandas_cell_cpu_s"])
     for kind in ("cold", "warm"):
         r = out[kind]
         print(f"{kind}: ready in {r['ready_s']:.2f} s, kernel start {r['start_cpu_s']:.3f} CPU-s, "
-              f"first pandas cell {r['pandas_cell_cpu_s']:.3f} CPU-s (medians of {n})", flush=True)
+              f"first pandas cell {r['pandas_cell_cpu_s']:.3f} CPU-s, first plot {r['plot_cell_cpu_s']:.3f} "
+              f"CPU-s (medians of {n})", flush=True)
     t = out["template"]
     print(f"template (once per process): {t['import_cpu_s']:.2f} CPU-s of imports, ready after "
           f"{t['ready_s']:.1f} s, {t['address_space_mb']} MB address space; warm/cold kernel start CPU "
-          f"{out['start_cpu_ratio']:.2f}, start + first pandas cell {out['start_and_cell_ratio']:.2f}", flush=True)
+          f"{out['start_cpu_ratio']:.2f}, start + first pandas cell {out['start_and_cell_ratio']:.2f}, first plot "
+          f"{out['plot_cell_ratio']:.2f}; load {out['load'][0]:.1f}", flush=True)
     return out
 
 
 def bound(row: dict[str, Any], cores: int) -> dict[str, float]:
-    floor = (row["cpu_s"] + row["kernels_cpu_s"]) / cores
+    ours = row["cpu_s"] + row["kernels_cpu_s"]
+    floor = ours / cores
     best = max(row["ideal_s"], floor, row["slowest_session_model_s"])
+    free = max(cores - row["others_cores"], 0.25)  # the cores the neighbours left (at least a quarter)
+    best_free = max(row["ideal_s"], ours / free, row["slowest_session_model_s"])
     sent = row["first_request_breakdown"]["steps"].get("sent", {})
     return {"cpu_floor_s": floor, "bound_s": best, "wall_over_bound": row["wall_s"] / best,
+            "cpu_floor_free_s": ours / free, "wall_over_bound_free": row["wall_s"] / best_free,
             "first_request_first_s": sent.get("first", float("nan")),
             "first_request_last_s": sent.get("last", float("nan"))}
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds every process on the machine has spent (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+async def sample_load(stop: asyncio.Event, samples: list[float]) -> None:
+    while not stop.is_set():
+        samples.append(os.getloadavg()[0])
+        try:
+            await asyncio.wait_for(stop.wait(), 1.0)
+        except TimeoutError:
+            pass
+
+
+def watch_first_cells(waits: list[float]) -> Callable[[], None]:
+    """Record how long each workspace's first cell waited for its kernel; return the undo."""
+    real = Workspace._kernel_started
+
+    async def timed(self: Workspace) -> None:
+        started = time.perf_counter()
+        await real(self)
+        if not getattr(self, "_bench_first_cell", False):
+            self._bench_first_cell = True  # type: ignore[attr-defined]
+            waits.append(time.perf_counter() - started)
+
+    Workspace._kernel_started = timed  # type: ignore[method-assign]
+    return lambda: setattr(Workspace, "_kernel_started", real)
+
+
+async def measured_level(concurrency: int, args: argparse.Namespace, base: str, out: Path,
+                         seed: int) -> dict[str, Any]:
+    """One level, with the machine's load, the neighbours' CPU and the first cells' waits."""
+    stop, loads, waits = asyncio.Event(), [], []
+    sampler = asyncio.create_task(sample_load(stop, loads))
+    undo = watch_first_cells(waits)
+    busy0, t0 = busy_cpu_s(), time.perf_counter()
+    try:
+        row = await provider.one_level(concurrency, concurrency, args, base, out, seed)
+    finally:
+        undo()
+        stop.set()
+        await sampler
+    span, busy = time.perf_counter() - t0, busy_cpu_s() - busy0
+    # ours: this process, its sampled descendants (kernels, the server) and the helpers it
+    # waited for (mkfs, mount). A process that ended between two samples is missed, so the
+    # neighbours' share errs high by that much (kernels end idle; helpers are waited for)
+    others = max(0.0, busy - row["cpu_s"] - row["kernels_cpu_s"] - row["waited_children_cpu_s"])
+    waited = sorted(waits)
+    row.update(load_mean=statistics.fmean(loads), load_max=max(loads), others_cores=others / span,
+               machine_busy_cores=busy / span, first_cells=len(waited),
+               first_cell_waited=sum(w > 0.05 for w in waited),
+               first_cell_wait_median_s=statistics.median(waited) if waited else 0.0,
+               first_cell_wait_max_s=waited[-1] if waited else 0.0)
+    return row
 
 
 async def batches(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -131,15 +209,21 @@ async def batches(args: argparse.Namespace) -> list[dict[str, Any]]:
                 os.environ[warm.MODE_ENV] = kind
                 print(f"\n== {kind}, {concurrency} sessions", flush=True)
                 with tempfile.TemporaryDirectory(prefix="colabkit-warm-") as tmp:
-                    row = await provider.one_level(concurrency, concurrency, args, base, Path(tmp), seed)
+                    row = await measured_level(concurrency, args, base, Path(tmp), seed)
                 seed += concurrency  # fresh sessions (no cache hits): the same grid shape, new seeds
                 row.update(kind=kind, **bound(row, cores))
                 rows.append(row)
+                for failure in row["failures"]:
+                    print(f"   failed: {failure}", flush=True)
                 print(f"   {kind} at {concurrency}: wall {row['wall_s']:.1f} s over max(latency/concurrency "
                       f"{row['ideal_s']:.1f}, CPU floor {row['cpu_floor_s']:.1f}, slowest session "
                       f"{row['slowest_session_model_s']:.1f}) = {row['wall_over_bound']:.2f}; CPU/session "
                       f"{row['cpu_per_session_s']:.2f} s; first request {row['first_request_first_s']:.1f} s, "
-                      f"last session's {row['first_request_last_s']:.1f} s", flush=True)
+                      f"last session's {row['first_request_last_s']:.1f} s; first cells that waited for "
+                      f"their kernel {row['first_cell_waited']}/{row['first_cells']} (longest "
+                      f"{row['first_cell_wait_max_s']:.1f} s); load {row['load_mean']:.1f} (peak "
+                      f"{row['load_max']:.1f}), neighbours {row['others_cores']:.2f} of {cores} cores: "
+                      f"on the cores they left, wall / bound {row['wall_over_bound_free']:.2f}", flush=True)
     finally:
         os.environ.pop(warm.MODE_ENV, None)
         server.stdin.close()
@@ -165,12 +249,12 @@ def projections(rows: list[dict[str, Any]], cores: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--starts", type=int, default=4, help="workspaces per kind in part 1")
+    parser.add_argument("--starts", type=int, default=3, help="workspaces per kind in part 1")
     parser.add_argument("--concurrency", default="8,32,64", help="'' skips part 2")
     parser.add_argument("--latency", type=float, default=2.0)
     parser.add_argument("--fault-rate", type=float, default=0.02)
     parser.add_argument("--variant", default="default-dr")
-    parser.add_argument("--budget", type=int, default=4, help="task-phase actions per side")
+    parser.add_argument("--budget", type=int, default=3, help="task-phase actions per side")
     parser.add_argument("--name", default="warm", help="results/<name>.json (several runs keep apart)")
     args = parser.parse_args(argv)
     args.levels = [int(c) for c in args.concurrency.split(",") if c]
@@ -183,12 +267,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nrun {started}-{time.strftime('%H:%M', time.gmtime())} UTC, load {load0[0]:.1f} -> "
           f"{os.getloadavg()[0]:.1f} on {cores} cores")
     print("| sessions | kernels | wall | latency / concurrency | CPU floor | slowest session | wall / bound "
-          "| CPU per session | first request: first / last session |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| CPU per session | first request: first / last session | first cells that waited (longest) "
+          "| load: mean (peak) | neighbours' cores | wall / bound on the cores left |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['concurrency']} | {r['kind']} | {r['wall_s']:.1f} s | {r['ideal_s']:.1f} s | "
               f"{r['cpu_floor_s']:.1f} s | {r['slowest_session_model_s']:.1f} s | **{r['wall_over_bound']:.2f}** | "
-              f"{r['cpu_per_session_s']:.2f} s | {r['first_request_first_s']:.1f} / {r['first_request_last_s']:.1f} s |")
+              f"{r['cpu_per_session_s']:.2f} s | {r['first_request_first_s']:.1f} / {r['first_request_last_s']:.1f} s "
+              f"| {r['first_cell_waited']}/{r['first_cells']} ({r['first_cell_wait_max_s']:.1f} s) "
+              f"| {r['load_mean']:.1f} ({r['load_max']:.1f}) | {r['others_cores']:.2f} "
+              f"| {r['wall_over_bound_free']:.2f} |")
     if result["projection"]:
         for kind, p in result["projection"].items():
             print(f"{kind}: grid of {GRID} {p['grid_h_one_machine']:.2f} h on this machine (CPU bound "

@@ -163,13 +163,14 @@ def test_a_session_whose_kernel_starts_after_its_first_model_calls_logs_the_same
                        models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team},
                        settings=SessionSettings(action_budget=8))
     monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(kernel, "WARM_STARTS_AT_ONCE", 1)
     asked_before_start: list[int] = []
 
     async def scenario():
         held = asyncio.Event()
 
-        async def another_start():  # holds the only slot until the session has asked its model
-            async with kernel.start_slot():
+        async def another_start():  # holds the only slots until the session has asked its model
+            async with kernel.start_slot("cold"), kernel.start_slot("warm"):
                 held.set()
                 while not model.calls:
                     await asyncio.sleep(0.01)

@@ -343,6 +343,7 @@ def test_background_kernel_starts_queue_for_the_start_slots_and_every_kernel_ser
     from colabkit.workspace import kernel
 
     monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(kernel, "WARM_STARTS_AT_ONCE", 1)
     real_start = kernel.SandboxedKernel.start
     starting: list[object] = []
     peak = 0

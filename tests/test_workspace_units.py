@@ -322,19 +322,21 @@ def test_open_prepares_in_the_workspace_threads_while_the_event_loop_moves(tmp_p
     assert threads and all(name.startswith("colabkit-workspace") for name in threads)
 
 
-def test_kernel_start_slots_admit_one_start_per_slot_in_arrival_order(monkeypatch):
+@pytest.mark.parametrize("kind", ["cold", "warm"])
+def test_kernel_start_slots_admit_one_start_per_slot_in_arrival_order(monkeypatch, kind):
     import asyncio
 
     from colabkit.workspace import kernel
 
     monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 2)
+    monkeypatch.setattr(kernel, "WARM_STARTS_AT_ONCE", 3)
     inside: list[int] = []
     peak = 0
     order: list[int] = []
 
     async def start(i: int) -> None:
         nonlocal peak
-        async with kernel.start_slot():
+        async with kernel.start_slot(kind):
             inside.append(i)
             order.append(i)
             peak = max(peak, len(inside))
@@ -347,4 +349,45 @@ def test_kernel_start_slots_admit_one_start_per_slot_in_arrival_order(monkeypatc
 
     asyncio.run(scenario())
     asyncio.run(scenario())  # a second event loop gets its own slots
-    assert peak == 2 and order == list(range(7)) * 2
+    assert peak == {"cold": 2, "warm": 3}[kind] and order == list(range(7)) * 2
+
+
+def test_warm_and_cold_starts_hold_separate_slots(monkeypatch):
+    import asyncio
+
+    from colabkit.workspace import kernel
+
+    monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(kernel, "WARM_STARTS_AT_ONCE", 1)
+
+    async def warm_start() -> str:
+        async with kernel.start_slot("warm"):
+            return "started"
+
+    async def scenario() -> str:  # a cold start in progress does not hold back a warm one
+        async with kernel.start_slot("cold"):
+            return await asyncio.wait_for(warm_start(), 30)  # shared slots would never enter
+
+    assert asyncio.run(scenario()) == "started"
+
+
+def test_the_warm_start_waits_on_descriptors_numbered_past_select_s_limit():
+    # A batch of 64 sessions holds over 1,024 descriptors; select() refused them, and three
+    # warm starts of such a batch failed ("filedescriptor out of range in select()").
+    import resource
+
+    from colabkit.workspace import warm
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    require(hard == resource.RLIM_INFINITY or hard > 2000, f"the descriptor limit here is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2001) if soft != resource.RLIM_INFINITY else soft, hard))
+    reader, writer = os.pipe()
+    high = os.dup2(reader, 2000)
+    try:
+        assert not warm.readable(high, 0.01)
+        os.write(writer, b"ready\n")
+        assert warm.readable(high, 0.01)
+    finally:
+        for fd in (high, reader, writer):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -118,7 +118,12 @@ def fork_kernel(request: dict[str, Any], fds: list[int], boot: dict[str, Any]) -
     first child joins the namespaces (its own pid namespace stays the template's), the
     second is born inside the sandbox and forks the kernel, then exits, so the kernel's
     parent becomes the sandbox's init, as a cold kernel's is.
+
+    The answer goes back as soon as the kernel's pid is known; the two helpers' exits (each
+    tears down a copy of the template's page tables, tens of ms on a loaded machine) and
+    their reaping happen off the host's path, before the next request at the latest.
     """
+    reap()
     *namespaces, root, log_fd = fds
     reader, writer = os.pipe()
     sys.stdout.flush()
@@ -130,12 +135,23 @@ def fork_kernel(request: dict[str, Any], fds: list[int], boot: dict[str, Any]) -
     for fd in fds:
         os.close(fd)
     answer = b""
-    while chunk := os.read(reader, 4096):
+    while not answer.endswith(b"\n") and (chunk := os.read(reader, 4096)):  # the pid line, or EOF
         answer += chunk
     os.close(reader)
-    os.waitpid(child, 0)
-    text = answer.decode(errors="replace")
+    reap()
+    text = answer.decode(errors="replace").strip()
     return {"nspid": int(text)} if text.isdigit() else {"error": text or "the fork children died"}
+
+
+def reap() -> None:
+    """Collect the fork helpers that have exited (the template has no other children)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _enter(namespaces: list[int], root: int, log_fd: int, reader: int, writer: int,
@@ -156,7 +172,7 @@ def _enter(namespaces: list[int], root: int, log_fd: int, reader: int, writer: i
                     become_kernel(request, log_fd, boot)
                 finally:
                     os._exit(71)
-            os.write(writer, str(kernel).encode())
+            os.write(writer, b"%d\n" % kernel)
             os._exit(0)
         os.waitpid(inside, 0)
         os._exit(0)

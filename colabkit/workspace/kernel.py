@@ -56,11 +56,15 @@ START_TIMEOUT_S = 60.0
 IDLE_GRACE_S = 1.0  # after the reply, how long to wait for the trailing 'idle' on IOPub
 _POLL_MS = 100
 _LIVE: set[SandboxedKernel] = set()  # started and not yet shut down
-STARTS_AT_ONCE = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-"""Kernel starts one event loop lets run at once: one per usable core (see `start_slot`)."""
-_BLOCKING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="colabkit-workspace")
+_CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+STARTS_AT_ONCE = _CORES
+"""Cold kernel starts one event loop lets run at once: one per usable core (see `start_slot`)."""
+WARM_STARTS_AT_ONCE = 4 * _CORES
+"""Warm starts at once: four per core (one costs a fifth of a cold start's CPU)."""
+_BLOCKING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="colabkit-workspace")
 T = TypeVar("T")
-_START_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+_START_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = \
+    weakref.WeakKeyDictionary()
 _SIGNAL_HINTS = {
     "SIGSEGV": "segmentation fault",
     "SIGKILL": "out of memory, or a hard limit",
@@ -101,6 +105,13 @@ class SandboxedKernel:
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def expected_start(self) -> Literal["warm", "cold"]:
+        """How the next start will most likely go (for its start slot): warm where allowed
+        and this process's template has not failed."""
+        if self.start_mode == "cold" or not warm.may_warm(self.sandbox):
+            return "cold"
+        return "warm"
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -345,21 +356,20 @@ def _discard_warm(proc: warm.WarmProcess) -> None:
 
 
 @asynccontextmanager
-async def start_slot() -> AsyncIterator[None]:
-    """Hold one of this event loop's `STARTS_AT_ONCE` kernel-start slots for the block.
-
-    A kernel's start (bubblewrap, the interpreter, ipykernel's imports) costs about a
-    second of CPU. A batch opens all its sessions' workspaces at once: 64 starts at once
-    left the event loop (whose process got a 65th of the cores) 20 s late to send any
-    session's first model request. Starting at most one kernel per core keeps the loop's
-    share, so the requests go out while the kernels start one after another; a session
-    needs its kernel only at its first cell, after its first model call.
+async def start_slot(kind: Literal["warm", "cold"] = "cold") -> AsyncIterator[None]:
+    """Hold one of this event loop's `kind` start slots for the block (`STARTS_AT_ONCE` cold,
+    `WARM_STARTS_AT_ONCE` warm). A cold start costs about a CPU-second, and 64 at once left
+    the event loop (a 65th of the cores) 20 s late to send any first model request; one per
+    core keeps its share while the requests go out (a session needs its kernel only at its
+    first cell). A warm start costs a fifth of that, and one per core left 64 sessions' last
+    kernels a minute late for their first cells, so warm starts get four slots per core.
     """
     loop = asyncio.get_running_loop()
     slots = _START_SLOTS.get(loop)
     if slots is None:
-        slots = _START_SLOTS[loop] = asyncio.Semaphore(STARTS_AT_ONCE)
-    async with slots:
+        slots = _START_SLOTS[loop] = {"cold": asyncio.Semaphore(STARTS_AT_ONCE),
+                                      "warm": asyncio.Semaphore(WARM_STARTS_AT_ONCE)}
+    async with slots[kind]:
         yield
 
 

@@ -217,7 +217,8 @@ class Workspace:
         return ws
 
     async def _start_kernel(self) -> None:
-        async with start_slot():  # at most one start per core (see `kernel.start_slot`)
+        # at most one cold start per core, four warm ones (see `kernel.start_slot`)
+        async with start_slot(self._kernel.expected_start()):
             started = time.monotonic()
             await self._kernel.start()
         self.isolation = self.isolation.model_copy(update={
