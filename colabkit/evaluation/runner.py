@@ -78,7 +78,7 @@ class ScoringReport:
     agreement: dict[str, float | None] = field(default_factory=dict)
     """With repeats: the job's agreement per metric over every session (`table_agreement`)."""
     stopped: str | None = None
-    """Why the job stopped early (a spent budget, a provider refusing the judge), else None."""
+    """Why the job stopped early (a spent budget, a provider refusing the judge or out of reach), else None."""
     spend: Spend = field(default_factory=Spend)
     """What this job's judge paid (sanity check included), its suite replays apart; also
     appended as it goes to `<results>/judge-runs.jsonl` (`colabkit.evaluation.spendlog`)."""
