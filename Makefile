@@ -26,7 +26,9 @@ endif
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 DEMO_ARGS ?=
 # Test files run on this many workers (pytest-xdist; a file's tests stay together, so its
-# module fixtures are built once). The suite is sized for 2 cores.
+# module fixtures are built once). The suite is sized for 2 cores. The 30 slowest tests are
+# printed at the end (`--durations=30`), so CI's log says where the time goes; a
+# `--durations=N` in PYTEST_ARGS overrides it.
 TEST_WORKERS ?= 2
 TIMED := bash tools/timed.sh
 SETUP_START := $(shell date +%s)
@@ -72,7 +74,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check colabkit tests benchmarks
 	$(VPY) -m mypy
-	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30 $(PYTEST_ARGS)
 
 # The project's own Jupyter config (jupyter/: allow_root, so a container's root can run it),
 # not the user's; tests/test_lab_root.py starts this recipe's command as root. No browser is

@@ -19,6 +19,7 @@ from colabkit.analysis.trajectory import (
     workspace_at,
 )
 from colabkit.errors import ColabkitError
+from colabkit.store import SessionRecord
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,11 @@ def test_the_explorer_opens_on_a_session_table_with_team_sessions_first_and_one_
     table = session_table(exp)
     assert list(table["session_id"]) == [folder.name, *singles]  # then by seed
     team = table.iloc[0]
-    assert team["variant"] == "scaffolded-dr" and team["human_steps"] > 0 and team["messages"] > 0
+    assert team["variant"] == "scaffolded-dr" and team["human_actions"] > 0 and team["messages"] > 0
+    # the AI's turns (waits included) and its actions (no waits), each as the record counts it
+    totals = SessionRecord.model_validate_json((folder / "session.json").read_bytes()).totals
+    assert (team["ai_turns"], team["ai_actions"]) == (totals.ai_turns, totals.ai_actions)
+    assert totals.ai_turns >= totals.ai_actions > 0
     assert team["hypothesis"] == HYPOTHESIS and pd.isna(team["performance"])  # not scored yet
 
     explorer = TrajectoryExplorer(tmp_path)

@@ -5,7 +5,8 @@ would reach api.deepseek.com: connections refused, responses cut half-way, reads
 past the timeout, TLS spoken to a plain server, names that do not resolve, 503s, and an
 outage window. A fault the retry bound rides out is invisible in the session; one it does
 not ends the session `provider_unavailable` (no failed step, no team outcome), the batch
-stops starting sessions, and the next batch finishes everything without paying twice.
+stops starting sessions, and the next batch finishes everything without paying twice; a
+scoring job whose judge is out of reach stops at the first outage, its scores missing and flagged.
 The retry bounds and read timeouts are set short, so each test takes seconds.
 """
 
@@ -19,9 +20,11 @@ from typing import Any
 
 import pytest
 from helpers.faulty_provider import KEY, FaultyProvider
+from helpers.stored import store_session
 from pydantic import BaseModel, Field
 
 from colabkit.cli import main
+from colabkit.evaluation import load_scores
 from colabkit.llm import Gateway, ModelConfig, ProviderUnavailable, RetryPolicy
 from colabkit.runner import build_session
 from colabkit.runner.batch import ProviderRefused, arun_sessions
@@ -33,8 +36,12 @@ MODEL = "deepseek/deepseek-chat"
 TASK_ID = "demo_archaeology/0/0"
 HYPOTHESIS = "Bronze axes dominate the hoards of the 12th century BCE."
 QUICK = RetryPolicy(max_attempts=20, base_delay_s=0.05, max_delay_s=0.2, max_elapsed_s=3.0, jitter_s=0.05)
+# A fault that outlasts the bound: the bound is short (a second), but leaves room for a second
+# attempt after a stalled first one (read timeout 0.3 s plus one backoff).
+GIVES_UP_QUICK = QUICK.model_copy(update={"max_elapsed_s": 1.0})
 RIDES_OUT = "max_attempts=50,base_delay_s=0.1,max_delay_s=0.3,max_elapsed_s=6,jitter_s=0.05"
 GIVES_UP = "max_attempts=50,base_delay_s=0.05,max_delay_s=0.1,max_elapsed_s=0.4,jitter_s=0.02"
+THREE_ATTEMPTS = "max_attempts=3,base_delay_s=0.05,max_delay_s=0.1,max_elapsed_s=30,jitter_s=0.02"
 
 
 class Verdict(BaseModel):
@@ -86,7 +93,7 @@ def test_a_fault_that_outlasts_the_bound_is_provider_unavailable(provider, monke
     else:
         provider.queue(fault, 100)
     with pytest.raises(ProviderUnavailable) as info:
-        ask(Gateway(retry=QUICK), timeout=0.3)
+        ask(Gateway(retry=GIVES_UP_QUICK), timeout=0.3)
     message = str(info.value)
     assert message.startswith(f"{MODEL}: provider unavailable after ") and "\n" not in message
     [record] = info.value.records
@@ -97,7 +104,7 @@ def test_a_name_that_does_not_resolve_is_provider_unavailable(monkeypatch, socke
     monkeypatch.setenv("DEEPSEEK_API_BASE", "http://no-such-provider.invalid")
     monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
     with pytest.raises(ProviderUnavailable) as info:
-        ask(Gateway(retry=QUICK), timeout=0.3)
+        ask(Gateway(retry=GIVES_UP_QUICK), timeout=0.3)
     assert info.value.records[0].attempts >= 2
     assert socket_guard and all("no-such-provider.invalid" in attempt for attempt in socket_guard)
 
@@ -194,3 +201,25 @@ def test_an_outage_past_the_bound_stops_the_batch_and_the_next_batch_finishes_ev
     ended = [(record.ended_by, record.totals.failed_steps) for record, _ in records(tmp_path)]
     assert ended == [("finish", 0)] * 3
     assert paid_twice(provider) == []
+
+
+# --- a scoring job: the judge's provider out of reach opens the job's breaker ---------------------
+
+def test_an_unreachable_judge_ends_the_scoring_job_once_and_every_judged_score_is_missing_and_flagged(
+        provider, monkeypatch, tmp_path, capsys):
+    for seed in range(4):
+        store_session(tmp_path, TASK_ID, f"{HYPOTHESIS} ({seed})", seed=seed)  # a question each
+    monkeypatch.setenv("COLABKIT_PROVIDER_RETRY", THREE_ATTEMPTS)
+    provider.queue(503, 10_000)  # reachable (the preflight passes), but never answers
+    argv = ["score", str(tmp_path), "--judge", MODEL, "--metrics", "performance", "--sanity-tasks", "1", "--quiet"]
+    assert main(argv) == 1
+    [line] = [text for text in capsys.readouterr().out.splitlines() if text.startswith("stopped early:")]
+    assert "provider unavailable after" in line and MODEL in line
+    # the first question rode out its bound; no other question was sent (without the breaker
+    # each of the 4 sessions' questions, and the sanity check's, would have been)
+    assert provider.requests == 3 and len({json.dumps(body, sort_keys=True) for body in provider.seen}) == 1
+    scores = load_scores(tmp_path)
+    assert len(scores) == 4 and scores["performance"].isna().all()  # fail closed: missing, not 0
+    assert all("judge_error: " in flags and "not sent" in flags for flags in scores["flags"])
+    stored = [json.loads(path.read_bytes()) for path in tmp_path.glob("*/scores/*.json")]
+    assert len(stored) == 4 and not any(score["result"]["complete"] for score in stored)  # the next job redoes them

@@ -1,12 +1,10 @@
-"""The experiment notebooks: thin and parameterised, run by papermill and nbval (lax), with
-assertions on what they stored.
+"""The experiment notebooks: thin and parameterised; `ablations` run by papermill, with
+assertions on what it stored.
 
-`ablations` and `explore_trajectory` run here on constructed inputs (a score table in the
-evaluation format; a session recorded with scripted participants and a real kernel).
-`run_variant`, `score` and `annotate_gates` call the runner and evaluation layers: their test
-runs the four experiment notebooks end to end on scripted participants and a scripted judge
-(mechanics). The embedded model's sessions and judge are tests/test_e2e_real_model.py's and
-tests/test_eval_real_model.py's; `make demo` runs these notebooks on it.
+`ablations` runs here on a constructed score table in the evaluation format;
+`explore_trajectory` and both notebooks under nbval (lax) are tests/test_notebooks_explore.py's,
+the four experiment notebooks end to end tests/test_notebooks_experiment.py's (the files are
+apart so the test workers, a file each, share the notebook kernels' time evenly).
 """
 
 from __future__ import annotations
@@ -18,24 +16,12 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
-import yaml
-from helpers.notebooks import code_cells
+from helpers.notebooks import NOTEBOOKS, code_cells, execute
 from helpers.score_tables import score_table
-from helpers.scripted_plugin import subprocess_env
-from helpers.stored_session import (
-    HYPOTHESIS,
-    TASK_ID,
-    WAIT,
-    ai_first_seed,
-    record_scaffolded_session,
-    say,
-    scaffolded_scripts,
-)
 
 from colabkit.analysis.inference.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
 from colabkit.analysis.inference.stats import STUDY_COLUMNS
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PARAMETERS = {
     "run_variant": ["experiment", "results", "variant"],
     "score": ["experiment", "results"],
@@ -47,11 +33,38 @@ PARAMETERS = {
 TABLES = ("replication", "claims", "hypotheses", "plan", "power_of_procedure", "study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
           "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
+# Three notebook kernels, about a minute each: started early (tests/conftest.py orders slow files first).
+pytestmark = pytest.mark.slow
 
+
+# One process asks papermill's `--help-notebook` of every notebook in turn (as its command line
+# would, stdout and stderr together, unbuffered so they stay in order): one start of Python and
+# papermill instead of one per notebook.
+HELP_ALL = """
+import sys
+from papermill.cli import papermill
+for path in sys.argv[1:]:
+    print(f"=== {path}", flush=True)
+    try:
+        papermill.main(["--help-notebook", path], standalone_mode=False)
+    except SystemExit:
+        pass
+"""
+
+
+@pytest.fixture(scope="module")
+def notebook_help() -> dict[str, str]:
+    """What `papermill --help-notebook` shows for each notebook of PARAMETERS."""
+    paths = [str(NOTEBOOKS / f"{name}.ipynb") for name in sorted(PARAMETERS)]
+    done = subprocess.run([sys.executable, "-u", "-c", HELP_ALL, *paths], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, check=True)
+    parts = done.stdout.split("=== ")[1:]
+    assert [part.split("\n", 1)[0] for part in parts] == paths, done.stdout[-2000:]
+    return {Path(part.split("\n", 1)[0]).stem: part.split("\n", 1)[1] for part in parts}
 
 
 @pytest.mark.parametrize("name", sorted(PARAMETERS))
-def test_each_notebook_is_thin_parameterised_and_committed_clean(name):
+def test_each_notebook_is_thin_parameterised_and_committed_clean(name, notebook_help):
     path = NOTEBOOKS / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
@@ -61,37 +74,10 @@ def test_each_notebook_is_thin_parameterised_and_committed_clean(name):
     assert [line.split(":")[0] for line in tagged[0].source.splitlines()] == PARAMETERS[name]
     assert all(len(c.source.splitlines()) <= 8 for c in cells)  # the logic lives in the package
     assert all(not c.outputs and c.execution_count is None for c in cells)
-    help_text = subprocess.run([sys.executable, "-m", "papermill", "--help-notebook", str(path)],
-                               capture_output=True, text=True, check=True)
-    shown = help_text.stdout + help_text.stderr
+    shown = notebook_help[name]
     assert "warn" not in shown.lower() and "Unknown type" not in shown
     for parameter in PARAMETERS[name]:
         assert f"  {parameter}: str (default" in shown, parameter
-
-
-def execute(name: str, tmp: Path, **parameters) -> nbformat.NotebookNode:
-    import papermill
-
-    executed = tmp / f"{name}.executed.ipynb"
-    papermill.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(executed), cwd=str(NOTEBOOKS),
-                               kernel_name="python3", progress_bar=False, parameters=parameters)
-    return nbformat.read(executed, as_version=4)
-
-
-def nbval_lax(name: str, tmp: Path, **parameters) -> None:
-    """Run nbval (lax) on a copy of the notebook with `parameters` injected as papermill does."""
-    from papermill.iorw import load_notebook_node
-    from papermill.parameterize import parameterize_notebook
-
-    nb = parameterize_notebook(load_notebook_node(str(NOTEBOOKS / f"{name}.ipynb")), parameters)
-    copy = tmp / "nbval" / f"{name}.ipynb"
-    copy.parent.mkdir(exist_ok=True)
-    nbformat.write(nb, copy)
-    run = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-p", "no:cacheprovider",
-                          "--rootdir", str(copy.parent), str(copy)],
-                         cwd=copy.parent, capture_output=True, text=True, timeout=1800)
-    assert run.returncode == 0, f"{name}:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
-    assert " passed" in run.stdout and "failed" not in run.stdout
 
 
 @pytest.fixture(scope="module")
@@ -184,107 +170,3 @@ def test_ablations_compares_the_two_termination_rules_when_both_ran(tmp_path):
     assert len(perf) == 13 and (perf["n_pairs"] == 18).all() and (perf["diff"] > 0).all()
     interaction = pd.read_csv(out / "termination_interaction.csv")  # every planned contrast, TOST per row
     assert len(interaction) == 3 * len(DECOMPOSITION) * 7 and interaction["margin"].notna().all()
-
-
-@pytest.fixture(scope="module")
-def stored_root(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("stored")
-    return root, record_scaffolded_session(root / "exp")
-
-
-def test_explore_trajectory_renders_the_session_statically_and_as_widgets(tmp_path, stored_root):
-    root, folder = stored_root
-    nb = execute("explore_trajectory", tmp_path, results=str(root), experiment_dir="exp", session_id=folder.name)
-    cells = code_cells(nb)
-    widget_outputs = [o for o in cells[-2].outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    assert len(widget_outputs) == 1
-    static = "".join(o.get("data", {}).get("text/html", "") for o in cells[-1].outputs)
-    assert folder.name in static and "AI-THOUGHT: count the hoards first" in static and "signed by" in static
-    assert 'class="ck-sessions"' in static  # the session table too, not only in the live widget
-    banner = "".join(o.get("data", {}).get("text/html", "") for o in cells[-2].outputs)
-    assert "PLUMBING-GRADE RUN" not in banner  # scripted participants: no plumbing-grade line
-
-
-def test_explore_trajectory_with_its_default_parameters_shows_the_first_session(tmp_path, stored_root):
-    from colabkit.analysis.explorer import TrajectoryExplorer
-
-    root, folder = stored_root
-    nb = execute("explore_trajectory", tmp_path, results=str(root))  # experiment_dir and session_id empty
-    static = "".join(o.get("data", {}).get("text/html", "") for o in code_cells(nb)[-1].outputs)
-    assert folder.name in static and "AI-THOUGHT: count the hoards first" in static
-    explorer = TrajectoryExplorer(root)  # the widget, as a kernel holds it: its first session selected
-    assert explorer.session.value == folder.name and explorer.trajectory is not None
-    assert folder.name in explorer.full.value
-
-
-def test_explore_trajectory_with_no_sessions_says_so(tmp_path):
-    nb = execute("explore_trajectory", tmp_path, results=str(tmp_path / "nothing"))
-    shown = "".join(o.get("data", {}).get("text/html", "") for o in code_cells(nb)[-1].outputs)
-    assert shown.strip() == f"<i>no finished sessions under {tmp_path / 'nothing'}</i>"
-
-
-def test_nbval_lax_passes_on_the_analysis_notebooks(tmp_path, scores_file, stored_root):
-    root, folder = stored_root
-    nbval_lax("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(scores_file),
-              out=str(tmp_path / "analysis"))
-    nbval_lax("explore_trajectory", tmp_path, results=str(root))  # its default session: the first
-    assert (tmp_path / "analysis" / "study_table.csv").is_file()
-
-
-# The notebooks' mechanics (papermill parameters, runner, storage, scoring and gate tables,
-# analysis) on scripted participants and a scripted judge, through the provider plugin every
-# notebook kernel loads.
-EXPERIMENT = {
-    "name": "nbtest",
-    "tasks": {"ids": [TASK_ID]},
-    "variants": ["default-dr", "scaffolded-dr"],
-    "seeds": [ai_first_seed()],
-    "models": {"default": "scripted/everyone", **{pid: f"scripted/{pid}" for pid in ("ai", "D", "R")}},
-    "judge": "judgedouble/notebooks",
-    "metrics": ["work", "initiative", "gates"],
-    "settings": {"action_budget": 6, "max_rounds": 6},
-    "concurrency": {"sessions": 2, "kernels": 2},
-}
-DEFAULT_DR = {"ai": [say("execute_code", "print(6 * 7)"), say("send_message", "D, do the counts look right?", "D"),
-                     say("edit_result", HYPOTHESIS), say("finish", "done")],
-              "D": [say("send_message", "Yes, they match the data.", "ai")]}
-SCRIPTS = {"default-dr": DEFAULT_DR, "scaffolded-dr": scaffolded_scripts()}
-
-
-def scripted_kernels(monkeypatch: pytest.MonkeyPatch, scripts: dict[str, list]) -> None:
-    """Kernels and nbval processes started from now on answer with `scripts` and the judge double."""
-    for key, value in subprocess_env(default=WAIT, scripts=scripts).items():
-        monkeypatch.setenv(key, value)
-
-
-@pytest.mark.slow  # seven notebook kernels
-def test_the_experiment_notebooks_run_score_annotate_and_analyse(tmp_path, monkeypatch):
-    from colabkit import evaluation, runner
-
-    config = tmp_path / "nbtest.yaml"
-    config.write_text(yaml.safe_dump(EXPERIMENT))
-    root = tmp_path / "results"
-    folder = runner.load_experiment(config, results=root).folder()
-    for name in ("default-dr", "scaffolded-dr"):
-        scripted_kernels(monkeypatch, SCRIPTS[name])  # each run_variant kernel pops its own copy
-        nb = execute("run_variant", tmp_path, experiment=str(config), results=str(root), variant=name)
-        table = code_cells(nb)[-1].outputs[-1]["data"]["text/plain"]
-        assert TASK_ID in table
-    from colabkit.store import load_sessions
-
-    sessions = load_sessions(folder)
-    assert sorted(sessions["variant"]) == ["default-dr", "scaffolded-dr"]
-    assert set(sessions["ended_by"]) == {"finish"} and set(sessions["final_hypothesis"]) == {HYPOTHESIS}
-    nbval_lax("score", tmp_path, experiment=str(config), results=str(root))
-    scores = evaluation.load_scores(folder)
-    assert sorted(scores["session_id"]) == sorted(sessions["session_id"])
-    assert (scores["h_init_norm"].notna() & scores["w_total"].gt(0)).all()  # the judge's labels were used
-    nbval_lax("annotate_gates", tmp_path, experiment=str(config), results=str(root))
-    gates = evaluation.load_gate_annotations(folder)
-    scaffolded = sessions.loc[sessions["variant"] == "scaffolded-dr", "session_id"].item()
-    assert gates[["session_id", "signatory", "decision", "grounded"]].values.tolist() == [
-        [scaffolded, "R", "approved", True]]
-    execute("ablations", tmp_path, experiment=str(config), results=str(root))
-    study = pd.read_csv(folder / "analysis" / "study_table.csv")
-    assert sorted(study["variant"].unique()) == ["default-dr", "scaffolded-dr"]
-    assert (folder / "analysis" / "ablation_quality.svg").is_file()

@@ -10,6 +10,8 @@ from helpers.scripted import use_scripted
 
 from colabkit.cli import main
 from colabkit.runner import load_experiment
+from colabkit.runner.pipeline import CONFIG_COPY
+from colabkit.runner.recorded import experiment_folder, recorded_experiment
 from colabkit.store import SessionRecord, session_dir
 
 CODE = {"thought": "look", "action": "execute_code", "content": "print(6 * 7)"}
@@ -49,6 +51,11 @@ def test_sessions_only_runs_in_process_and_the_plan_then_uses_what_they_cost(tmp
     records = [SessionRecord.model_validate_json((session_dir(spec, exp.folder()) / "session.json").read_bytes())
                for spec, _ in exp.sessions()]
     assert f" / {sum(r.totals.llm_calls for r in records):,} (x" in line  # the estimate beside what was asked
+    # the folder holds its config as a whole batch's does: a path inside it names the experiment
+    inside = session_dir(exp.sessions()[0][0], exp.folder())
+    assert experiment_folder(inside) == exp.folder() and (exp.folder() / CONFIG_COPY).is_file()
+    recorded = recorded_experiment(inside)
+    assert recorded is not None and recorded.experiment_id == exp.experiment_id
     stored = (exp.results / "calibration.jsonl").read_text().splitlines()
     assert len(stored) == 3 and '"comparison"' in stored[-1]  # two settings (one per variant), then the run
     assert main(["batch", str(path), "--dry-run", "--variants", "memory-dr"]) == 0

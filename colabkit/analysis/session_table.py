@@ -2,7 +2,11 @@
 
 One row per finished session: its variant, task and seed, how it ended, the AI's and the
 humans' task-phase steps, messages, the delivered hypothesis (shortened) and, once the
-experiment is scored, its performance and HMS. Team sessions come first (variants with
+experiment is scored, its performance and HMS. The AI's steps are two columns, as the
+record's `Totals` counts them: `ai_turns` every turn it took, its waits included (what the
+"ai_budget" termination rule spends), and `ai_actions` the turns it did something (no waits;
+what the score table's `ai_steps` and the study table's run columns count); `human_actions`
+is the humans' non-wait steps together. Team sessions come first (variants with
 simulated humans, the point of the study), then the single agent, each by variant, task,
 seed; so the first row, which the explorer selects by default, is a team session when
 there is one.
@@ -18,8 +22,8 @@ import pandas as pd
 from colabkit.evaluation import load_scores
 from colabkit.store import load_sessions
 
-COLUMNS = ("session_id", "variant", "task_id", "seed", "ending", "ai_steps", "human_steps", "messages",
-           "hypothesis", "performance", "hms")
+COLUMNS = ("session_id", "variant", "task_id", "seed", "ending", "ai_turns", "ai_actions", "human_actions",
+           "messages", "hypothesis", "performance", "hms")
 HYPOTHESIS_CHARS = 90
 
 
@@ -29,7 +33,8 @@ def session_table(results: Path | str) -> pd.DataFrame:
     table = pd.DataFrame({
         "session_id": sessions["session_id"], "variant": sessions["variant"], "task_id": sessions["task_id"],
         "seed": sessions["seed"], "ending": sessions["ended_by"],
-        "ai_steps": sessions["ai_actions"].astype("Int64"), "human_steps": sessions["human_actions"].astype("Int64"),
+        "ai_turns": sessions["ai_turns"].astype("Int64"), "ai_actions": sessions["ai_actions"].astype("Int64"),
+        "human_actions": sessions["human_actions"].astype("Int64"),
         "messages": sessions["messages"].astype("Int64"),
         "hypothesis": sessions["final_hypothesis"].map(_short), "team": sessions["humans"] != ""})
     scores = _scores(results)

@@ -6,7 +6,7 @@ and `annotate_gates`, then `ablations`; the executed notebooks land in
 scores are kept. Every model and the judge are preflighted first (a missing key, an unknown
 provider, an unreachable api_base: one line, exit 2, nothing run or spent). `--dry-run` prints the plan (sessions to run, already done, model calls and
 a cost estimate) and runs nothing; `--sessions-only` runs the sessions in this process
-without notebooks.
+without notebooks (the folder still gets its `experiment.yaml`, as with the notebooks).
 """
 
 from __future__ import annotations
@@ -48,7 +48,14 @@ def _batch(args: argparse.Namespace) -> int:
     from colabkit.runner import load_experiment, run_experiment
     from colabkit.runner.batch import preflight_experiment
     from colabkit.runner.build import model_config
-    from colabkit.runner.pipeline import REPO_NOTEBOOKS, run_batch, run_spend, spend_lines, wants_realism
+    from colabkit.runner.pipeline import (
+        REPO_NOTEBOOKS,
+        run_batch,
+        run_spend,
+        spend_lines,
+        wants_realism,
+        write_config,
+    )
     from colabkit.runner.plan import compare, make_plan
 
     exp = load_experiment(args.config, data_root=args.data_root, results=args.results)
@@ -75,6 +82,9 @@ def _batch(args: argparse.Namespace) -> int:
         return 0
     try:
         if args.sessions_only:
+            # the folder names its experiment as a whole batch's does, so `score`, `export` and
+            # `fork` given a path inside it read the data root and judge from it (`runner.recorded`)
+            write_config(exp)
             started = time.time()
             summary = run_experiment(exp, variants=variants, retry_errors=args.retry_errors, progress=not args.quiet)
             print(summary.report())

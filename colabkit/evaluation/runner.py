@@ -7,7 +7,11 @@ replays what was already answered and pays only for what is missing. Before judg
 the judge's sanity check runs (and is stored) so every score file says whether its judge
 passed it. A scorer that crashes marks its session incomplete and flagged; the batch goes on.
 A spent budget or a provider refusing the judge stops the job (`ScoringReport.stopped`):
-what was scored is kept, the rest is scored by the next run.
+what was scored is kept, the rest is scored by the next run. A judge provider out of reach
+past the retry bound opens the job's circuit breaker (`colabkit.llm.CircuitBreaker`, one per
+job): the questions after it are not sent (each would wait out the whole bound again), their
+scores are missing and flagged `judge_error` (incomplete, so the next run scores them again,
+replaying what was answered), and the job reports the outage once as `stopped`.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from colabkit.evaluation.storage import (
     write_score,
 )
 from colabkit.evaluation.tables import export_tables, load_judgements
-from colabkit.llm import BudgetExceeded, Gateway, ModelConfig, ProviderError, Spend
+from colabkit.llm import BudgetExceeded, CircuitBreaker, Gateway, ModelConfig, ProviderError, Spend
 from colabkit.llm.providers import LOCAL_PROVIDER
 from colabkit.store import AtomicBatch
 from colabkit.tasks import TaskSuite, load_tasks
@@ -74,7 +78,7 @@ class ScoringReport:
     agreement: dict[str, float | None] = field(default_factory=dict)
     """With repeats: the job's agreement per metric over every session (`table_agreement`)."""
     stopped: str | None = None
-    """Why the job stopped early (a spent budget, a provider refusing the judge), else None."""
+    """Why the job stopped early (a spent budget, a provider refusing the judge or out of reach), else None."""
     spend: Spend = field(default_factory=Spend)
     """What this job's judge paid (sanity check included), its suite replays apart; also
     appended as it goes to `<results>/judge-runs.jsonl` (`colabkit.evaluation.spendlog`)."""
@@ -104,8 +108,12 @@ async def ascore_results(results: Path | str, config: ScoringConfig | None = Non
     report = ScoringReport(sessions=len(folders), config=config)
     judged = any(s.uses_judge for s in scorers)
     own_gateway = gateway is None and judged
+    breaker = gateway.breaker if gateway is not None and gateway.breaker is not None else CircuitBreaker()
+    lent_breaker = gateway is not None and gateway.breaker is None  # the caller's gateway, this job's breaker
     if gateway is None and judged:
-        gateway = Gateway(cache_dir=results / JUDGE_CACHE_DIR)
+        gateway = Gateway(cache_dir=results / JUDGE_CACHE_DIR, breaker=breaker)
+    elif gateway is not None:
+        gateway.breaker = breaker
     the_judge = Judge(gateway, config.judge) if judged and gateway else None
     spend_log = JudgeSpendLog(results, gateway, ",".join(s.name for s in scorers)) if the_judge and gateway else None
     try:
@@ -123,6 +131,8 @@ async def ascore_results(results: Path | str, config: ScoringConfig | None = Non
             concurrency = 1  # in-process models answer one call at a time; queued calls would time out
         await _score_all(results, folders, scorers, the_judge, repeats, suite, report, concurrency, progress,
                          spend_log)
+        if breaker.open:  # the rest was flagged without asking: one line for the whole outage
+            report.stopped = f"provider: {breaker.reason}"
     except BudgetExceeded as exc:
         report.stopped = f"budget: {exc.reason}"
     except ProviderError as exc:
@@ -133,6 +143,8 @@ async def ascore_results(results: Path | str, config: ScoringConfig | None = Non
             report.spend = spend_log.total()
         if own_gateway and gateway is not None:
             gateway.close()
+        elif lent_breaker and gateway is not None:
+            gateway.breaker = None
     export_tables(results)
     if repeats > 1 and the_judge is not None:
         judgements = load_judgements(results)

@@ -14,7 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from colabkit.llm.config import DEFAULT_MODEL, ModelConfig
 from colabkit.llm.cost import Spend
-from colabkit.llm.gateway import Gateway, RetryPolicy
+from colabkit.llm.gateway import Gateway
 from colabkit.llm.prompts import PromptLog, logging_prompts, prompt_hash
 from colabkit.llm.providers import register_provider
 from colabkit.llm.records import (
@@ -27,12 +27,14 @@ from colabkit.llm.records import (
     ProviderUnavailable,
     StructuredOutputError,
 )
+from colabkit.llm.retry import CircuitBreaker, RetryPolicy
 
 __all__ = [
     "DEFAULT_MODEL",
     "Budget",
     "BudgetExceeded",
     "CallRecord",
+    "CircuitBreaker",
     "Gateway",
     "LLMCallError",
     "ModelConfig",

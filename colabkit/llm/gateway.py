@@ -24,7 +24,8 @@ provider that cannot be reached or cannot answer now (connection refused or rese
 TLS failure, a read timeout, 408/409/429, 5xx) is retried with exponential backoff and
 jitter (tenacity), bounded in attempts and in time (`RetryPolicy`); past the bound the call
 raises `ProviderUnavailable`, never a failed step: only a malformed answer from a model that
-did answer is the participant's.
+did answer is the participant's. The policy and the job-wide `CircuitBreaker` live in
+`colabkit.llm.retry`, the one-line errors in `colabkit.llm.faults`.
 """
 
 from __future__ import annotations
@@ -32,25 +33,22 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import tenacity
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from colabkit.errors import ColabkitError, one_line
 from colabkit.llm.cache import CachedAnswer, ResponseCache, cache_key
 from colabkit.llm.config import ModelConfig
+from colabkit.llm.faults import ERROR_CHARS, describe, fatal, unavailable
 from colabkit.llm.prompts import prompt_hash
 from colabkit.llm.providers import (
     FALLBACK,
     classify,
     is_custom,
     litellm_module,
-    provider_message,
     starting_mode,
 )
 from colabkit.llm.records import (
@@ -59,9 +57,9 @@ from colabkit.llm.records import (
     LLMCallError,
     OutputMode,
     ProviderError,
-    ProviderUnavailable,
     StructuredOutputError,
 )
+from colabkit.llm.retry import CircuitBreaker, RetryPolicy
 from colabkit.llm.schema import (
     AnswerBounds,
     capped_schema,
@@ -75,55 +73,6 @@ T = TypeVar("T", bound=BaseModel)
 # Past the configured timeout litellm should have given up itself; this only catches a
 # provider that hangs (a custom handler, a stalled socket).
 _TIMEOUT_GRACE_S = 5.0
-_ERROR_CHARS = 400
-_PROVIDER_TROUBLE = {401: "authentication failed, check the API key", 402: "payment required",
-                     403: "permission denied", 404: "model not found"}
-
-
-RETRY_ENV = "COLABKIT_PROVIDER_RETRY"
-"""Environment variable that sets the default `RetryPolicy`, e.g. `max_elapsed_s=60,max_attempts=6`:
-papermill kernels and Dask workers inherit it, so one setting reaches every session of a batch."""
-
-
-class RetryPolicy(BaseModel, frozen=True, extra="forbid"):
-    """Exponential backoff with jitter for transient failures, bounded in attempts and in time.
-
-    A call is retried while it fails transiently, until `max_attempts` attempts were made or
-    the next attempt would start more than `max_elapsed_s` after the first (so a provider
-    outage shorter than that is ridden out; a longer one ends the call `ProviderUnavailable`).
-    Each wait is `base_delay_s * 2**(n-1)` plus up to `jitter_s` at random, at most
-    `max_delay_s`. The read timeout of one attempt is the model's (`ModelConfig.timeout`).
-    """
-
-    max_attempts: int = Field(default=12, ge=1)
-    base_delay_s: float = Field(default=1.0, ge=0)
-    max_delay_s: float = Field(default=30.0, ge=0)
-    max_elapsed_s: float = Field(default=300.0, ge=0)
-    jitter_s: float = Field(default=1.0, ge=0)
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt number `attempt` (1-based), before jitter."""
-        return min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
-
-    def retrying(self, transient: Any) -> tenacity.AsyncRetrying:
-        """A tenacity loop that retries exceptions `transient(exc)` accepts, within the bounds."""
-        wait = tenacity.wait_exponential(multiplier=self.base_delay_s, max=self.max_delay_s) + \
-            tenacity.wait_random(0, self.jitter_s)
-        return tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception(transient), reraise=True, wait=wait,
-            stop=tenacity.stop_after_attempt(self.max_attempts) | tenacity.stop_before_delay(self.max_elapsed_s))
-
-    @classmethod
-    def from_env(cls) -> RetryPolicy:
-        """The policy `COLABKIT_PROVIDER_RETRY` sets (`name=value,...` of the fields), else the default."""
-        text = os.environ.get(RETRY_ENV, "").strip()
-        if not text:
-            return cls()
-        try:
-            fields = dict(part.split("=", 1) for part in text.split(",") if part.strip())
-            return cls.model_validate({k.strip(): v.strip() for k, v in fields.items()})
-        except ValueError as exc:
-            raise ColabkitError(f"{RETRY_ENV}={text!r}: {one_line(exc)}") from None
 
 
 @dataclass(frozen=True)
@@ -155,10 +104,13 @@ class Gateway:
     `Budget`). `retry` controls backoff; tests use zero delays. `modes` is the output mode
     that works for each model string, learnt from rejections (see the module docstring); a
     batch may pass one dict to all its session gateways so a lesson is learnt once per run.
+    `breaker`, when given, is opened by the first `ProviderUnavailable`; after that no request
+    is sent (each raises `ProviderUnavailable` at once), cached answers still replay.
     """
 
     def __init__(self, *, cache_dir: Path | None = None, budget: Budget | None = None,
-                 retry: RetryPolicy | None = None, modes: dict[str, OutputMode] | None = None):
+                 retry: RetryPolicy | None = None, modes: dict[str, OutputMode] | None = None,
+                 breaker: CircuitBreaker | None = None):
         self.cache = ResponseCache(cache_dir)
         self.budget = budget
         self.retry = retry or RetryPolicy.from_env()
@@ -167,6 +119,7 @@ class Gateway:
         self.suite_replays = 0  # answered from the response cache: nothing sent
         self.sent = 0  # sent to the provider (a request, with its retries)
         self.kv_scope = next(_KV_SCOPES)
+        self.breaker = breaker
         self._start_modes: dict[tuple[str, str], OutputMode] = {}
 
     async def complete(self, config: ModelConfig, messages: list[dict], *, caller: str,
@@ -209,7 +162,7 @@ class Gateway:
             mode = self.modes.get(config.model) or self._starting_mode(config)
         except Exception as exc:  # a broken litellm install or schema must not crash a batch
             raise StructuredOutputError(f"{config.model} ({caller}): cannot prepare request: "
-                                        f"{_describe(exc)}", attempts=0, records=[]) from exc
+                                        f"{describe(exc)}", attempts=0, records=[]) from exc
         records: list[CallRecord] = []
         repair: list[dict] = []
         raw: str | None = None
@@ -241,7 +194,7 @@ class Gateway:
                 problem = str(exc)
                 if answer.finish_reason == "length":
                     problem = f"the reply was cut off at {plan.max_tokens} tokens; {problem}"
-                outcome.record.error = f"invalid {schema.__name__}: {problem}"[:_ERROR_CHARS]
+                outcome.record.error = f"invalid {schema.__name__}: {problem}"[:ERROR_CHARS]
             if round_number == 2:
                 break
             round_number += 1
@@ -285,6 +238,10 @@ class Gateway:
                 completion_tokens=cached.completion_tokens, cost=0.0, replayed_cost=cached.cost,
                 latency_s=time.perf_counter() - started, suite_replay=True, attempts=0,
                 output_mode=mode)))
+        if self.breaker is not None and self.breaker.open:
+            raise self.breaker.refusal(config.model, self._account(CallRecord(
+                caller=caller, model=config.model, prompt_hash=digest, attempts=0,
+                error="not sent: the provider was unavailable earlier in this job", output_mode=mode)))
         self.sent += 1
         kwargs = _litellm_kwargs(config, messages, caller=caller, sample=sample,
                                  response_format=response_format, max_tokens=max_tokens, kv_scope=self.kv_scope)
@@ -292,7 +249,7 @@ class Gateway:
             litellm = litellm_module()  # the one-off import is not the model's latency
         except Exception as exc:
             return _Outcome(None, self._account(CallRecord(
-                caller=caller, model=config.model, prompt_hash=digest, error=_describe(exc), output_mode=mode)))
+                caller=caller, model=config.model, prompt_hash=digest, error=describe(exc), output_mode=mode)))
         started = time.perf_counter()
         attempt = 0
         sent_format = response_format is not None
@@ -309,11 +266,14 @@ class Gateway:
             elapsed = time.perf_counter() - started
             record = self._account(CallRecord(
                 caller=caller, model=config.model, prompt_hash=digest, latency_s=elapsed,
-                attempts=attempt, error=_describe(exc), output_mode=mode))
+                attempts=attempt, error=describe(exc), output_mode=mode))
             if kind == "retry":
-                raise _unavailable(config.model, exc, record, elapsed) from exc
+                down = unavailable(config.model, exc, record, elapsed)
+                if self.breaker is not None:
+                    self.breaker.trip(down)
+                raise down from exc
             if kind == "fatal":
-                raise _fatal(config.model, exc, record) from exc
+                raise fatal(config.model, exc, record) from exc
             return _Outcome(None, record, format_rejected=kind == "format")
         self.cache.put(key, answer)
         return _Outcome(answer, self._account(CallRecord(
@@ -407,33 +367,6 @@ def _plan(config: ModelConfig, schema: type[BaseModel], bounded: dict[str, Any],
         return _Plan(mode, native, key, None, max_tokens)
     json_mode = {"type": "json_object"} if mode == "json_object" else None
     return _Plan(mode, json_mode, key, schema_instructions(bounded), max_tokens)
-
-
-def _fatal(model: str, exc: BaseException, record: CallRecord) -> ProviderError:
-    """A one-line `ProviderError`: the model, what went wrong, and the provider's own words."""
-    status = getattr(exc, "status_code", None)
-    status = status if isinstance(status, int) else None
-    trouble = _PROVIDER_TROUBLE.get(status or 0, "request rejected")
-    where = f"HTTP {status} " if status is not None else ""
-    detail = provider_message(exc)[:_ERROR_CHARS]
-    return ProviderError(f"{model}: {trouble} ({where}{type(exc).__name__}): {detail}",
-                         model=model, status=status, records=[record])
-
-
-def _unavailable(model: str, exc: BaseException, record: CallRecord, elapsed: float) -> ProviderUnavailable:
-    """A one-line `ProviderUnavailable`: the model, how long it was tried, and the last failure."""
-    status = getattr(exc, "status_code", None)
-    status = status if isinstance(status, int) else None
-    return ProviderUnavailable(
-        f"{model}: provider unavailable after {record.attempts} attempt(s) in {elapsed:.1f} s "
-        f"({record.error})", model=model, status=status, records=[record])
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) and not text:
-        text = "no answer within the timeout"
-    return f"{type(exc).__name__}: {text}"[:_ERROR_CHARS]
 
 
 def _with_system_text(messages: list[dict], text: str) -> list[dict]:

@@ -127,7 +127,7 @@ class ProviderError(Exception):
 
 class ProviderUnavailable(ProviderError):
     """The provider could not be reached or could not answer within the retry bound
-    (`gateway.RetryPolicy`): connection refused or reset, DNS or TLS failure, read timeouts,
+    (`retry.RetryPolicy`): connection refused or reset, DNS or TLS failure, read timeouts,
     408/409/429 or 5xx on every attempt. Infrastructure, like a refusal: the caller stops
     (a session ends `provider_unavailable`, rerun by the next batch), and nothing about the
     participant or the team is concluded from it. `status` is the last HTTP status, if any.

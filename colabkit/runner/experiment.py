@@ -44,8 +44,6 @@ from typing import Any, Final, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -62,6 +60,18 @@ from colabkit.llm import DEFAULT_MODEL, ModelConfig
 from colabkit.runner.build import build_spec, model_config
 from colabkit.runner.config_errors import config_error
 from colabkit.runner.executors.capacity import KernelCap, machine_kernel_cap
+from colabkit.runner.experiment_sections import (
+    SESSION_ROLES,
+    Concurrency,
+    Executor,
+    LLMBudget,
+    SettingsArm,
+    SimulatorArm,
+    StrictModel,
+    TaskSelection,
+    no_person_seats,
+    unique,
+)
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.session.structure.registry import structures_for
 from colabkit.tasks import Task, TaskSuite, load_tasks
@@ -72,88 +82,10 @@ from colabkit.team.declare import declare_in, read_yaml
 EXPERIMENT_SCHEMA_VERSION: Final = 1
 METRICS = available_metrics()
 """The metrics an experiment scores by default: the evaluation layer's default scorers."""
-SESSION_ROLES = ("default", "ai", "D", "R")
-SIMULATED_ROLES = ("D", "R")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TaskSelection(_Strict):
-    """Which tasks: by id (or metadata prefix), split and dataset folder, under `data_root`.
-
-    `data_root: null` means the shipped demo tasks. The filters combine as in `load_tasks`.
-    """
-
-    data_root: Path | None = None
-    ids: tuple[str, ...] | None = None
-    split: str | None = None
-    folders: tuple[str, ...] | None = None
-    """Dataset folders (or metadata domains), e.g. ["archaeology"]."""
-
-
-class LLMBudget(_Strict):
-    """Per-session caps on model spending; a session that reaches one ends `llm_budget`."""
-
-    max_cost_per_session: float | None = Field(default=None, ge=0)
-    max_tokens_per_session: int | None = Field(default=None, ge=1)
-
-
-class Concurrency(_Strict):
-    """How much runs at once: sessions in one process, live kernels, notebook processes.
-
-    A session holds its kernel for its whole life, so at most min(sessions, kernels)
-    sessions run in one process; `notebooks` bounds `colabkit batch`'s parallel
-    run_variant notebooks (each its own process). `kernels: null` (the default) derives the
-    cap from the machine's memory and cores and the sandbox limits (`runner.capacity`).
-    """
-
-    sessions: int = Field(default=4, ge=1)
-    kernels: int | None = Field(default=None, ge=1)
-    notebooks: int = Field(default=2, ge=1)
-
-
-class Executor(_Strict):
-    """Where sessions run: in this process (`local`) or as tasks on a Dask cluster."""
-
-    kind: Literal["local", "dask"] = "local"
-    scheduler: str | None = None
-    """The Dask scheduler address (`tcp://host:8786`); required for `dask`."""
-
-    @model_validator(mode="after")
-    def _address(self) -> Executor:
-        if self.kind == "dask" and not self.scheduler:
-            raise ValueError("executor 'dask' needs a scheduler address (executor.scheduler)")
-        return self
-
-
-class SettingsArm(_Strict):
-    """One arm of an experiment: a name and the `SessionSettings` fields it replaces."""
-
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    settings: dict[str, Any] = Field(min_length=1)
-
-
-class SimulatorArm(_Strict):
-    """One simulator of a sweep: a name and the models that play the simulated humans."""
-
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    models: dict[str, str | ModelConfig] = Field(min_length=1)
-    """Model per simulated-human role ("D", "R"): a litellm string or ModelConfig fields."""
-
-    @field_validator("models")
-    @classmethod
-    def _human_roles(cls, value: dict[str, str | ModelConfig]) -> dict[str, str | ModelConfig]:
-        others = [r for r in value if r not in SIMULATED_ROLES]
-        if others:
-            raise ValueError(f"a simulator plays only {' and '.join(SIMULATED_ROLES)}, not {', '.join(map(repr, others))} "
-                             "(the AI's model is the experiment's `models`)")
-        return _no_person_seats(value)
-
-
-class Experiment(_Strict):
+class Experiment(StrictModel):
     """One experiment config (see the module docstring); build with `load_experiment`."""
 
     schema_version: Literal[1] = EXPERIMENT_SCHEMA_VERSION
@@ -200,14 +132,14 @@ class Experiment(_Strict):
         unknown = [v for v in value if v not in valid]
         if unknown:
             raise ValueError(f"unknown variant(s) {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
-        return _unique(value, "variant")
+        return unique(value, "variant")
 
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, value: tuple[int, ...]) -> tuple[int, ...]:
         if any(s < 0 for s in value):
             raise ValueError("seeds must be non-negative integers")
-        return _unique(value, "seed")
+        return unique(value, "seed")
 
     @field_validator("models")
     @classmethod
@@ -217,12 +149,12 @@ class Experiment(_Strict):
             raise ValueError(f"unknown role(s) {', '.join(map(repr, unknown))}; valid: {', '.join(SESSION_ROLES)} "
                              "(the judge has its own field; a declared persona plays on the 'default' model, as "
                              "SessionSpec takes per-role models for ai, D and R only)")
-        return _no_person_seats(value)
+        return no_person_seats(value)
 
     @model_validator(mode="after")
     def _arms(self) -> Experiment:
-        _unique(tuple(arm.name for arm in self.arms), "arm")
-        _unique(tuple(sim.name for sim in self.simulators), "simulator")
+        unique(tuple(arm.name for arm in self.arms), "arm")
+        unique(tuple(sim.name for sim in self.simulators), "simulator")
         self.arm_settings()  # every arm's fields must make valid settings
         return self
 
@@ -234,7 +166,7 @@ class Experiment(_Strict):
         if unknown:
             raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: {', '.join(known)} "
                              "or an import path (module:Class, file.py:Class)")
-        return _unique(value, "metric")
+        return unique(value, "metric")
 
     # -- what it runs ---------------------------------------------------------------------
     def arm_settings(self) -> dict[str, SessionSettings]:
@@ -364,21 +296,6 @@ class Experiment(_Strict):
 
 def _embedded_for_all() -> dict[str, str | ModelConfig]:
     return {"default": DEFAULT_MODEL}
-
-
-def _no_person_seats(value: dict[str, str | ModelConfig]) -> dict[str, str | ModelConfig]:
-    persons = [role for role, m in value.items() if (m if isinstance(m, str) else m.model).startswith("person/")]
-    if persons:  # a batch runs headless (papermill, Dask): nobody would be at the seat
-        raise ValueError(f"role(s) {', '.join(persons)} are person seats: a batch never waits for a person; "
-                         "run a person's session with notebooks/take_a_seat.ipynb (colabkit seat)")
-    return value
-
-
-def _unique(values: tuple, what: str) -> tuple:
-    dupes = sorted({str(v) for v in values if values.count(v) > 1})
-    if dupes:
-        raise ValueError(f"repeated {what}(s): {', '.join(dupes)}")
-    return values
 
 
 def _expand(value: Any, base: Path, field: str, source: Path) -> Path | None:

@@ -1,6 +1,6 @@
 """What an experiment's folder says about itself, so later commands need not be told again.
 
-`colabkit batch` copies the experiment config into its folder as `experiment.yaml` (absolute
+`colabkit batch` (with `--sessions-only` too) copies the experiment config into its folder as `experiment.yaml` (absolute
 paths: `pipeline.write_config`). `colabkit score`, `export` and `fork` and the notebooks read
 the data root, and for scoring the judge, metrics and repeats, from that copy when they are
 given a path inside an experiment folder and no `--data-root`: a session of a real

@@ -13,7 +13,7 @@ Standard library only. It answers `POST /chat/completions` in DeepSeek's JSON mo
   sent, and comes back by itself w seconds later.
 
 `answered` holds the request bodies that got a whole answer (what a provider bills), so a
-test can check that nothing was paid twice.
+test can check that nothing was paid twice; `seen` every request body that arrived.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class FaultyProvider:
         self.stall_s = stall_s
         self.faults: list[str | int] = []
         self.answered: list[dict[str, Any]] = []
+        self.seen: list[dict[str, Any]] = []  # every request body, answered or not
         self.requests = 0
         self.lock = threading.Lock()
         self._outage: tuple[int, float] | None = None
@@ -58,7 +59,8 @@ class FaultyProvider:
         handler = _handler(self)
         self.server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll: shutdown() (each test's teardown, each outage) waits at most this long
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def down(self) -> None:
         server, self.server = self.server, None
@@ -89,6 +91,7 @@ class FaultyProvider:
         """("ok", payload), or the fault to act out."""
         with self.lock:
             self.requests += 1
+            self.seen.append(body)
             fault = self.faults.pop(0) if self.faults else "ok"
         if fault not in ("ok", "drop"):
             return fault, None

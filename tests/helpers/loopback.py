@@ -35,7 +35,9 @@ class LoopbackServer(ABC):
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # a short poll: shutdown() in each test's teardown waits at most this long (0.5 s by default)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                                       daemon=True)
         self.thread.start()
 
     @property
