@@ -3,6 +3,8 @@ explorer widget's wiring: selecting, filtering and stepping change what it shows
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from helpers.stored_session import HYPOTHESIS, record_scaffolded_session
@@ -98,6 +100,10 @@ def test_the_explorer_opens_on_a_session_table_with_team_sessions_first_and_one_
     root, folder = stored
     exp = tmp_path / "exp"
     shutil.copytree(folder, exp / folder.name)
+    # two waits more than the stored session's AI took, so a swap of the two columns shows
+    record = json.loads((exp / folder.name / "session.json").read_text())
+    record["totals"]["ai_turns"] = record["totals"]["ai_actions"] + 2
+    (exp / folder.name / "session.json").write_text(json.dumps(record))
     singles: list[str] = []
     while len(singles) < 4 or min(singles) >= folder.name:  # until, by hash, a single session would come first
         assert len(singles) < 64, "no seed gave a single session whose id sorts before the team session's"
@@ -107,9 +113,9 @@ def test_the_explorer_opens_on_a_session_table_with_team_sessions_first_and_one_
     team = table.iloc[0]
     assert team["variant"] == "scaffolded-dr" and team["human_actions"] > 0 and team["messages"] > 0
     # the AI's turns (waits included) and its actions (no waits), each as the record counts it
-    totals = SessionRecord.model_validate_json((folder / "session.json").read_bytes()).totals
+    totals = SessionRecord.model_validate_json((exp / folder.name / "session.json").read_bytes()).totals
     assert (team["ai_turns"], team["ai_actions"]) == (totals.ai_turns, totals.ai_actions)
-    assert totals.ai_turns >= totals.ai_actions > 0
+    assert totals.ai_turns == totals.ai_actions + 2 and totals.ai_actions > 0
     assert team["hypothesis"] == HYPOTHESIS and pd.isna(team["performance"])  # not scored yet
 
     explorer = TrajectoryExplorer(tmp_path)
