@@ -32,8 +32,8 @@ from helpers.stored_session import (
     scaffolded_scripts,
 )
 
-from colabkit.analysis.inference.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
-from colabkit.analysis.inference.stats import STUDY_COLUMNS
+from colabkit.analysis.inference.decisions.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
+from colabkit.analysis.inference.estimation.stats import STUDY_COLUMNS
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PARAMETERS = {
