@@ -1,4 +1,4 @@
-"""The default graph searched from power (`colabkit.analysis.inference.graph_search`).
+"""The default graph searched from power (`colabkit.analysis.inference.power_analysis.graph_search`).
 
 Every candidate graph (initial weights of H3.memory, H2.pooled and H1.dr, crossed with an even
 or a to-power sharing of the level passed on) is run on the same simulated p-values under the
@@ -16,8 +16,13 @@ import json
 import time
 from pathlib import Path
 
-from colabkit.analysis.inference.graph_search import FIRST_WRITTEN, SEARCHED, candidate_graphs, search_graph
-from colabkit.analysis.inference.plan import ALL_VARIANTS, analysis_plan
+from colabkit.analysis.inference.planning.plan import ALL_VARIANTS, analysis_plan
+from colabkit.analysis.inference.power_analysis.graph_search import (
+    FIRST_WRITTEN,
+    SEARCHED,
+    candidate_graphs,
+    search_graph,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

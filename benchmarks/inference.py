@@ -7,7 +7,7 @@ sessions are missing at random (a failed session or judge), so the pairs are unb
 real grids are. Each grid is analysed by the suite's own functions and every test is asked
 at alpha 0.05; a test that holds its level rejects in 5% of the grids (target 0.04-0.06).
 
-Reported tests (`colabkit.analysis.inference.contrasts`):
+Reported tests (`colabkit.analysis.inference.decisions.contrasts`):
 - task-clustered: the confirmatory test, CR1 task-clustered SE, t on G - 1 df;
 - random slope: the mixed model with a random treatment slope by task, several optimisers,
   t on G - 1 df (each fit costs 2-4 optimiser runs: fewer grids, wider Monte Carlo error).
@@ -18,7 +18,7 @@ The tests the suite reported before, for comparison (not reported any more):
 Bounded data (issue 30): Performance as the study has it, in [0, 1] with about half exact zeros
 and a third exact ones (a latent normal with a task effect, SD 0.8, and a task x variant
 effect, SD 0.3, cut at 0 and at the 2/3 quantile, linear between), no true effect. On it:
-- the task-clustered t and the studentized sign-flip test (`colabkit.analysis.inference.signflip`,
+- the task-clustered t and the studentized sign-flip test (`colabkit.analysis.inference.estimation.signflip`,
   `--flips` random flips: the p resolution is 1 / (flips + 1)), each at alpha 0.05;
 - the familywise error of a Holm family of 21 null contrasts (7 metrics x 3 compositions: 21
   bounded contrasts sharing the grid's tasks and their difficulty) at alpha 0.05, for each test.
@@ -47,9 +47,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from colabkit.analysis.inference.contrasts import mixed_model_contrast, paired_differences, task_contrast
-from colabkit.analysis.inference.families import holm
-from colabkit.analysis.inference.signflip import sign_flip_p
+from colabkit.analysis.inference.decisions.contrasts import mixed_model_contrast, paired_differences, task_contrast
+from colabkit.analysis.inference.estimation.signflip import sign_flip_p
+from colabkit.analysis.inference.planning.families import holm
 
 TASKS, SEEDS = 38, 3
 TASK_SD, INTERACTION_SD, NOISE_SD, MISSING = 0.15, 0.05, 0.08, 0.05

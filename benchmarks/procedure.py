@@ -1,6 +1,6 @@
 """The plan's decision procedure at the study's size: error rate, power, tasks needed, TOST power.
 
-All by `colabkit.analysis.inference.simulate` (the whole graphical procedure over the default
+All by `colabkit.analysis.inference.power_analysis.simulate` (the whole graphical procedure over the default
 plan's hypotheses, every variant planned), at 38 tasks x 3 seeds:
 
 1. study-wise FWER (P(any true null declared)) under three configurations (null: every
@@ -22,9 +22,9 @@ import json
 import time
 from pathlib import Path
 
-from colabkit.analysis.inference.decide import tost_power
-from colabkit.analysis.inference.plan import ALL_VARIANTS, analysis_plan
-from colabkit.analysis.inference.simulate import (
+from colabkit.analysis.inference.decisions.decide import tost_power
+from colabkit.analysis.inference.planning.plan import ALL_VARIANTS, analysis_plan
+from colabkit.analysis.inference.power_analysis.simulate import (
     DataShape,
     familywise_error,
     paper_means,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from colabkit.analysis.inference.graph import graph_adjusted, graph_reject, holm_graph
+from colabkit.analysis.inference.planning.graph import graph_adjusted, graph_reject, holm_graph
 
 RNG = np.random.default_rng(7)
 P_SETS = [RNG.uniform(0, 0.08, 5) for _ in range(30)]
@@ -85,7 +85,7 @@ def test_in_the_default_graph_no_claim_shows_a_p_below_what_gates_it_and_decisio
     smallest of the claims that pass it level (it can be reached only after one of them is
     declared), and at every alpha the sequence declares exactly the adjusted p's <= alpha, so a
     claim not declared, or never reached, never shows a p at or below alpha."""
-    from colabkit.analysis.inference.hypotheses import PAPER_HYPOTHESES, study_graph
+    from colabkit.analysis.inference.planning.hypotheses import PAPER_HYPOTHESES, study_graph
 
     hypotheses, exploratory = PAPER_HYPOTHESES, 12
     w, g = study_graph(hypotheses, exploratory)

@@ -15,7 +15,7 @@ import pytest
 import statsmodels.formula.api as smf
 from scipy import optimize
 
-from colabkit.analysis.inference.mixed import LLF_TOLERANCE, fit_robustly, slope_model_contrast
+from colabkit.analysis.inference.estimation.mixed import LLF_TOLERANCE, fit_robustly, slope_model_contrast
 
 BOUNDARY_TOLERANCE = 1e-6
 

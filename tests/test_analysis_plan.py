@@ -26,7 +26,7 @@ from colabkit.analysis import (
     study_table,
     termination_contrast,
 )
-from colabkit.analysis.inference.plan import ALL_VARIANTS
+from colabkit.analysis.inference.planning.plan import ALL_VARIANTS
 from colabkit.errors import ColabkitError
 
 METRICS = ["performance", "hms"]
@@ -249,7 +249,7 @@ def test_a_decision_is_the_same_whether_one_pair_or_all_are_asked():
 
 
 def test_unplanned_claims_leave_the_graph_as_a_rejected_one_does_so_no_planned_claim_is_cut_off():
-    from colabkit.analysis.inference.hypotheses import default_hypotheses
+    from colabkit.analysis.inference.planning.hypotheses import default_hypotheses
 
     # a claim reached only through unplanned ones keeps their share (Process loss alone: all of alpha)
     assert [(h.name, h.weight) for h in default_hypotheses(("single", "default-dr"))] == [("H1.dr", 1.0)]

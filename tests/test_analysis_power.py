@@ -13,7 +13,7 @@ from helpers.score_tables import score_table
 from scipy import stats
 
 from colabkit.analysis import power_table, seeds_needed, tasks_needed
-from colabkit.analysis.inference.power import between_task_upper, power_of, variance_components
+from colabkit.analysis.inference.power_analysis.power import between_task_upper, power_of, variance_components
 
 ALPHAS = (0.05, 0.05 / 21, 1e-4)
 TASKS = (2, 3, 5, 10, 38, 73, 120, 400)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.plan import ALL_VARIANTS, analysis_plan
-from colabkit.analysis.inference.simulate import (
+from colabkit.analysis.inference.planning.plan import ALL_VARIANTS, analysis_plan
+from colabkit.analysis.inference.power_analysis.simulate import (
     DataShape,
     familywise_error,
     paper_means,
@@ -61,7 +61,7 @@ def test_the_study_wise_error_is_held_at_alpha(shape):
 def test_a_graph_spending_more_than_alpha_shows_the_excess(monkeypatch):
     """The simulation can see an error: every hypothesis tested alone at the full alpha
     (weights summing to 14, not 1, which `check_graph` refuses: what parallel gates amounted to)."""
-    from colabkit.analysis.inference import simulate
+    from colabkit.analysis.inference.power_analysis import simulate
 
     monkeypatch.setattr(simulate, "study_graph", lambda hypotheses, _: (np.ones(len(hypotheses)), None))
     monkeypatch.setattr(simulate, "graph_reject", lambda p, w, g, alpha: (p <= w * alpha, w))
@@ -96,8 +96,13 @@ def test_tasks_needed_says_where_the_archaeology_tasks_run_out():
 
 
 def test_the_graph_search_keeps_the_first_graph_unless_beaten_and_its_choice_is_the_default():
-    from colabkit.analysis.inference.graph_search import FIRST_WRITTEN, SEARCHED, candidate_graphs, search_graph
-    from colabkit.analysis.inference.hypotheses import PAPER_HYPOTHESES
+    from colabkit.analysis.inference.planning.hypotheses import PAPER_HYPOTHESES
+    from colabkit.analysis.inference.power_analysis.graph_search import (
+        FIRST_WRITTEN,
+        SEARCHED,
+        candidate_graphs,
+        search_graph,
+    )
 
     graphs = candidate_graphs()
     assert graphs[SEARCHED] == PAPER_HYPOTHESES  # the default plan's graph is the search's choice

@@ -201,8 +201,8 @@ def test_ablation_bars_are_paired_difference_intervals():
     from scipy import stats as scipy_stats
 
     from colabkit.analysis import ablation_figure, task_contrast
-    from colabkit.analysis.inference.contrasts import DEFAULT_PLAN
-    from colabkit.analysis.inference.decide import study_decisions
+    from colabkit.analysis.inference.decisions.contrasts import DEFAULT_PLAN
+    from colabkit.analysis.inference.decisions.decide import study_decisions
 
     scores = score_table(n_tasks=6, seeds=3)
     fig = ablation_figure(scores, ["performance"])

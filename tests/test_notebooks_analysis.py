@@ -19,8 +19,8 @@ import pytest
 from helpers.notebooks import NOTEBOOKS, code_cells, execute
 from helpers.score_tables import score_table
 
-from colabkit.analysis.inference.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
-from colabkit.analysis.inference.stats import STUDY_COLUMNS
+from colabkit.analysis.inference.decisions.contrasts import CONTRAST_COLUMNS, DECOMPOSITION
+from colabkit.analysis.inference.estimation.stats import STUDY_COLUMNS
 
 PARAMETERS = {
     "run_variant": ["experiment", "results", "variant"],

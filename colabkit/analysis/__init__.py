@@ -38,7 +38,7 @@ from colabkit.analysis.figures import (
     gate_figure,
 )
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
-from colabkit.analysis.inference.contrasts import (
+from colabkit.analysis.inference.decisions.contrasts import (
     SHOWN_COLUMNS,
     contrasts,
     hypothesis_table,
@@ -46,19 +46,25 @@ from colabkit.analysis.inference.contrasts import (
     paired_differences,
     task_contrast,
 )
-from colabkit.analysis.inference.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
-from colabkit.analysis.inference.hypotheses import PAPER_HYPOTHESES, Hypothesis
-from colabkit.analysis.inference.missing import missing_score_bounds
-from colabkit.analysis.inference.plan import AnalysisPlan, analysis_plan, plan_summary, planned_tests
-from colabkit.analysis.inference.plan_file import plan_for, read_plan
-from colabkit.analysis.inference.power import power_of, power_table, seeds_needed, tasks_needed, variance_components
-from colabkit.analysis.inference.signflip import sign_flip_p
-from colabkit.analysis.inference.stats import clustered_standard_error, format_study_table, study_table
-from colabkit.analysis.inference.termination import (
+from colabkit.analysis.inference.decisions.termination import (
     by_termination,
     termination_contrast,
     termination_interaction,
     termination_rules,
+)
+from colabkit.analysis.inference.estimation.missing import missing_score_bounds
+from colabkit.analysis.inference.estimation.signflip import sign_flip_p
+from colabkit.analysis.inference.estimation.stats import clustered_standard_error, format_study_table, study_table
+from colabkit.analysis.inference.planning.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
+from colabkit.analysis.inference.planning.hypotheses import PAPER_HYPOTHESES, Hypothesis
+from colabkit.analysis.inference.planning.plan import AnalysisPlan, analysis_plan, plan_summary, planned_tests
+from colabkit.analysis.inference.planning.plan_file import plan_for, read_plan
+from colabkit.analysis.inference.power_analysis.power import (
+    power_of,
+    power_table,
+    seeds_needed,
+    tasks_needed,
+    variance_components,
 )
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions

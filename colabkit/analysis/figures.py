@@ -5,7 +5,7 @@ batch making hundreds of them never leaks open figures and a notebook shows exac
 it returns. The layer writes no files: `figure_bytes` and `artefacts` render figures and
 tables to bytes, and the caller (a notebook, the batch) writes them atomically.
 
-Error bars are the task-clustered SE (the study samples tasks; `colabkit.analysis.inference.stats`),
+Error bars are the task-clustered SE (the study samples tasks; `colabkit.analysis.inference.estimation.stats`),
 and a mean or contrast over fewer than two tasks is a hollow point ("no interval", said in
 the caption: a marker, not a label, so labels of neighbouring points never run into each
 other). A panel with nothing to plot says "no values", and a team composition a metric does
@@ -33,10 +33,10 @@ from matplotlib.figure import Figure
 from scipy import stats as scipy_stats
 
 from colabkit.analysis.gates import check_gates, gate_summary
-from colabkit.analysis.inference.contrasts import paired_differences
-from colabkit.analysis.inference.decide import study_decisions
-from colabkit.analysis.inference.plan import AnalysisPlan
-from colabkit.analysis.inference.stats import clustered_standard_error, study_table
+from colabkit.analysis.inference.decisions.contrasts import paired_differences
+from colabkit.analysis.inference.decisions.decide import study_decisions
+from colabkit.analysis.inference.estimation.stats import clustered_standard_error, study_table
+from colabkit.analysis.inference.planning.plan import AnalysisPlan
 from colabkit.analysis.judging import judge_status, judge_warning, scores_warning
 from colabkit.analysis.scores import COMPOSITIONS, METRIC_LABELS, STRUCTURES, check_scores
 from colabkit.evaluation import scorers_for

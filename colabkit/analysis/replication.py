@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.hypotheses import variant_pairs
-from colabkit.analysis.inference.plan import AnalysisPlan
-from colabkit.analysis.inference.stats import study_table
+from colabkit.analysis.inference.estimation.stats import study_table
+from colabkit.analysis.inference.planning.hypotheses import variant_pairs
+from colabkit.analysis.inference.planning.plan import AnalysisPlan
 from colabkit.analysis.reference import seed_paper
 from colabkit.analysis.scores import check_scores
 

@@ -1,6 +1,6 @@
 """`colabkit plan-analysis CONFIG`: write the experiment's analysis plan before any data exists.
 
-The plan (`colabkit.analysis.inference.plan`) names the study's claims as hypotheses (the
+The plan (`colabkit.analysis.inference.planning.plan`) names the study's claims as hypotheses (the
 paper's by default, or `--hypotheses FILE`: a YAML or JSON list of {name, a, b, metric,
 direction, family, weight, then, margin_sd}), the graph that spends one alpha over them, the
 tests, and the planned tasks x seeds (the config's). It goes to
@@ -10,7 +10,7 @@ whole procedure at the planned size (simulated, `--power-reps`; 0 skips it).
 
 Once any session exists in the experiment's folder the plan is locked: writing it again fails
 with one line; `--amend REASON` writes the next version (`analysis_plan.v2.json`, ...), every
-version kept (`colabkit.analysis.inference.plan_file`).
+version kept (`colabkit.analysis.inference.planning.plan_file`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from colabkit.errors import ColabkitError
 
 if TYPE_CHECKING:
-    from colabkit.analysis.inference.plan import AnalysisPlan
+    from colabkit.analysis.inference.planning.plan import AnalysisPlan
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -68,8 +68,8 @@ def _hypotheses(path: Path) -> list[object]:
 
 
 def _plan_analysis(args: argparse.Namespace) -> int:
-    from colabkit.analysis.inference.plan import analysis_plan
-    from colabkit.analysis.inference.plan_file import write_plan
+    from colabkit.analysis.inference.planning.plan import analysis_plan
+    from colabkit.analysis.inference.planning.plan_file import write_plan
     from colabkit.runner import load_experiment
 
     if not args.config.is_file():
@@ -107,7 +107,7 @@ def _plan_analysis(args: argparse.Namespace) -> int:
 
 
 def _print_power(plan: AnalysisPlan, reps: int) -> None:
-    from colabkit.analysis.inference.simulate import procedure_power
+    from colabkit.analysis.inference.power_analysis.simulate import procedure_power
 
     power = procedure_power(plan, reps=reps)
     print(f"P(declared) by the whole procedure at {plan.planned_tasks} tasks x {plan.planned_seeds} seeds, "

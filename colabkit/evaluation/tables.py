@@ -78,7 +78,7 @@ def session_keys(folder: Path) -> tuple[dict[str, Any], str | None]:
     structure, composition = structure_of(variant)
     return {"session_id": record["session_id"], "task_id": record["task_id"], "variant": variant["name"],
             "structure": structure, "composition": composition, "seed": record["seed"],
-            # the session-end rule (colabkit.analysis.inference.termination); records from before the setting ran all_sides
+            # the session-end rule (colabkit.analysis.inference.decisions.termination); records from before the setting ran all_sides
             "termination": record["spec"].get("settings", {}).get("termination", "all_sides"),
             "ended_by": record.get("ended_by"), "ai_steps": (record.get("totals") or {}).get("ai_actions"),
             "expired_requests": (record.get("totals") or {}).get("expired")}, record.get("ended_by")

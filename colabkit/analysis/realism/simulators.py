@@ -30,11 +30,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from colabkit.analysis.inference.contrasts import contrasts, paired_differences, task_contrast
-from colabkit.analysis.inference.decide import equivalence_verdict
-from colabkit.analysis.inference.families import holm
-from colabkit.analysis.inference.plan import AnalysisPlan
-from colabkit.analysis.inference.termination import DESCRIPTION
+from colabkit.analysis.inference.decisions.contrasts import contrasts, paired_differences, task_contrast
+from colabkit.analysis.inference.decisions.decide import equivalence_verdict
+from colabkit.analysis.inference.decisions.termination import DESCRIPTION
+from colabkit.analysis.inference.planning.families import holm
+from colabkit.analysis.inference.planning.plan import AnalysisPlan
 from colabkit.analysis.realism.fingerprints import HUMAN_SEATS, simulator_label
 from colabkit.analysis.scores import STUDY_METRICS, check_scores, variant_order
 

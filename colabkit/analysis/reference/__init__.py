@@ -3,7 +3,7 @@
 `seed_paper()` reads `seed_paper.json`: per variant the published Performance, H_init,norm
 and S_hyp (W_total, W_human for the DR pair), where each number comes from, and what is
 missing (never filled in). The replication report (`colabkit.analysis.replication`) and the
-power simulation's default effects (`colabkit.analysis.inference.simulate`) read it.
+power simulation's default effects (`colabkit.analysis.inference.power_analysis.simulate`) read it.
 """
 
 from __future__ import annotations

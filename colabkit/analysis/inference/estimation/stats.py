@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
+from colabkit.analysis.inference.planning.plan import AnalysisPlan, with_plan
 from colabkit.analysis.judging import with_judge_columns
 from colabkit.analysis.scores import METRIC_LABELS, STUDY_METRICS, check_scores, variant_order
 from colabkit.store import run_outcomes

@@ -21,13 +21,13 @@ planned compositions), `metric`, `direction` ("greater", "less", "two-sided", or
 "equivalent"), `family` (a label for the tables) and the graph: `weight` (its initial share of
 alpha) and `then` (where its level goes once it is declared: hypothesis name -> share). What
 a row's `then` leaves unassigned goes, in equal parts, to the exploratory tests: every other
-planned test of the plan's families (`colabkit.analysis.inference.families`), Holm among
+planned test of the plan's families (`colabkit.analysis.inference.planning.families`), Holm among
 themselves, tested last, so they too have a procedure-adjusted p and nothing is lost.
 A claim the planned variants cannot test leaves the default graph before the data as the
 procedure removes a rejected one (its share and edges pass along), so a planned claim reached
 only through unplanned ones keeps their level (`default_hypotheses`).
 
-**The default graph, searched from power** (`colabkit.analysis.inference.graph_search`,
+**The default graph, searched from power** (`colabkit.analysis.inference.power_analysis.graph_search`,
 `benchmarks/README.md`). Under the paper's effects on the study's data shape the most powerful
 claims are memory on H_init,norm (+0.27 to +0.40: near-certain at any share) and the pooled
 structure effect (+0.07 on average, its variance shrunk by averaging three compositions); a
@@ -54,7 +54,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from colabkit.analysis.inference.graph import pass_on
+from colabkit.analysis.inference.planning.graph import pass_on
 from colabkit.analysis.scores import COMPOSITIONS, STRUCTURES, STUDY_METRICS
 
 Direction = Literal["greater", "less", "two-sided", "equivalent"]

@@ -4,7 +4,7 @@ A per-test power formula answers "would this one test reject at this level?"; th
 decisions come from a graph that passes alpha on only after other claims are declared. So
 power here is P(a hypothesis is declared by the procedure), simulated: draw whole grids at
 `tasks` x `seeds` for every variant the hypotheses compare, run each hypothesis's test (the
-task-level t, as `colabkit.analysis.inference.decide` does: with equal seeds the CR1 t is the
+task-level t, as `colabkit.analysis.inference.decisions.decide` does: with equal seeds the CR1 t is the
 one-sample t on task means) and the plan's graph (`graph_reject`), and count.
 
 **Data shape** (`DataShape`): per session y = location(variant) + task + task x variant +
@@ -39,10 +39,10 @@ import pandas as pd
 from scipy import integrate, optimize
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.decide import tost_p
-from colabkit.analysis.inference.graph import graph_reject
-from colabkit.analysis.inference.hypotheses import Hypothesis, study_graph, variant_pairs
-from colabkit.analysis.inference.plan import AnalysisPlan
+from colabkit.analysis.inference.decisions.decide import tost_p
+from colabkit.analysis.inference.planning.graph import graph_reject
+from colabkit.analysis.inference.planning.hypotheses import Hypothesis, study_graph, variant_pairs
+from colabkit.analysis.inference.planning.plan import AnalysisPlan
 from colabkit.analysis.reference import seed_paper
 
 COUNT_METRICS = ("w_total", "w_human")

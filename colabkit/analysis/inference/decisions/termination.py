@@ -22,11 +22,11 @@ from collections.abc import Iterable
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.contrasts import paired_differences, task_contrast
-from colabkit.analysis.inference.decide import equivalence_verdict
-from colabkit.analysis.inference.families import DECOMPOSITION, holm
-from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
-from colabkit.analysis.inference.stats import clustered_standard_error
+from colabkit.analysis.inference.decisions.contrasts import paired_differences, task_contrast
+from colabkit.analysis.inference.decisions.decide import equivalence_verdict
+from colabkit.analysis.inference.estimation.stats import clustered_standard_error
+from colabkit.analysis.inference.planning.families import DECOMPOSITION, holm
+from colabkit.analysis.inference.planning.plan import AnalysisPlan, with_plan
 from colabkit.analysis.scores import COMPOSITIONS, STUDY_METRICS, check_scores, variant_order
 
 COLUMN = "termination"

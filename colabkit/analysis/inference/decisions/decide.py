@@ -3,7 +3,7 @@
 `study_decisions` runs every test the plan fixes, always all of them (so no decision depends
 on which pairs or metrics a table asks for): the hypotheses first, then every other planned
 test of the families (`exploratory`). Their p-values go through the plan's graph
-(`colabkit.analysis.inference.graph`, `hypotheses.study_graph`), which gives each its
+(`colabkit.analysis.inference.planning.graph`, `hypotheses.study_graph`), which gives each its
 procedure-adjusted p (`p_adjusted`) and decision (`declared`: adjusted p <= alpha).
 
 The p a hypothesis contributes (`p_test`) is its claim's: for "greater" / "less" the
@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.graph import graph_adjusted, graph_reject
-from colabkit.analysis.inference.hypotheses import Hypothesis, study_graph, variant_pairs
-from colabkit.analysis.inference.plan import AnalysisPlan, planned_tests
-from colabkit.analysis.inference.signflip import sign_flip_p
+from colabkit.analysis.inference.estimation.signflip import sign_flip_p
+from colabkit.analysis.inference.planning.graph import graph_adjusted, graph_reject
+from colabkit.analysis.inference.planning.hypotheses import Hypothesis, study_graph, variant_pairs
+from colabkit.analysis.inference.planning.plan import AnalysisPlan, planned_tests
 from colabkit.analysis.scores import check_scores
 
 DECISION_COLUMNS = ("hypothesis", "family", "composition", "metric", "a", "b", "component", "direction", "claim",

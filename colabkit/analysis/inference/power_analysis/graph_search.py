@@ -1,6 +1,6 @@
 """The default graph, searched from power: which initial weights and transitions declare most.
 
-Every graph of `colabkit.analysis.inference.graph` holds the study-wise error at alpha whatever
+Every graph of `colabkit.analysis.inference.planning.graph` holds the study-wise error at alpha whatever
 its weights, so choosing among them is a question of power alone, answered before the data:
 under the paper's effects (`simulate.paper_means`) on the study's bounded data at the planned
 38 tasks x 3 seeds, each candidate graph is run on the *same* simulated p-values (common
@@ -31,9 +31,15 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from colabkit.analysis.inference.hypotheses import PAPER_HYPOTHESES, Hypothesis
-from colabkit.analysis.inference.plan import AnalysisPlan, analysis_plan
-from colabkit.analysis.inference.simulate import DataShape, declared_by, null_true, paper_means, simulate_p
+from colabkit.analysis.inference.planning.hypotheses import PAPER_HYPOTHESES, Hypothesis
+from colabkit.analysis.inference.planning.plan import AnalysisPlan, analysis_plan
+from colabkit.analysis.inference.power_analysis.simulate import (
+    DataShape,
+    declared_by,
+    null_true,
+    paper_means,
+    simulate_p,
+)
 
 ROOTS: dict[str, tuple[float, float, float]] = {
     "0.2/0.4/0.4": (0.2, 0.4, 0.4), "0.1/0.5/0.4": (0.1, 0.5, 0.4), "0.1/0.6/0.3": (0.1, 0.6, 0.3),

@@ -3,7 +3,7 @@
 Under the null of no effect with tasks exchangeable in sign (each task's paired differences
 symmetric about 0), flipping the sign of all of one task's differences leaves their
 distribution unchanged. The statistic is the confirmatory test's own t (mean paired difference
-over its task-clustered CR1 SE, `colabkit.analysis.inference.contrasts`), recomputed for every
+over its task-clustered CR1 SE, `colabkit.analysis.inference.decisions.contrasts`), recomputed for every
 flip: with S_g the sum and n_g the count of task g's differences and e_g = +/-1,
 
     mean* = sum_g e_g S_g / N,   SE* = sqrt(G/(G-1) sum_g (e_g S_g - n_g mean*)^2) / N.

@@ -7,7 +7,7 @@ interaction), so the seeds of one task are not independent replicates of the eff
 p-value and interval reported here accounts for that:
 
 - **Decision** (`p_adjusted`, `declared`, `decision`): every planned test goes through the
-  plan's one graph (`colabkit.analysis.inference.decide`): the mean paired difference with its
+  plan's one graph (`colabkit.analysis.inference.decisions.decide`): the mean paired difference with its
   task-clustered (CR1) SE and a t reference on G - 1 df (G tasks), `p_unadjusted` its
   two-sided p, `p_test` what it contributes in its claimed direction, `p_adjusted` the
   procedure's adjusted p; declared when that is <= alpha. With the same seeds on every task
@@ -15,12 +15,12 @@ p-value and interval reported here accounts for that:
   (seeds as replicates) is not reported: in a null simulation it rejected at 10% at alpha
   0.05 (`benchmarks/inference.py`).
 - **Model-based estimate** (`mixed_coef`, `mixed_se`, `mixed_p_unadjusted`): a mixed model
-  with a random intercept and a random treatment slope by task (`colabkit.analysis.inference.mixed`),
+  with a random intercept and a random treatment slope by task (`colabkit.analysis.inference.estimation.mixed`),
   fitted with several optimisers; unadjusted, it corroborates, the clustered test decides.
   Fitted for Scaffolded - Default (`mixed_families`) by default; other rows say
   `mixedlm_not_requested`.
 - **Robustness test** (`p_signflip`): the studentized sign-flip test over tasks
-  (`colabkit.analysis.inference.signflip`), exact when 2^G is small; unadjusted, beside the
+  (`colabkit.analysis.inference.estimation.signflip`), exact when 2^G is small; unadjusted, beside the
   decision, never one.
 - **Intervals**: `ci_low`/`ci_high` are unadjusted 95% intervals (`ci` says so);
   `sim_ci_low`/`sim_ci_high` are drawn at the level the procedure gave the test (`interval`),
@@ -41,12 +41,12 @@ from collections.abc import Iterable
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.decide import pair_differences, score_grid, study_decisions
-from colabkit.analysis.inference.families import DECOMPOSITION
-from colabkit.analysis.inference.mixed import slope_model_contrast
-from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
-from colabkit.analysis.inference.signflip import sign_flip_p
-from colabkit.analysis.inference.stats import clustered_standard_error
+from colabkit.analysis.inference.decisions.decide import pair_differences, score_grid, study_decisions
+from colabkit.analysis.inference.estimation.mixed import slope_model_contrast
+from colabkit.analysis.inference.estimation.signflip import sign_flip_p
+from colabkit.analysis.inference.estimation.stats import clustered_standard_error
+from colabkit.analysis.inference.planning.families import DECOMPOSITION
+from colabkit.analysis.inference.planning.plan import AnalysisPlan, with_plan
 from colabkit.analysis.judging import with_judge_columns
 from colabkit.analysis.scores import check_scores
 from colabkit.errors import ColabkitError
@@ -101,7 +101,7 @@ def task_contrast(scores: pd.DataFrame, a: str, b: str, metric: str, plan: Analy
 
 
 def mixed_model_contrast(scores: pd.DataFrame, a: str, b: str, metric: str) -> dict[str, object]:
-    """The model-based estimate of A - B on both variants' sessions (`colabkit.analysis.inference.mixed`)."""
+    """The model-based estimate of A - B on both variants' sessions (`colabkit.analysis.inference.estimation.mixed`)."""
     data = scores.loc[scores["variant"].isin([a, b]), ["task_id", "variant", metric]].dropna(subset=[metric])
     data = data.assign(treated=(data["variant"] == a).astype(float), y=data[metric].astype(float))
     return slope_model_contrast(data)

@@ -1,7 +1,7 @@
 """The contrasts the suite reports, and their multiple-comparison families, defined once.
 
 Every planned test has one procedure-adjusted p wherever it is shown: the plan's hypotheses
-and these families' tests go through one graph (`colabkit.analysis.inference.decide`); a
+and these families' tests go through one graph (`colabkit.analysis.inference.decisions.decide`); a
 family is a label, and its tests that are not hypotheses are the exploratory tests, Holm among
 themselves after the hypotheses. The structure pairs (`FAMILIES`) are fixed here; which tests
 a family holds is fixed by the analysis plan (the planned variants x the planned metrics),

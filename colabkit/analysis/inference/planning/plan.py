@@ -2,11 +2,11 @@
 
 A reviewer can only trust a decision whose procedure was fixed in advance. The plan names:
 
-- **Hypotheses** (`hypotheses`): the study's claims (`colabkit.analysis.inference.hypotheses`:
+- **Hypotheses** (`hypotheses`): the study's claims (`colabkit.analysis.inference.planning.hypotheses`:
   H1 process loss, H2 structure, H3 decomposition, H4 redistribution, H5 living memory where
   planned), each with its variants, metric and direction, or a researcher's own list.
 - **One study-wise error rate**: the graphical procedure of Bretz et al. (2009)
-  (`colabkit.analysis.inference.graph`) over the hypotheses and, last, every other planned
+  (`colabkit.analysis.inference.planning.graph`) over the hypotheses and, last, every other planned
   test of the families (`exploratory`, Holm among themselves): the familywise error over *all*
   of them is at most `alpha`, strongly. Every row shows the procedure-adjusted p and the
   decision; there is no within-family p that could be read as a decision.
@@ -16,11 +16,11 @@ A reviewer can only trust a decision whose procedure was fixed in advance. The p
   beside it (unadjusted, robustness); the random-slope mixed model corroborates, unadjusted.
   A contrast with no spread between tasks (within `zero_tolerance`) has no t; it is decided
   by its exact sign-flip p, and flagged.
-- **Power** (`colabkit.analysis.inference.simulate`): the whole procedure simulated at the
+- **Power** (`colabkit.analysis.inference.power_analysis.simulate`): the whole procedure simulated at the
   planned tasks x seeds on the study's data shape, for `effects` (default: the paper's).
 
 `plan_hash` identifies a plan by content; every table carries it (`with_plan`). The plan file
-(`colabkit.analysis.inference.plan_file`) adds when it was written, how many sessions existed
+(`colabkit.analysis.inference.planning.plan_file`) adds when it was written, how many sessions existed
 then, and its version and reason when it amends an earlier one.
 """
 
@@ -31,8 +31,8 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from colabkit.analysis.inference.families import FAMILIES
-from colabkit.analysis.inference.hypotheses import Hypothesis, check_hypotheses, default_hypotheses
+from colabkit.analysis.inference.planning.families import FAMILIES
+from colabkit.analysis.inference.planning.hypotheses import Hypothesis, check_hypotheses, default_hypotheses
 from colabkit.analysis.scores import COMPOSITIONS, STRUCTURES, STUDY_METRICS
 from colabkit.errors import ColabkitError
 from colabkit.evaluation import metric_columns
@@ -105,7 +105,7 @@ class AnalysisPlan(BaseModel):
 
     @property
     def status(self) -> str:
-        """Where the plan came from (`colabkit.analysis.inference.plan_file`); not part of its hash."""
+        """Where the plan came from (`colabkit.analysis.inference.planning.plan_file`); not part of its hash."""
         return self._status
 
     def with_status(self, status: str) -> AnalysisPlan:

@@ -2,7 +2,7 @@
 
 A paired difference of task t, seed s is d = delta + u_t + e_ts: u_t the task's own deviation
 of the effect (between-task variance sb^2) and e_ts the noise between seeds of one task
-(within-task variance sw^2). The confirmatory test (`colabkit.analysis.inference.contrasts`) is a t
+(within-task variance sw^2). The confirmatory test (`colabkit.analysis.inference.decisions.contrasts`) is a t
 test on the task means of d, whose variance is sb^2 + sw^2 / S with S seeds per task, on
 T - 1 df with T tasks. So power depends on the two components separately:
 
@@ -26,7 +26,7 @@ balanced grid, Searle's approximation otherwise) less sw^2 / n0.
 
 Power is planned at the level the decision is made at: `power_table`'s `alpha` is the
 per-test level of the procedure's first step (the analysis plan passes the primary family's
-alpha / its size, `colabkit.analysis.inference.plan`), and a design needing more tasks than
+alpha / its size, `colabkit.analysis.inference.planning.plan`), and a design needing more tasks than
 exist (`tasks_available`) is flagged.
 """
 
@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.contrasts import DEFAULT_PLAN, paired_differences
-from colabkit.analysis.inference.plan import AnalysisPlan, with_plan
+from colabkit.analysis.inference.decisions.contrasts import DEFAULT_PLAN, paired_differences
+from colabkit.analysis.inference.planning.plan import AnalysisPlan, with_plan
 from colabkit.analysis.judging import with_judge_columns
 from colabkit.analysis.scores import COMPOSITIONS, RATE_METRICS, check_scores
 

@@ -27,7 +27,7 @@ the random-effect covariance, which is then near singular) by up to ~7e-4 REML
 log-likelihood. When the reported fit has a variance component at zero, the reduced model
 (cov_re of rank <= 1: for intercept and slope, the two perfectly correlated, which includes
 the random intercept alone and no random effect) is fitted too, from several starts
-(`colabkit.analysis.inference.reml`), and reported when its REML log-likelihood, computed
+(`colabkit.analysis.inference.estimation.reml`), and reported when its REML log-likelihood, computed
 there without inverting the covariance, is higher (`mixed_optimiser` ends in "+boundary").
 `flags` says what happened:
 `mixedlm_default_failed` (BFGS did not report convergence), `mixedlm_default_short` (its fit
@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.inference.reml import BoundaryFit, Crossproducts, factor_of, llf_at, rank_one_fit
+from colabkit.analysis.inference.estimation.reml import BoundaryFit, Crossproducts, factor_of, llf_at, rank_one_fit
 
 OPTIMISERS = ("bfgs", "lbfgs")
 """Always run; the first (statsmodels' own first choice) is the default whose shortfalls are flagged."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from colabkit.analysis.inference.plan import ALL_VARIANTS, NO_PLAN, PLAN_FILE, AnalysisPlan, analysis_plan
+from colabkit.analysis.inference.planning.plan import ALL_VARIANTS, NO_PLAN, PLAN_FILE, AnalysisPlan, analysis_plan
 from colabkit.errors import ColabkitError
 from colabkit.store.atomic import atomic_write_text
 from colabkit.store.layout import SESSION_FILE
