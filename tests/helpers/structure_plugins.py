@@ -44,3 +44,12 @@ class UndeclaredSection(Structure):
 
     def view(self, ctx: Context, pid: str) -> View:
         return {"sections": (("Hint", "the answer is 1700"),)}
+
+
+class ThirdSeatExtraStep(Structure):
+    """Unfair: gives the team's third human (a declared seat) one step beyond its budget."""
+
+    name = "third-seat-extra-step"
+
+    def start(self, ctx: Context) -> None:
+        ctx.sched.used[ctx.team[3]] -= 1  # type: ignore[attr-defined]

@@ -19,10 +19,6 @@ FULL_EXAMPLES = 12
 """The full search: the known scenarios, one of them on a real kernel, then this many generated ones."""
 HUNT_TASKS = 2
 """How many of the experiment's tasks the hunt draws from."""
-AUDITED_SEATS = ("ai", "D", "R")
-"""The seats the audit's scenarios give policies to: a declared persona beyond them is refused
-(the scenario strategy, the known scenarios, the Scaffolded gate tables and the twins by team
-are written for these seats; a plugin structure on them is audited like the study's)."""
 
 
 def audit_experiment(exp: Experiment, *, task_id: str | None = None, seed: int | None = None,
@@ -42,12 +38,6 @@ def audit_experiment(exp: Experiment, *, task_id: str | None = None, seed: int |
     unknown = [v for v in names if v not in exp.variants]
     if unknown:
         raise ColabkitError(f"variant(s) {', '.join(map(repr, unknown))} not in experiment {exp.name!r}")
-    beyond = {name: extra for name in names
-              if (extra := [p for p in exp.variant_config(name).team if p not in AUDITED_SEATS])}
-    if beyond:
-        raise ColabkitError("the audit plays the seats " + ", ".join(AUDITED_SEATS) + " only (its scenarios draw "
-                            "policies for them; a declared seat is next); " + "; ".join(f"variant {n!r} has {', '.join(x)}"
-                                                               for n, x in beyond.items()))
     chosen_seed = exp.seeds[0] if seed is None else seed
     tasks = {t.id: t for t in [task, *(t for t in suite.tasks if t.id != task.id)][:1 if quick else HUNT_TASKS]}
     reports = {}

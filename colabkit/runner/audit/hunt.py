@@ -2,12 +2,17 @@
 checked against the invariants (`invariants`, `probe`), a violation shrunk to a minimal one.
 
 For each scenario (`scenario.scenarios`, drawn by `hypothesis`) the variants of the arm
-whose team is the scenario's (with the single agent, and for a DR team the D and R
-Defaults, so a seat is compared across compositions) are played through the engine
-(`player.play`) and checked; the same-rendering probe (`probe.same_rendering`) renders the
-scenario's history in every variant of the arm. The issue's known failure patterns
-(`KNOWN`) are played first, as explicit examples; then `examples` generated ones; with
-`real`, the first known scenario is also played on a real kernel and the task's real data.
+whose team is the scenario's (with the single agent, and for a team of several the
+one-seat Defaults of its seats, so a seat is compared across compositions) are played
+through the engine (`player.play`) and checked; the same-rendering probe
+(`probe.same_rendering`) renders the scenario's history in every variant of the arm. The
+issue's known failure patterns (`known_scenarios`) are played first, as explicit examples, and
+again by each team of declared seats in the arm (`seated`); then `examples` generated ones
+(drawing the arm's teams too); with `real`, the first known scenario is also played on a real
+kernel and the task's real data.
+
+Fail closed: a variant with a seat that acted in none of its runs or probes was checked for
+nothing, and the hunt says so in one error line rather than pass (`unplayed`).
 
 When a scenario violates an invariant, `hypothesis` shrinks it (playing only the variants
 involved, within `shrink_seconds`) to a minimal scenario that still violates one, and the
@@ -22,12 +27,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from colabkit.errors import ColabkitError
-from colabkit.runner.audit.invariants import Violation, check_all
+from colabkit.runner.audit.invariants import Violation, check_all, is_gate_twin
 from colabkit.runner.audit.player import play, scenario_spec
-from colabkit.runner.audit.probe import same_rendering
-from colabkit.runner.audit.scenario import Policy, Scenario, scenarios
+from colabkit.runner.audit.probe import history, same_rendering
+from colabkit.runner.audit.scenario import STUDY_SEATS, TEAMS, Policy, Scenario, scenarios
 from colabkit.session import SessionSpec
 from colabkit.tasks import Task
+from colabkit.team import VariantConfig
 
 PROBE_BUDGET = 30
 """The AI's budget (the study's) in the same-rendering probe, whatever the scenario's."""
@@ -110,15 +116,18 @@ class _Player:
         self.focus: set[str] | None = None  # once found: only the variants involved
         self.found_at: float | None = None
         self.verdicts: dict[str, list[Violation]] = {}  # by the scenario's repr
+        self.acted: dict[str, set[str]] = {}  # by variant: the seats that acted in its runs or its probe
 
     def variants(self, scenario: Scenario) -> list[SessionSpec]:
-        humans = {"d": ("D",), "r": ("R",), "dr": ("D", "R")}[scenario.team]
+        humans = scenario.humans
         wanted = [s for s in self.specs if s.variant.humans in (humans, ())
-                  or (scenario.team == "dr" and s.variant.name in ("default-d", "default-r"))]
+                  or (len(humans) > 1 and len(s.variant.humans) == 1 and s.variant.humans[0] in humans
+                      and _is_default(s.variant))]
         if self.focus is not None:
-            wanted = [s for s in wanted if s.variant.name in self.focus or _twin_of(s.variant.name, self.focus)
-                      or (not s.variant.structures and any(f.variant.structures and f.variant.name in self.focus
-                                                           and f.variant.humans == s.variant.humans for f in wanted))]
+            focused = [s.variant for s in self.specs if s.variant.name in self.focus]
+            wanted = [s for s in wanted if s.variant.name in self.focus or any(is_gate_twin(s.variant, f) for f in focused)
+                      or (not s.variant.structures and any(f.structures and f.humans == s.variant.humans
+                                                           for f in focused))]
         return wanted
 
     def check(self, scenario: Scenario) -> list[Violation]:
@@ -130,9 +139,15 @@ class _Player:
         task = self.tasks[scenario.task_id]
         specs = [scenario_spec(s, scenario) for s in self.variants(scenario)]
         runs = [play(spec, task, scenario, self.workdir_root) for spec in specs]
+        for run in runs:
+            self.acted.setdefault(run.variant, set()).update(
+                e.participant for e in run.events if e.phase == "task" and e.llm_calls)
         found = check_all(scenario, runs, self.termination)
         probe = replace(scenario, budget=PROBE_BUDGET)  # room for the whole history before any budget ends it
         found += same_rendering([scenario_spec(s, probe) for s in self.specs], task, probe)
+        actors = {actor for actor, _, _ in history(probe)}
+        for spec in self.specs:
+            self.acted.setdefault(spec.variant.name, set()).update(actors & set(spec.variant.team))
         if self.focus is not None:  # while shrinking, only the violations first found count
             found = [v for v in found if set(v.variants) <= self.focus | {"single"}]
         self.report.played += 1
@@ -149,11 +164,34 @@ class _Player:
             raise _Found(scenario, found)
 
 
-def _twin_of(name: str, focus: set[str]) -> bool:
-    """Whether `name` is the ungated twin of a focused gated variant (so transparency can be checked)."""
-    family, _, team = name.partition("-")
-    return any(f"{gated}-{team}" in focus for gated, twin in (("scaffolded", "memory"), ("preassigned", "default"))
-               if family == twin)
+def _is_default(variant: VariantConfig) -> bool:
+    """A Default variant (no memory, no gates, no plugins): a seat's baseline across compositions."""
+    return not variant.memory and variant.gate_source == "none" and not variant.structures
+
+
+def teams(specs: Sequence[SessionSpec]) -> tuple[tuple[str, ...], ...]:
+    """The arm's teams beyond the study's (`TEAMS`): the human seats of its variants, in order."""
+    return tuple(dict.fromkeys(s.variant.humans for s in specs if s.variant.humans
+                               and s.variant.humans not in TEAMS.values()))
+
+
+def seated(known: Sequence[Scenario], team: tuple[str, ...]) -> tuple[Scenario, ...]:
+    """The study's known scenarios played by `team`: its D and R keep their policies, each other
+    seat plays R's (or, without R, D's) and signs the gated ones first (`NAME@SEAT`)."""
+    extra = [h for h in team if h not in STUDY_SEATS]
+    out = []
+    for s in known:
+        donor = s.policy("R" if "R" in s.humans else "D")
+        policies = {**{r: p for r, p in s.policies.items() if r == "ai" or r in team}, **{h: donor for h in extra}}
+        gates = f"{s.gates}@{extra[0]}" if extra and s.gates != "none" else s.gates
+        out.append(replace(s, team=team, policies=policies, gates=gates))
+    return tuple(out)
+
+
+def unplayed(specs: Sequence[SessionSpec], acted: Mapping[str, set[str]]) -> dict[str, list[str]]:
+    """The seats of each variant that never acted in the hunt (fail closed: nothing checked is no pass)."""
+    return {s.variant.name: missing for s in specs
+            if (missing := [pid for pid in s.variant.team if pid not in acted.get(s.variant.name, set())])}
 
 
 def hunt(specs: Sequence[SessionSpec], tasks: Mapping[str, Task], *, arm: str = "", examples: int = 20,
@@ -170,13 +208,15 @@ def hunt(specs: Sequence[SessionSpec], tasks: Mapping[str, Task], *, arm: str = 
     report = HuntReport(arm=arm, variants=tuple(s.variant.name for s in specs))
     player = _Player(specs, tasks, report, shrink_seconds, workdir_root)
     task_ids = tuple(tasks)
-    first = list(known_scenarios(task_ids[0]) if known is None else known)
+    beyond = teams(specs)
+    study = known_scenarios(task_ids[0])
+    first = list(study + tuple(s for team in beyond for s in seated(study, team)) if known is None else known)
     if real and first:
         first.append(replace(first[0], real=True))
     def play_one(scenario: Scenario) -> None:
         player(scenario)
 
-    test = given(scenarios(task_ids))(play_one)
+    test = given(scenarios(task_ids, teams=beyond))(play_one)
     for scenario in reversed(first):
         test = example(scenario)(test)
     test = settings(max_examples=max(examples, 1), derandomize=True, database=None, deadline=None,
@@ -189,4 +229,9 @@ def hunt(specs: Sequence[SessionSpec], tasks: Mapping[str, Task], *, arm: str = 
         report.scenario, report.violations = found.scenario, found.violations
     finally:
         report.seconds = time.monotonic() - start
+    missing = unplayed(specs, player.acted) if report.ok else {}
+    if missing:
+        raise ColabkitError("the hunt checked nothing for " + "; ".join(
+            f"variant {name!r} seat(s) {', '.join(seats)}" for name, seats in missing.items())
+            + " (no scenario played them: their team matches none of the scenarios')")
     return report

@@ -14,11 +14,13 @@ invariants (named as the audit prints them):
   provider refusal, unless the engine asked its signatory in the closing pass and that step
   failed (a malformed or impossible answer: the member's failure, recorded as such).
 - `gates-transparent`: when every member approves every request (in any order, or at the end) and only the
-  AI edits, a gated variant submits what its ungated twin submits (Scaffolded and Memory-only,
-  Preassigned and Default; a variant with plugin structures that add no action and its twin
+  AI edits, a gated variant submits what its ungated twin submits (the same seats, personas and
+  memory without gates, `gate_twin`: Scaffolded and Memory-only, Preassigned and Default; a variant with plugin structures that add no action and its twin
   without them, `plugin_twin`), unless the AI itself signs (its decisions are its turns).
 - `same-capacity`: a human seat's steps available (its first prompt's "actions left") are the
-  same in every variant that has it, and it never takes more turns than that.
+  same in every variant that has it, and it never takes more turns than that; a seat never
+  offered a step in a session the AI's budget ended (without a team cap) has lost its steps
+  (round 1 asks every member with steps).
 - `same-turn-order`: within a round, any two members who both take a turn do so in the same
   order in every variant with the same team (the order is drawn from seed, round and team).
 - `prompts-as-sent`: each step's answer schema lists only what the member may do now (no
@@ -46,6 +48,7 @@ from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.structure.registry import plugin_structures
 from colabkit.session.totals import closing_step
+from colabkit.team import VariantConfig
 
 INVARIANTS = ("ai-opportunity", "nothing-lost", "gates-transparent", "same-capacity", "same-turn-order",
               "prompts-as-sent", "same-rendering")
@@ -53,8 +56,6 @@ INFRA_ENDS = ("llm_budget", "provider_error", "error")
 """Ends that are not the team's: the cost cap, a provider's refusal, a crash."""
 LOST_OK = ("provider_error", "error")
 """The ends after which an open request may stay open (nobody can be asked any more)."""
-TWINS = {"scaffolded": "memory", "preassigned": "default"}
-"""A gated family and its ungated twin (same memory or none, no gates)."""
 STRUCTURAL_ACTIONS = {"send_message": "a team's members message each other",
                       "wait": "a team's member may wait for the others",
                       "approve": "a request is shown to the member", "reject": "a request is shown to the member",
@@ -147,13 +148,12 @@ def nothing_lost(run: Run) -> list[Violation]:
 def gates_transparent(scenario: Scenario, runs: Sequence[Run]) -> list[Violation]:
     ai_moves = scenario.policy("ai").moves
     after_finish = ai_moves[ai_moves.index("finish"):] if "finish" in ai_moves else ()
-    humans_edit = any(m.split(":")[0] in ("edit", "finish", "update") for r in ("D", "R")
+    humans_edit = any(m.split(":")[0] in ("edit", "finish", "update") for r in scenario.seats[1:]
                       for m in scenario.policy(r).moves)
     if not scenario.approving() or humans_edit or scenario.cost_cap or any(m.startswith("edit") for m in after_finish):
         return []
-    by_name = {run.variant: run for run in runs}
-    pairs = [(run, by_name.get(f"{twin}-{name.partition('-')[2]}")) for gated, twin in TWINS.items()
-             for name, run in by_name.items() if name.partition("-")[0] == gated]
+    pairs = [(run, next((r for r in runs if is_gate_twin(r.spec.variant, run.spec.variant)), None))
+             for run in runs if gate_twin(run.spec.variant) is not None]
     pairs += [(run, plugin_twin(run, runs)) for run in runs if run.spec.variant.structures]
     out = []
     for run, other in pairs:
@@ -165,6 +165,21 @@ def gates_transparent(scenario: Scenario, runs: Sequence[Run]) -> list[Violation
                 f"{run.variant} {_short(run.result.final_hypothesis)} (ended by {other.result.ended_by} / "
                 f"{run.result.ended_by})")))
     return out
+
+
+def gate_twin(variant: VariantConfig) -> dict[str, Any] | None:
+    """What a gated variant's ungated twin is (its dump without the name): the same seats,
+    personas and memory, no gates (Scaffolded and Memory-only, Preassigned and Default, for any
+    team); None for a variant that is not gated, has a living memory or plays plugins."""
+    if variant.gate_source == "none" or variant.memory_updates or variant.structures:
+        return None
+    return variant.model_copy(update={"gate_source": "none", "preassigned": None}).model_dump(exclude={"name"})
+
+
+def is_gate_twin(candidate: VariantConfig, variant: VariantConfig) -> bool:
+    """Whether `candidate` is `variant`'s ungated twin (`gate_twin`)."""
+    twin = gate_twin(variant)
+    return twin is not None and candidate.model_dump(exclude={"name"}) == twin
 
 
 def plugin_twin(run: Run, runs: Sequence[Run]) -> Run | None:
@@ -185,6 +200,9 @@ def same_capacity(runs: Sequence[Run]) -> list[Violation]:
         for pid in run.spec.variant.humans:
             nows = (_NOW.search(str(c["messages"][-1]["content"])) for c in run.calls if c["role"] == pid and _is_step(c))
             now = next((found for found in nows if found is not None), None)  # its first step not a closing one
+            if now is None and run.result.ended_by == "budget" and run.spec.settings.team_action_budget is None:
+                out.append(Violation("same-capacity", (run.variant,), f"{pid} is never offered a step, though "
+                                     "round 1 asks every member with steps of its own"))
             if now is None:
                 continue
             seats.setdefault(pid, {})[run.variant] = int(now.group(1))

@@ -1,7 +1,8 @@
 """The hunting audit's test double and how one variant's run of a scenario is played.
 
 `PolicyDouble` stands in for every role's model (provider `colabkit-audit`, registered only
-for the audit's own runs; never offered as an agent): it answers each request from the
+for the audit's own runs; never offered as an agent; a declared seat, which has no model role
+of its own, plays the default model and is told apart by the gateway's caller): it answers each request from the
 scenario's policies (`scenario`), the same way in every variant. A request is told apart by
 its schema's name (the gateway sends registered providers the bounded JSON schema): a build
 proposal, consolidation or amendment gets the scenario's memory slots (with its self-chosen
@@ -35,7 +36,7 @@ from litellm.types.utils import ModelResponse, Usage
 
 from colabkit.llm import Budget, Gateway, register_provider
 from colabkit.llm.gateway import RetryPolicy
-from colabkit.runner.audit.scenario import CODE, EDITS, GATE_TABLES, MESSAGES, PROFILES, Scenario
+from colabkit.runner.audit.scenario import CODE, EDITS, MESSAGES, PROFILES, Scenario, gate_table
 from colabkit.runner.batch import run_sync
 from colabkit.session import SessionSpec
 from colabkit.session import run as session_run
@@ -43,6 +44,7 @@ from colabkit.session.events import Event, ListSink
 from colabkit.session.run import SessionResult, run_session
 from colabkit.session.settings import SessionSettings
 from colabkit.tasks import Task
+from colabkit.team.personas import PERSONA_IDS
 from colabkit.workspace import CellResult, IsolationReport, Limits, WorkspaceSnapshot
 from colabkit.workspace.chat import Chat
 from colabkit.workspace.editor import Editor
@@ -85,6 +87,8 @@ class PolicyDouble(CustomLLM):
                    logger_fn: Any = None, headers: Any = None, timeout: Any = None,
                    client: Any = None) -> ModelResponse:
         role = model.rsplit("/", 1)[-1]
+        if role == "default":  # a declared seat (no model role of its own): the caller names it
+            role = str(((litellm_params or {}).get("metadata") or {}).get("caller", role)).partition(":")[0]
         self.calls.append({"role": role, "messages": copy.deepcopy(messages), "params": dict(optional_params)})
         text = self.answer(role, messages, schema_of(optional_params))
         model_response.choices[0].message.content = text
@@ -138,7 +142,7 @@ class PolicyDouble(CustomLLM):
         return _step(kind, f"audit: {kind}" if kind == "finish" else "")
 
     def _ratification(self, role: str) -> dict[str, str]:
-        answer = self.scenario.ratify[0 if role == "D" else 1]
+        answer = self.scenario.ratification(role)
         return {"decision": "accept"} if answer == "accept" else {"decision": "amend",
                                                                   "amendment": f"audit: {role} amends the plan"}
 
@@ -147,7 +151,7 @@ class PolicyDouble(CustomLLM):
                                  for slot in ("expertise", "responsibility", "plan", "evidence_standards")}
         if with_gates:
             slots["gates"] = [{"action": action, "signatory": who, "scope": "all", "note": ""}
-                              for action, who in GATE_TABLES[self.scenario.gates]]
+                              for action, who in gate_table(self.scenario.gates)]
         return slots
 
 
@@ -232,7 +236,7 @@ def scenario_spec(spec: SessionSpec, scenario: Scenario) -> SessionSpec:
     """`spec` (an experiment's, for one variant) with the double as every role's model and the
     scenario's task, seed, AI budget and profile; everything else as the experiment has it."""
     models = {role: spec.model_for(role).model_copy(update={"model": f"{PROVIDER}/{role}"})
-              for role in ("default", *spec.variant.team)}
+              for role in ("default", *(pid for pid in spec.variant.team if pid in PERSONA_IDS))}
     settings = SessionSettings(**{**spec.settings.model_dump(), "action_budget": scenario.budget,
                                   "context_window": PROFILES[scenario.profile]})
     return SessionSpec(task_id=scenario.task_id, variant=spec.variant, seed=scenario.seed, models=models,

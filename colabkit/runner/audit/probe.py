@@ -60,8 +60,8 @@ _HEADING = re.compile(r"\n\n(?=# )")
 
 
 def history(scenario: Scenario) -> tuple[tuple[str, str, int], ...]:
-    """`BASE`, then each member's scripted cells, messages and edits, round by round (up to 4 rounds)."""
-    moves = [(role, move, 4 + k) for k in range(4) for role in ("ai", "D", "R")
+    """`BASE`, then each seat's scripted cells, messages and edits, round by round (up to 4 rounds)."""
+    moves = [(role, move, 4 + k) for k in range(4) for role in scenario.seats
              for move in scenario.policy(role).moves[k:k + 1] if move.split(":")[0] in ("code", "msg", "edit")]
     return BASE + tuple(moves)
 

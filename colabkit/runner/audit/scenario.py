@@ -15,6 +15,12 @@ finishes unless its script says so) and a human waits. Deciders approve or rejec
 oldest, the newest or a random request shown to them, or ignore requests (`ignore`: the
 script goes on, its move perhaps invalid).
 
+Seats: the study's teams are "d", "r" and "dr" (`TEAMS`); a variant that declares other
+human seats (a third persona "E") is played by a team given as the tuple of its humans
+(`("D", "R", "E")`), every declared seat drawing a policy and a ratification like D and R, and
+a self-chosen gate table `NAME@SEAT` putting that seat first as signatory of the table's
+actions (`gate_table`). An arm of D and R only draws exactly the study's scenarios.
+
 `hypothesis` is imported only by `scenarios()`: drawing needs it, replaying a scenario not.
 """
 
@@ -41,8 +47,31 @@ GATE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 """The tables a Scaffolded team may choose in its build (action, signatory): the first rule
 whose signatory is on the team and is not the proposer decides (`GateTable.for_team`)."""
+TEAMS: dict[str, tuple[str, ...]] = {"d": ("D",), "r": ("R",), "dr": ("D", "R")}
+"""The study's teams by code; any other team is the tuple of its human seats."""
+STUDY_SEATS = ("ai", "D", "R")
+"""The seats every scenario gives a policy to (the others: those of its team)."""
 PROFILES = {"compact": 8192, "full": 65536}
 """The context window (tokens) each profile is derived from (`resolve_profile`)."""
+
+
+def team_humans(team: str | tuple[str, ...]) -> tuple[str, ...]:
+    """The human seats of a scenario's team (a study code, or the seats themselves)."""
+    return TEAMS[team] if isinstance(team, str) else tuple(team)
+
+
+def team_code(humans: tuple[str, ...]) -> str | tuple[str, ...]:
+    """The team a variant with `humans` is played in: the study's code where there is one."""
+    return next((code for code, seats in TEAMS.items() if seats == humans), humans)
+
+
+def gate_table(gates: str) -> tuple[tuple[str, str], ...]:
+    """The self-chosen table `gates` names: one of `GATE_TABLES`, or `NAME@SEAT`: SEAT first as
+    signatory of the table's human-signed actions, then the table (so SEAT signs unless it proposes)."""
+    name, _, seat = gates.partition("@")
+    table = GATE_TABLES[name]
+    first = tuple(dict.fromkeys((action, seat) for action, who in table if who != "ai")) if seat else ()
+    return first + table
 
 
 @dataclass(frozen=True)
@@ -64,18 +93,32 @@ class Scenario:
     """One draw: everything a run of a variant needs but the variant itself."""
 
     task_id: str
-    team: str = "dr"  # the composition played: "d", "r" or "dr" (with the single agent beside it)
+    team: str | tuple[str, ...] = "dr"  # the composition played: "d", "r", "dr" or its seats (with the single agent)
     seed: int = 0
     budget: int = 4
     profile: str = "compact"
     gates: str = "edits"
-    ratify: tuple[str, ...] = ("accept", "accept")  # D's, R's answer: accept or amend
+    ratify: tuple[str, ...] = ("accept", "accept")  # D's, R's, then the other seats' answer: accept or amend
     policies: dict[str, Policy] = field(default_factory=dict)
     cost_cap: int | None = None  # tokens, standing in for the dollar cap
     real: bool = False  # a real kernel and the task's real data
 
     def policy(self, role: str) -> Policy:
         return self.policies.get(role, Policy())
+
+    @property
+    def humans(self) -> tuple[str, ...]:
+        return team_humans(self.team)
+
+    @property
+    def seats(self) -> tuple[str, ...]:
+        """Every seat with a policy: the AI, D and R, then the team's other seats."""
+        return STUDY_SEATS + tuple(h for h in self.humans if h not in STUDY_SEATS)
+
+    def ratification(self, role: str) -> str:
+        """`role`'s answer to the build's ratification (accept unless drawn otherwise)."""
+        i = self.seats.index(role) - 1 if role in self.seats else len(self.ratify)
+        return self.ratify[i] if i < len(self.ratify) else "accept"
 
     def ai_finish_step(self) -> int | None:
         """The AI's scripted turn (1-based) that finishes, if any within its budget."""
@@ -85,23 +128,27 @@ class Scenario:
     def approving(self) -> bool:
         """Whether every member approves every request shown to it (in any order, or at the end)."""
         return all(self.policy(r).decider.startswith("approve") or self.policy(r).decider == "late"
-                   for r in ("ai", "D", "R"))
+                   for r in self.seats)
 
     def describe(self) -> str:
         """The scenario as the audit prints a (shrunk) violating draw."""
-        lines = [f"team {self.team}, task {self.task_id}, seed {self.seed}, AI budget {self.budget}, profile {self.profile}, "
+        team = self.team if isinstance(self.team, str) else "+".join(self.team)
+        lines = [f"team {team}, task {self.task_id}, seed {self.seed}, AI budget {self.budget}, profile {self.profile}, "
                  f"self-chosen gates {self.gates!r}, ratification {', '.join(self.ratify)}"
                  + (f", cost cap {self.cost_cap} tokens" if self.cost_cap else "")
                  + (", real kernel" if self.real else ", in-memory notebook")]
-        for role in ("ai", "D", "R"):
+        for role in self.seats:
             p = self.policy(role)
             lines.append(f"  {role}: {' '.join(p.moves) or '(script empty)'}; then "
                          f"{'code:0' if role == 'ai' else 'wait'}; requests: {p.decider}")
         return "\n".join(lines)
 
 
-def scenarios(task_ids: tuple[str, ...], *, max_budget: int = 30, real: bool = False) -> Any:
-    """A `hypothesis` strategy for scenarios on `task_ids` (budgets 2..`max_budget`, small ones first)."""
+def scenarios(task_ids: tuple[str, ...], *, max_budget: int = 30, real: bool = False,
+              teams: tuple[tuple[str, ...], ...] = ()) -> Any:
+    """A `hypothesis` strategy for scenarios on `task_ids` (budgets 2..`max_budget`, small ones first);
+    `teams`: the arm's teams beyond the study's, each drawn beside them, its other seats drawing
+    policies, ratifications and gate tables they sign (`NAME@SEAT`) too."""
     from hypothesis import strategies as st
 
     move = st.one_of(st.sampled_from(("wait", "finish", "update", "fail")),
@@ -114,16 +161,20 @@ def scenarios(task_ids: tuple[str, ...], *, max_budget: int = 30, real: bool = F
     def policy(moves: Any) -> Any:
         return st.builds(Policy, st.lists(moves, max_size=8).map(tuple), st.sampled_from(DECIDERS))
 
+    extra = tuple(dict.fromkeys(h for team in teams for h in team if h not in STUDY_SEATS))
+    answer = st.sampled_from(("accept", "amend"))
     return st.builds(
         Scenario,
         task_id=st.sampled_from(task_ids),
-        team=st.sampled_from(("dr", "d", "r")),
+        team=st.sampled_from(("dr", "d", "r", *(t for t in teams if t not in TEAMS.values()))),
         seed=st.integers(0, 3),
         budget=st.one_of(st.integers(2, 6), st.integers(2, max_budget)),
         profile=st.sampled_from(tuple(PROFILES)),
-        gates=st.sampled_from(tuple(GATE_TABLES)),
-        ratify=st.tuples(st.sampled_from(("accept", "amend")), st.sampled_from(("accept", "amend"))),
-        policies=st.fixed_dictionaries({"ai": policy(ai_move), "D": policy(move), "R": policy(move)}),
+        gates=st.sampled_from((*GATE_TABLES, *(f"{name}@{seat}" for seat in extra for name in GATE_TABLES
+                                               if name != "none"))),
+        ratify=st.tuples(*[answer] * (2 + len(extra))),
+        policies=st.fixed_dictionaries({"ai": policy(ai_move), "D": policy(move), "R": policy(move),
+                                        **{seat: policy(move) for seat in extra}}),
         cost_cap=st.one_of(st.none(), st.none(), st.integers(2_000, 20_000)),
         real=st.just(real),
     )
