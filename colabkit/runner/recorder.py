@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 
 from colabkit.errors import ColabkitError
@@ -56,7 +55,7 @@ every batch and `colabkit run` reruns them without being asked (the response cac
 what was paid), and a batch that sees one stops starting sessions (its circuit breaker)."""
 
 
-_FILES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="colabkit-record")
+_FILES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="colabkit-record")
 
 
 class SessionBusy(Exception):
@@ -185,11 +184,9 @@ async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path,
     workspaces' (queued behind their copies); a step whose caller is cancelled still
     finishes before the session's lock is released (`kernel.blocking`).
     """
-    await blocking(_fresh_folder, out, folder, spec.session_id, pool=_FILES)
     own_gateway = gateway is None
-    if gateway is None:
-        gateway = await blocking(partial(Gateway, cache_dir=out / CACHE_DIR, budget=budget), pool=_FILES,
-                                 undo=lambda opened: opened.close())
+    gateway = await blocking(_fresh_folder, out, folder, spec.session_id, gateway, budget, pool=_FILES,
+                             undo=lambda opened: opened.close() if own_gateway else None)
 
     started = datetime.now(UTC)
     keeping_prompts = logging_prompts() if log_prompts else nullcontext()
@@ -208,13 +205,16 @@ async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path,
     await blocking(_store, result, out, folder, started, finished, prompts_text, pool=_FILES)
 
 
-def _fresh_folder(out: Path, folder: Path, session_id: str) -> None:
+def _fresh_folder(out: Path, folder: Path, session_id: str, gateway: Gateway | None, budget: Budget | None) -> Gateway:
+    """Empty the session's folder; return `gateway`, or one over the results' response cache
+    (one worker-thread step: each hop to the pool costs the session's start a wait)."""
     # The record goes first: from here on the folder reads as unfinished, whatever happens.
     (folder / SESSION_FILE).unlink(missing_ok=True)
     if folder.exists():
         shutil.rmtree(folder)
     clear_session_work(out, session_id)
     folder.mkdir(parents=True)
+    return gateway if gateway is not None else Gateway(cache_dir=out / CACHE_DIR, budget=budget)
 
 
 def _store(result: SessionResult, out: Path, folder: Path, started: datetime, finished: datetime,
