@@ -28,7 +28,7 @@ from pathlib import Path
 from colabkit.errors import ColabkitError
 from colabkit.llm import Budget, Gateway, logging_prompts
 from colabkit.runner.workarea import SessionLock, clear_session_work, session_work_dir
-from colabkit.session import Event, SessionSpec, run_session
+from colabkit.session import Event, SessionResult, SessionSpec, run_session
 from colabkit.session.events import INFRASTRUCTURE_ENDINGS
 from colabkit.session.seats.policy import Seat, check_seats
 from colabkit.store import (
@@ -45,6 +45,7 @@ from colabkit.store import (
 )
 from colabkit.store.records import plan_in_force
 from colabkit.tasks import Task
+from colabkit.workspace.kernel import blocking
 
 RETRYABLE_ENDINGS = INFRASTRUCTURE_ENDINGS
 """How a session may end that says nothing about the team: `--retry-errors` reruns these."""
@@ -52,6 +53,9 @@ PROVIDER_ENDINGS: frozenset[str] = frozenset({"provider_error", "provider_unavai
 """Ends a provider caused (a refusal; an outage past the retry bound): no result at all, so
 every batch and `colabkit run` reruns them without being asked (the response cache replays
 what was paid), and a batch that sees one stops starting sessions (its circuit breaker)."""
+
+
+_FILES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="colabkit-record")
 
 
 class SessionBusy(Exception):
@@ -171,16 +175,18 @@ async def record_if_needed(
 async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path, gateway: Gateway | None,
                       progress: Callable[[Event], None] | None, budget: Budget | None,
                       log_prompts: bool, seats: Mapping[str, Seat] | None = None) -> None:
-    """Redo the session from scratch (the caller holds its lock) and write its files."""
-    # The record goes first: from here on the folder reads as unfinished, whatever happens.
-    (folder / SESSION_FILE).unlink(missing_ok=True)
-    if folder.exists():
-        shutil.rmtree(folder)
-    clear_session_work(out, spec.session_id)
-    folder.mkdir(parents=True)
+    """Redo the session from scratch (the caller holds its lock) and write its files.
+
+    The file work (clearing the folder, opening the response cache's database, writing the
+    record) runs in this module's worker threads: a batch starts dozens of sessions at once
+    on one event loop, and every other session's model requests wait while it is blocked.
+    Not in the loop's default executor (litellm sets each request up there) nor the
+    workspaces' (queued behind their copies); a step whose caller is cancelled still
+    finishes before the session's lock is released (`kernel.blocking`).
+    """
     own_gateway = gateway is None
-    if gateway is None:
-        gateway = Gateway(cache_dir=out / CACHE_DIR, budget=budget)
+    gateway = await blocking(_fresh_folder, out, folder, spec.session_id, gateway, budget, pool=_FILES,
+                             undo=lambda opened: opened.close() if own_gateway else None)
 
     started = datetime.now(UTC)
     keeping_prompts = logging_prompts() if log_prompts else nullcontext()
@@ -193,13 +199,31 @@ async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path,
     finally:
         if own_gateway:
             gateway.close()  # releases the on-disk cache; a batch opens many gateways
-        clear_session_work(out, spec.session_id)
+        await blocking(clear_session_work, out, spec.session_id, pool=_FILES)
     finished = datetime.now(UTC)
+    prompts_text = None if prompts is None else prompts.jsonl()
+    await blocking(_store, result, out, folder, started, finished, prompts_text, pool=_FILES)
 
+
+def _fresh_folder(out: Path, folder: Path, session_id: str, gateway: Gateway | None, budget: Budget | None) -> Gateway:
+    """Empty the session's folder; return `gateway`, or one over the results' response cache
+    (one worker-thread step: each hop to the pool costs the session's start a wait)."""
+    # The record goes first: from here on the folder reads as unfinished, whatever happens.
+    (folder / SESSION_FILE).unlink(missing_ok=True)
+    if folder.exists():
+        shutil.rmtree(folder)
+    clear_session_work(out, session_id)
+    folder.mkdir(parents=True)
+    return gateway if gateway is not None else Gateway(cache_dir=out / CACHE_DIR, budget=budget)
+
+
+def _store(result: SessionResult, out: Path, folder: Path, started: datetime, finished: datetime,
+           prompts: str | None) -> None:
+    """Write the session's files, its record last (what makes the folder read as finished)."""
     record = SessionRecord.from_result(result, started=started, finished=finished).model_copy(
         update={"analysis_plan": plan_in_force(out)})
     if prompts is not None:
-        atomic_write_text(folder / PROMPTS_FILE, prompts.jsonl())
+        atomic_write_text(folder / PROMPTS_FILE, prompts)
     atomic_write_text(folder / SNAPSHOT_FILE, result.snapshot.model_dump_json(indent=1))
     atomic_write_text(folder / SESSION_FILE, record.model_dump_json(indent=1))
 

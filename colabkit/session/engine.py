@@ -29,6 +29,7 @@ and may replace `spec`/`variant`/the structures' `board` at N; without it nothin
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -98,7 +99,8 @@ class _Session:
                             "personas": {p: self.variant.persona(p).version for p in self.team},
                             **({"persons": {p: self.spec.model_for(p).model for p in self.seats}}
                                if self.seats else {})})
-        self.brief()
+        # off the event loop: it reads each data file's head, slow while a batch's workspaces copy data
+        await asyncio.to_thread(self.brief)
         await self.structure.build(self)
         self.start_task()
         return await self.rounds()

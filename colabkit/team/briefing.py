@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import re
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -171,8 +172,8 @@ def _group_by_prefix(cols: list[tuple[str, str]]) -> list[tuple[str, list[tuple[
 def _file_quirks(path: Path, described: list[str], index_in_metadata: bool, whole: bool) -> list[str]:
     """Quirks visible in the CSV's first few KB (only the metadata's word when it cannot be read)."""
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(_HEAD_BYTES)
+        stat = path.stat()
+        raw = _head(path, stat.st_mtime_ns, stat.st_size)
     except OSError:
         return [_UNNAMED_INDEX] if index_in_metadata else []
     lines = raw.decode("utf-8", errors="replace").splitlines()
@@ -198,6 +199,16 @@ def _file_quirks(path: Path, described: list[str], index_in_metadata: bool, whol
     if absent:
         quirks.append(f"described but not in the file: {_some(absent, whole)}")
     return quirks
+
+
+@lru_cache(maxsize=64)
+def _head(path: Path, mtime_ns: int, size: int) -> bytes:
+    """The file's first `_HEAD_BYTES`, read once per process while the file is unchanged: every
+    participant of every session of a batch is briefed on the same few files, and a read here
+    blocks the batch's event loop (slow while dozens of workspaces copy data). `mtime_ns` and
+    `size` are in the cache's key, so a changed file is read again."""
+    with path.open("rb") as fh:
+        return fh.read(_HEAD_BYTES)
 
 
 def _some(names: list[str], whole: bool) -> str:

@@ -33,7 +33,7 @@ import subprocess
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -373,9 +373,10 @@ async def start_slot(kind: Literal["warm", "cold"] = "cold") -> AsyncIterator[No
         yield
 
 
-async def blocking(function: Callable[..., T], *args: Any, undo: Callable[[T], object] | None = None) -> T:
+async def blocking(function: Callable[..., T], *args: Any, undo: Callable[[T], object] | None = None,
+                   pool: Executor = _BLOCKING) -> T:
     """Run a blocking workspace step (mkfs, mount, data copy, kill, unmount, deletes) in the
-    workspaces' own worker threads.
+    workspaces' own worker threads (or in `pool`: the runner's file steps have their own).
 
     Not on the event loop, which every session of a batch shares; and not in the loop's
     default executor either: litellm runs each model request's setup there
@@ -383,7 +384,7 @@ async def blocking(function: Callable[..., T], *args: Any, undo: Callable[[T], o
     session's first request. If the caller is cancelled meanwhile, the step still finishes
     (a kill or an unmount must not be left half done); `undo` then gets its result.
     """
-    job = asyncio.get_running_loop().run_in_executor(_BLOCKING, functools.partial(function, *args))
+    job = asyncio.get_running_loop().run_in_executor(pool, functools.partial(function, *args))
     try:
         return await asyncio.shield(job)
     except asyncio.CancelledError:
