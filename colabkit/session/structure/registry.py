@@ -68,7 +68,8 @@ def structure_class(name: str, where: str = "") -> type[Structure]:
         return _checked(found, where, None)
     eps = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not eps:
-        known = sorted({*BUILTIN, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
+        # the study's own are installed entry points too, but never named as plugins (above)
+        known = sorted({*BUILTIN, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))} - STUDY.keys())
         raise ColabkitError(f"{where}: unknown; built in or installed: {', '.join(known)}; or give module:Class")
     try:
         found = eps[0].load()
