@@ -15,4 +15,5 @@ pytestmark = pytest.mark.slow
 def test_a_scaffolded_session_with_the_embedded_model_writes_a_valid_trajectory(tmp_path):
     # low budgets: the build phase alone is up to seven model answers (three proposals, a
     # consolidation, two ratifications, one amending)
-    embedded_session_is_valid(tmp_path, "scaffolded-dr", 3, 1)
+    record = embedded_session_is_valid(tmp_path, "scaffolded-dr", 3, 1)
+    assert record.spec.variant.name == "scaffolded-dr" and record.memory is not None  # the build phase ran

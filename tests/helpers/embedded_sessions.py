@@ -41,7 +41,7 @@ def check_trajectory(folder: Path) -> tuple[list[Event], SessionRecord, Workspac
     return events, record, snapshot
 
 
-def embedded_session_is_valid(tmp_path: Path, name: str, budget: int, rounds: int) -> None:
+def embedded_session_is_valid(tmp_path: Path, name: str, budget: int, rounds: int) -> SessionRecord:
     """Run variant `name` on the demo task with the embedded model; its trajectory holds."""
     spec, task = build_session("demo_archaeology/0/0", name, 0,
                                settings=SessionSettings(action_budget=budget, max_rounds=rounds))
@@ -62,3 +62,4 @@ def embedded_session_is_valid(tmp_path: Path, name: str, budget: int, rounds: in
     else:
         assert record.memory is None and not any(e.phase == "build" for e in events)
     assert load_sessions(tmp_path).session_id.tolist() == [record.session_id]
+    return record
