@@ -105,7 +105,10 @@ def voila_command(notebook: Path, port: int = 8866, ip: str = "127.0.0.1", *, cu
     A closed page's kernel is stopped by the page itself when the browser lets it (Voila's
     `beforeunload` call), else by Voila's culler `cull_s` seconds after its last page
     disconnected; a kernel with its page open is never culled. The kernel's connection to the
-    session host goes with it, so the host (`SeatPlan.idle_exit_s`) stops as well.
+    session host goes with it, so the host (`SeatPlan.idle_exit_s`) stops as well. Voila counts a
+    page's kernel as idle from the end of the notebook's run until the page's websocket connects,
+    so `cull_s` must exceed the slowest page load (over 10 s was seen on a loaded machine): a
+    kernel culled before its page connects leaves a page whose clicks reach nothing.
     """
     interval = max(1, min(60, cull_s // 2))
     return shlex.join([sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}",
