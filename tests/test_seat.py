@@ -88,6 +88,20 @@ def test_invalid_input_is_shown_and_recorded_never_sent():
     assert presentation.first_interaction is not None and len(presentation.invalid_attempts) == 2
 
 
+def test_a_submit_handler_that_fails_says_so_on_the_form_and_sends_nothing(monkeypatch):
+    valid = valid_actions("D", ("ai", "D", "R"), has_requests=False)
+    form, presentation = step_form(observation(valid, ()))
+
+    def broken(fields):
+        raise RuntimeError("the schema went missing")
+
+    monkeypatch.setattr(form, "validate", broken)
+    form.action.value = "wait"
+    form.submit.click()  # ipywidgets would log the error where no person sees it
+    assert "ck-invalid" in form.error.value and "RuntimeError: the schema went missing" in form.error.value
+    assert not presentation.future.done() and not form.submit.disabled
+
+
 def test_in_a_dynamic_team_the_form_proposes_and_decides_memory_updates():
     from colabkit.session.seats.react import step_schema
 

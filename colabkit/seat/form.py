@@ -87,7 +87,7 @@ class Form(ABC):
         self.question, self.presentation, self.loop = question, presentation, loop
         self.error = widgets.HTML(layout=_WIDE)
         self.submit = widgets.Button(description="Submit", button_style="primary")
-        self.submit.on_click(lambda _: self.try_submit())
+        self.submit.on_click(lambda _: self._submit_or_say_why())
         self.inputs: list[widgets.Widget] = []
         self.widget = widgets.VBox()  # each form's own layout replaces it
         self.on_sent: Callable[[], None] = lambda: None  # the desk's status line
@@ -127,6 +127,14 @@ class Form(ABC):
         self.on_sent()
         self.loop.call_soon_threadsafe(_resolve, self.presentation.future, value)
         return True
+
+    def _submit_or_say_why(self) -> None:
+        """The click handler: an unexpected error is shown on the form, never lost in the kernel's log."""
+        try:
+            self.try_submit()
+        except Exception as exc:  # a click whose handler fails silently leaves the person stuck
+            self.error.value = (f'<span class="ck-invalid" style="color:#b00">Not sent (an error in the page: '
+                                f'{html.escape(type(exc).__name__)}: {html.escape(str(exc))}); try again or reload</span>')
 
     def close(self, message: str) -> None:
         for widget in (*self.inputs, self.submit):
