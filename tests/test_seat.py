@@ -88,6 +88,16 @@ def test_invalid_input_is_shown_and_recorded_never_sent():
     assert presentation.first_interaction is not None and len(presentation.invalid_attempts) == 2
 
 
+def test_hiding_a_field_for_the_chosen_action_hides_only_that_field():
+    valid = valid_actions("D", ("ai", "D", "R"), has_requests=False)
+    form, _ = step_form(observation(valid, ()))
+    form.action.value = "wait"  # no text field for a wait: the note and the error line stay
+    assert form.text.layout.display == "none"
+    assert form.note.layout.display != "none" and form.error.layout.display != "none"
+    widths = [form.text.layout, form.note.layout, form.error.layout]
+    assert len({id(layout) for layout in widths}) == 3  # no layout model shared between widgets
+
+
 def test_a_submit_handler_that_fails_says_so_on_the_form_and_sends_nothing(monkeypatch):
     valid = valid_actions("D", ("ai", "D", "R"), has_requests=False)
     form, presentation = step_form(observation(valid, ()))

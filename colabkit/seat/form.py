@@ -31,7 +31,15 @@ from colabkit.session.seats.person import InvalidAttempt
 from colabkit.session.seats.policy import Presentation, Question, stamp
 from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS
 
-_WIDE = widgets.Layout(width="95%")
+
+def _wide() -> widgets.Layout:
+    """A layout of its own for each wide widget: a shared one would hide every widget holding it
+    when the form hides one (`_show`), and a page whose widget manager is still restoring the
+    models made before the form may not know it yet ("Click to show javascript error")."""
+    return widgets.Layout(width="95%")
+
+
+
 # Labels as wide as their text: ipywidgets' fixed label width cuts "evidence standards" to "evidence sta...".
 _LABEL = {"description_width": "initial"}
 EVERYONE = "all"
@@ -85,7 +93,7 @@ class Form(ABC):
     def __init__(self, question: Question[Any], presentation: Presentation[Any],
                  loop: asyncio.AbstractEventLoop) -> None:
         self.question, self.presentation, self.loop = question, presentation, loop
-        self.error = widgets.HTML(layout=_WIDE)
+        self.error = widgets.HTML(layout=_wide())
         self.submit = widgets.Button(description="Submit", button_style="primary")
         self.submit.on_click(lambda _: self._submit_or_say_why())
         self.inputs: list[widgets.Widget] = []
@@ -169,11 +177,11 @@ class StepForm(Form):
                                         description="request", style=_LABEL)
         self.slot = widgets.Dropdown(options=UPDATE_SLOTS, description="slot", style=_LABEL)
         limit = _max_length(schema, "content")
-        self.text = widgets.Textarea(description="text", style=_LABEL, layout=_WIDE,
+        self.text = widgets.Textarea(description="text", style=_LABEL, layout=_wide(),
                                      placeholder=f"at most {limit} characters")
         self.code = widgets.Textarea(description="code", style=_LABEL, layout=widgets.Layout(width="95%", height="120px"),
                                      placeholder="Python for the shared kernel")
-        self.note = widgets.Text(description="note", style=_LABEL, layout=_WIDE,
+        self.note = widgets.Text(description="note", style=_LABEL, layout=_wide(),
                                  placeholder="optional private note (your scratchpad; teammates never see it)")
         self.watch(self.action, self.to, self.request, self.slot, self.text, self.code, self.note)
         self.action.observe(lambda _: self._show(), names="value")
@@ -212,7 +220,7 @@ class ProposeForm(Form):
                  loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(question, presentation, loop)
         schema = question.schema
-        self.slots = {name: widgets.Textarea(description=name.replace("_", " "), style=_LABEL, layout=_WIDE,
+        self.slots = {name: widgets.Textarea(description=name.replace("_", " "), style=_LABEL, layout=_wide(),
                                              placeholder=f"{field.description} (at most {_max_length(schema, name)})")
                       for name, field in schema.model_fields.items() if name != "gates"}
         rows: list[widgets.Widget] = []
@@ -254,7 +262,7 @@ class RatifyForm(Form):
                  loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(question, presentation, loop)
         self.decision = widgets.ToggleButtons(options=["accept", "amend"], description="decision", style=_LABEL)
-        self.amendment = widgets.Textarea(description="amendment", style=_LABEL, layout=_WIDE,
+        self.amendment = widgets.Textarea(description="amendment", style=_LABEL, layout=_wide(),
                                           placeholder="the one change you need (amend only)")
         self.watch(self.decision, self.amendment)
         self.widget = widgets.VBox([self.decision, self.amendment, self.submit, self.error])
