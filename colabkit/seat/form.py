@@ -39,7 +39,6 @@ def _wide() -> widgets.Layout:
     return widgets.Layout(width="95%")
 
 
-
 # Labels as wide as their text: ipywidgets' fixed label width cuts "evidence standards" to "evidence sta...".
 _LABEL = {"description_width": "initial"}
 EVERYONE = "all"
