@@ -119,14 +119,19 @@ async def one_level(concurrency: int, n: int, args: argparse.Namespace, base: st
     first = (after["first_request"] - started) if before["first_request"] is None else None
     # One wave: no session can end before its own latencies are slept; the slowest one's sum
     # bounds the wall time whatever the suite does (the ideal is the mean).
-    slowest = max((after.get("model_s_by_session") or {}).get(str(s.seed), 0.0) for s, _ in items)
+    by_session = after.get("model_s_by_session") or {}
+    slowest = max(by_session.get(str(s.seed), 0.0) for s, _ in items)
+    # ... and with the waits its retries made after the server's faults (the retry policy's
+    # backoff: provider time no scheduler can shorten either)
+    slowest_provider = max(by_session.get(str(s.seed), 0.0) + timeline.backoff.get(s.seed, 0.0) for s, _ in items)
     statuses = [o.status for o in summary.outcomes]
     suite_cpu = cpu + kernels_cpu
     row = {"concurrency": concurrency, "sessions": n, "requests": after["requests"] - before["requests"],
            "answered": answered, "faults": after["faults"] - before["faults"],
            "calls_per_session": answered / n, "wall_s": wall, "model_s": model_s, "ideal_s": ideal,
            "wall_over_ideal": wall / ideal if ideal else None,
-           "slowest_session_model_s": slowest, "wall_over_slowest": wall / slowest if slowest else None, "cpu_s": cpu, "kernels_cpu_s": kernels_cpu,
+           "slowest_session_model_s": slowest, "slowest_session_provider_s": slowest_provider,
+           "retry_wait_s": sum(timeline.backoff.values()), "wall_over_slowest": wall / slowest if slowest else None, "cpu_s": cpu, "kernels_cpu_s": kernels_cpu,
            "cpu_per_call_ms": 1000 * suite_cpu / max(answered, 1), "cpu_per_session_s": suite_cpu / n,
            "process_cpu_per_call_ms": 1000 * cpu / max(answered, 1),
            "first_request_s": first, "waited_children_cpu_s": helpers_cpu, "first_request_breakdown": found,

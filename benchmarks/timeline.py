@@ -42,6 +42,7 @@ class Timeline:
 
     def __init__(self) -> None:
         self.marks: dict[int, dict[str, float]] = {}
+        self.backoff: dict[int, float] = {}  # per session: seconds its retries waited (the provider's faults)
         self.t0 = time.monotonic()
         self.lags: list[tuple[float, float]] = []  # (when, how late the tick fired)
         self._undo: list[Callable[[], None]] = []
@@ -55,6 +56,7 @@ class Timeline:
     def start(self) -> None:
         """The batch starts now (call inside the loop): marks are relative to it; lag probing begins."""
         self.marks.clear()
+        self.backoff.clear()
         self.lags.clear()
         self.t0 = time.monotonic()
         self._lag_task = asyncio.create_task(self._probe_lag())
@@ -88,6 +90,7 @@ class Timeline:
         import litellm
 
         from colabkit.llm.gateway import Gateway
+        from colabkit.llm.retry import RetryPolicy
         from colabkit.runner import batch
         from colabkit.runner.executors import one_session
         from colabkit.workspace.kernel import SandboxedKernel
@@ -133,7 +136,24 @@ class Timeline:
                 return result
             return classmethod(wrapped)
 
+        def retrying(original: Any) -> Any:
+            @functools.wraps(original)
+            def wrapped(policy: Any, transient: Any) -> Any:
+                loop = original(policy, transient)
+                real_sleep = loop.sleep
+
+                async def sleep(seconds: float) -> None:
+                    session = SESSION.get()
+                    if session is not None:
+                        timeline.backoff[session] = timeline.backoff.get(session, 0.0) + seconds
+                    await real_sleep(seconds)
+
+                loop.sleep = sleep
+                return loop
+            return wrapped
+
         self._patch(batch, "run_one", run_one)
+        self._patch(RetryPolicy, "retrying", retrying)
         self._patch(one_session, "record_if_needed", entered("slot"))
         self._patch(Workspace, "open", ws_open)
         self._patch(SandboxedKernel, "start", around("kernel_start", "kernel_ready"))

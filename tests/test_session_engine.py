@@ -152,9 +152,9 @@ def test_the_same_seed_gives_an_identical_event_log(visibility):
 
 def test_a_session_whose_kernel_starts_after_its_first_model_calls_logs_the_same_events(visibility, tmp_path,
                                                                                         monkeypatch):
-    """A batch queues kernel starts (`workspace.kernel.start_slot`), so a session's first model
+    """A batch queues kernel starts (`workspace.slots.start_slot`), so a session's first model
     calls may go out before its kernel starts: what the session does and logs is the same."""
-    from colabkit.workspace import kernel
+    from colabkit.workspace import slots
 
     (alone, alone_events, _, _), _ = visibility
     var = variant("default-dr")
@@ -162,15 +162,15 @@ def test_a_session_whose_kernel_starts_after_its_first_model_calls_logs_the_same
     spec = SessionSpec(task_id=TASK.id, variant=var, seed=5,
                        models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team},
                        settings=SessionSettings(action_budget=8))
-    monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
-    monkeypatch.setattr(kernel, "WARM_STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(slots, "STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(slots, "WARM_STARTS_AT_ONCE", 1)
     asked_before_start: list[int] = []
 
     async def scenario():
         held = asyncio.Event()
 
         async def another_start():  # holds the only slots until the session has asked its model
-            async with kernel.start_slot("cold"), kernel.start_slot("warm"):
+            async with slots.start_slot("cold"), slots.start_slot("warm"):
                 held.set()
                 while not model.calls:
                     await asyncio.sleep(0.01)

@@ -340,10 +340,10 @@ def test_closing_while_the_kernel_still_starts_leaves_no_kernel_process(task_fil
 
 def test_background_kernel_starts_queue_for_the_start_slots_and_every_kernel_serves(task_file, tmp_path,
                                                                                       monkeypatch):
-    from colabkit.workspace import kernel
+    from colabkit.workspace import kernel, slots
 
-    monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
-    monkeypatch.setattr(kernel, "WARM_STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(slots, "STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(slots, "WARM_STARTS_AT_ONCE", 1)
     real_start = kernel.SandboxedKernel.start
     starting: list[object] = []
     peak = 0

@@ -326,17 +326,17 @@ def test_open_prepares_in_the_workspace_threads_while_the_event_loop_moves(tmp_p
 def test_kernel_start_slots_admit_one_start_per_slot_in_arrival_order(monkeypatch, kind):
     import asyncio
 
-    from colabkit.workspace import kernel
+    from colabkit.workspace import slots
 
-    monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 2)
-    monkeypatch.setattr(kernel, "WARM_STARTS_AT_ONCE", 3)
+    monkeypatch.setattr(slots, "STARTS_AT_ONCE", 2)
+    monkeypatch.setattr(slots, "WARM_STARTS_AT_ONCE", 3)
     inside: list[int] = []
     peak = 0
     order: list[int] = []
 
     async def start(i: int) -> None:
         nonlocal peak
-        async with kernel.start_slot(kind):
+        async with slots.start_slot(kind):
             inside.append(i)
             order.append(i)
             peak = max(peak, len(inside))
@@ -355,20 +355,57 @@ def test_kernel_start_slots_admit_one_start_per_slot_in_arrival_order(monkeypatc
 def test_warm_and_cold_starts_hold_separate_slots(monkeypatch):
     import asyncio
 
-    from colabkit.workspace import kernel
+    from colabkit.workspace import slots
 
-    monkeypatch.setattr(kernel, "STARTS_AT_ONCE", 1)
-    monkeypatch.setattr(kernel, "WARM_STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(slots, "STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(slots, "WARM_STARTS_AT_ONCE", 1)
 
     async def warm_start() -> str:
-        async with kernel.start_slot("warm"):
+        async with slots.start_slot("warm"):
             return "started"
 
     async def scenario() -> str:  # a cold start in progress does not hold back a warm one
-        async with kernel.start_slot("cold"):
+        async with slots.start_slot("cold"):
             return await asyncio.wait_for(warm_start(), 30)  # shared slots would never enter
 
     assert asyncio.run(scenario()) == "started"
+
+
+def test_a_start_whose_first_cell_is_waiting_is_served_before_earlier_queued_ones(monkeypatch):
+    # 64 sessions on 2 cores: a session whose first answer came early waited at its first
+    # cell behind the starts of sessions that did not need their kernel yet
+    import asyncio
+
+    from colabkit.workspace import slots
+
+    monkeypatch.setattr(slots, "WARM_STARTS_AT_ONCE", 1)
+    order: list[str] = []
+
+    async def start(name: str, release: asyncio.Event | None = None) -> None:
+        async with slots.start_slot("warm", ticket=name):
+            order.append(name)
+            if release is not None:
+                await release.wait()
+
+    async def scenario() -> None:
+        release = asyncio.Event()
+        first = asyncio.create_task(start("a", release))  # holds the only slot
+        await asyncio.sleep(0)
+        queued = [asyncio.create_task(start(name)) for name in ("b", "c", "d", "e")]
+        await asyncio.sleep(0)
+        slots.hurry("d")
+        slots.hurry("c")
+        slots.hurry("nobody")  # not waiting: nothing happens
+        cancelled = queued[3]
+        cancelled.cancel()  # a waiter that goes away gives up its place, not the slot
+        release.set()
+        await asyncio.gather(first, *queued[:3])
+        await asyncio.gather(cancelled, return_exceptions=True)
+        async with slots.start_slot("warm", ticket="f"):  # the slot came back
+            order.append("f")
+
+    asyncio.run(scenario())
+    assert order == ["a", "d", "c", "b", "f"]
 
 
 def test_the_warm_start_waits_on_descriptors_numbered_past_select_s_limit():

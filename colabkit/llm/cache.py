@@ -14,7 +14,9 @@ repeated identical requests in one process are still answered once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,9 @@ from colabkit.llm.config import ModelConfig
 
 _KEY_VERSION = 1
 _log = logging.getLogger(__name__)
+# SQLite reads and writes of every session's requests, off the event loop they share (one
+# thread: diskcache keeps a connection per thread, and each step is a millisecond or two).
+_DISK = ThreadPoolExecutor(max_workers=1, thread_name_prefix="colabkit-cache")
 
 
 class CachedAnswer(BaseModel, frozen=True):
@@ -70,6 +75,22 @@ class ResponseCache:
             self._store[key] = answer.model_dump_json()
         except Exception as exc:
             _log.warning("response cache %s: could not store %s (%s)", self.directory, key, exc)
+
+    def on_disk(self) -> bool:
+        """Whether `get` and `put` do file I/O (then `aget` and `aput` run them in a thread)."""
+        return self.directory is not None
+
+    async def aget(self, key: str) -> CachedAnswer | None:
+        """`get`, in the cache's own thread when it reads the disk."""
+        if not self.on_disk():
+            return self.get(key)
+        return await asyncio.get_running_loop().run_in_executor(_DISK, self.get, key)
+
+    async def aput(self, key: str, answer: CachedAnswer) -> None:
+        """`put`, in the cache's own thread when it writes the disk."""
+        if not self.on_disk():
+            return self.put(key, answer)
+        return await asyncio.get_running_loop().run_in_executor(_DISK, self.put, key, answer)
 
     def __len__(self) -> int:
         return len(self._store)

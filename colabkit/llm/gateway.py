@@ -230,7 +230,7 @@ class Gateway:
         started = time.perf_counter()
         digest = prompt_hash(messages)
         key = cache_key(config, messages, format_key, sample)
-        cached = self.cache.get(key)
+        cached = await self.cache.aget(key)
         if cached is not None:  # a suite replay: nothing sent, nothing paid now
             self.suite_replays += 1
             return _Outcome(cached, self._account(CallRecord(
@@ -275,7 +275,7 @@ class Gateway:
             if kind == "fatal":
                 raise fatal(config.model, exc, record) from exc
             return _Outcome(None, record, format_rejected=kind == "format")
-        self.cache.put(key, answer)
+        await self.cache.aput(key, answer)
         return _Outcome(answer, self._account(CallRecord(
             caller=caller, model=config.model, prompt_hash=digest, prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens, provider_cached_tokens=answer.provider_cached_tokens,

@@ -70,6 +70,7 @@ def litellm_module() -> ModuleType:
                 import litellm
 
                 litellm.suppress_debug_info = True  # else error banners go to stdout
+                _import_what_the_first_failure_would()
                 from colabkit.llm.local import shared_local_provider
 
                 _install(litellm, LOCAL_PROVIDER, shared_local_provider())
@@ -79,6 +80,17 @@ def litellm_module() -> ModuleType:
     import litellm
 
     return litellm
+
+
+def _import_what_the_first_failure_would() -> None:
+    """litellm maps a call's first failure through its guardrail check, which imports FastAPI
+    (where installed): 0.3 s, and over a second on a busy machine, on the event loop every
+    session of a batch shares, at whatever moment the first 429 comes. Here it is paid once,
+    where litellm itself is imported."""
+    try:
+        import fastapi.exceptions  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _plugin_providers() -> dict[str, CustomLLM]:

@@ -89,6 +89,9 @@ class ForkCache(ResponseCache):
     def continue_from_here(self) -> None:
         self.replaying = False
 
+    def on_disk(self) -> bool:
+        return self.parent.on_disk() or self.own.on_disk()
+
     def get(self, key: str) -> CachedAnswer | None:
         if not self.replaying:
             return self.own.get(self._salted(key))

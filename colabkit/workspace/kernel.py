@@ -31,10 +31,8 @@ import secrets
 import signal
 import subprocess
 import time
-import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
@@ -56,15 +54,8 @@ START_TIMEOUT_S = 60.0
 IDLE_GRACE_S = 1.0  # after the reply, how long to wait for the trailing 'idle' on IOPub
 _POLL_MS = 100
 _LIVE: set[SandboxedKernel] = set()  # started and not yet shut down
-_CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-STARTS_AT_ONCE = _CORES
-"""Cold kernel starts one event loop lets run at once: one per usable core (see `start_slot`)."""
-WARM_STARTS_AT_ONCE = 4 * _CORES
-"""Warm starts at once: four per core (one costs a fifth of a cold start's CPU)."""
 _BLOCKING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="colabkit-workspace")
 T = TypeVar("T")
-_START_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = \
-    weakref.WeakKeyDictionary()
 _SIGNAL_HINTS = {
     "SIGSEGV": "segmentation fault",
     "SIGKILL": "out of memory, or a hard limit",
@@ -353,24 +344,6 @@ def _discard_warm(proc: warm.WarmProcess) -> None:
     """A warm start whose caller was cancelled: kill what it started."""
     proc.kill()
     proc.wait()
-
-
-@asynccontextmanager
-async def start_slot(kind: Literal["warm", "cold"] = "cold") -> AsyncIterator[None]:
-    """Hold one of this event loop's `kind` start slots for the block (`STARTS_AT_ONCE` cold,
-    `WARM_STARTS_AT_ONCE` warm). A cold start costs about a CPU-second, and 64 at once left
-    the event loop (a 65th of the cores) 20 s late to send any first model request; one per
-    core keeps its share while the requests go out (a session needs its kernel only at its
-    first cell). A warm start costs a fifth of that, and one per core left 64 sessions' last
-    kernels a minute late for their first cells, so warm starts get four slots per core.
-    """
-    loop = asyncio.get_running_loop()
-    slots = _START_SLOTS.get(loop)
-    if slots is None:
-        slots = _START_SLOTS[loop] = {"cold": asyncio.Semaphore(STARTS_AT_ONCE),
-                                      "warm": asyncio.Semaphore(WARM_STARTS_AT_ONCE)}
-    async with slots[kind]:
-        yield
 
 
 async def blocking(function: Callable[..., T], *args: Any, undo: Callable[[T], object] | None = None,

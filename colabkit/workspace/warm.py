@@ -41,9 +41,17 @@ from colabkit.workspace.isolation import IsolationChoice, Layout, Limits, Sandbo
 
 KernelStart = Literal["auto", "warm", "cold"]
 MODE_ENV = "COLABKIT_KERNEL_START"
-PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "numpy", "pandas", "scipy.stats",
-           "statsmodels.api", "statsmodels.formula.api", "matplotlib.pyplot")
-"""What the template imports: ipykernel (every kernel's start) and the task stack.
+PRELOAD = (
+    # what IPKernelApp.initialize imports (the debugger's debugpy alone is 0.1 CPU-s a kernel)
+    "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.debugger",
+    "IPython.core.completerlib", "IPython.extensions.storemagic", "tornado.platform.asyncio",
+    # what a cell's first traceback imports (IPython's stack_data formatter, its colours)
+    "stack_data", "pygments.formatters.terminal256", "IPython.core.logger",
+    # the task stack
+    "numpy", "pandas", "scipy.stats", "statsmodels.api", "statsmodels.formula.api", "matplotlib.pyplot")
+"""What the template imports: what every kernel's start and first traceback import, and the
+task stack (measured: a warm kernel then answers after 0.08 CPU-s instead of 0.2, and its
+first traceback costs 0.05 CPU-s instead of 0.26; `benchmarks/README.md`).
 
 pyplot, not its backend: importing pyplot builds matplotlib's font list (0.8 CPU-s in a
 fresh private /tmp, which every kernel has), while the backend (the kernels' MPLBACKEND,

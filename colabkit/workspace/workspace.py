@@ -22,7 +22,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from colabkit.errors import ColabkitError
-from colabkit.workspace import warm
+from colabkit.workspace import slots, warm
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
 from colabkit.workspace.files import (
@@ -34,7 +34,7 @@ from colabkit.workspace.files import (
     traversable,
 )
 from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, choose, report
-from colabkit.workspace.kernel import Outcome, SandboxedKernel, blocking, start_slot
+from colabkit.workspace.kernel import Outcome, SandboxedKernel, blocking
 from colabkit.workspace.output import DiscardingCollector, OutputCollector
 from colabkit.workspace.quota import MIB, POLL_S, DiskQuota
 from colabkit.workspace.warm import KernelStart
@@ -217,8 +217,8 @@ class Workspace:
         return ws
 
     async def _start_kernel(self) -> None:
-        # at most one cold start per core, four warm ones (see `kernel.start_slot`)
-        async with start_slot(self._kernel.expected_start()):
+        # at most one cold start per core, four warm ones; the waiting first (`slots`)
+        async with slots.start_slot(self._kernel.expected_start(), ticket=self):
             started = time.monotonic()
             await self._kernel.start()
         self.isolation = self.isolation.model_copy(update={
@@ -230,6 +230,8 @@ class Workspace:
         """Wait for a kernel started in the background; raise if its start failed."""
         if self._starting is None:
             return
+        if not self._starting.done():
+            slots.hurry(self)  # its first cell is here: its start goes before those not yet needed
         try:
             await self._starting
         except Exception as exc:
