@@ -245,6 +245,32 @@ def test_damaged_cache_entry_is_a_miss_not_a_crash(tmp_path):
     gateway.close()
 
 
+def test_a_disk_cache_reads_and_writes_off_the_event_loop(tmp_path, monkeypatch):
+    # every session of a batch shares one event loop: the SQLite steps run in the cache's thread
+    import threading
+
+    from colabkit.llm import cache
+
+    threads: list[str] = []
+    for name in ("get", "put"):
+        real = getattr(cache.ResponseCache, name)
+
+        def spy(self, *args, _real=real):
+            threads.append(threading.current_thread().name)
+            return _real(self, *args)
+        monkeypatch.setattr(cache.ResponseCache, name, spy)
+    use_scripted({"ai": [VALID]})
+    on_disk = Gateway(cache_dir=tmp_path, retry=FAST)
+    run(on_disk.structured(scripted(), MESSAGES, Step, caller="ai"))
+    run(on_disk.structured(scripted(), MESSAGES, Step, caller="ai"))  # the replay
+    on_disk.close()
+    assert len(threads) == 3 and all(name.startswith("colabkit-cache") for name in threads)
+    threads.clear()
+    use_scripted({"ai": [VALID]})
+    run(Gateway(retry=FAST).structured(scripted(), MESSAGES, Step, caller="ai"))  # in memory: no thread
+    assert threads == [threading.main_thread().name] * 2
+
+
 def test_token_budget_stops_new_calls_before_they_are_made():
     model = use_scripted({"ai": [VALID] * 5})
     budget = Budget(max_tokens=10)

@@ -373,6 +373,47 @@ def test_background_kernel_starts_queue_for_the_start_slots_and_every_kernel_ser
     assert all([e.kind for e in ws.events] == ["kernel_started"] for ws in spaces)
 
 
+def test_a_workspace_whose_first_cell_waits_gets_the_next_start_slot(task_file, tmp_path, monkeypatch):
+    # the start queue serves first the sessions already waiting at their first cell
+    from colabkit.workspace import kernel, slots
+
+    monkeypatch.setattr(slots, "STARTS_AT_ONCE", 1)
+    monkeypatch.setattr(slots, "WARM_STARTS_AT_ONCE", 1)
+    real_start = kernel.SandboxedKernel.start
+    started: list[object] = []
+
+    async def recorded(self):
+        started.append(self)
+        await real_start(self)
+
+    monkeypatch.setattr(kernel.SandboxedKernel, "start", recorded)
+
+    async def scenario():
+        release = asyncio.Event()
+
+        async def holder():  # holds both kinds' only slot while the workspaces queue behind it
+            async with slots.start_slot("cold"), slots.start_slot("warm"):
+                await release.wait()
+
+        held = asyncio.create_task(holder())
+        await asyncio.sleep(0)
+        spaces = [await Workspace.open([task_file], root=tmp_path / str(i), start_kernel="background")
+                  for i in range(3)]
+        await asyncio.sleep(0.05)
+        cell = asyncio.create_task(spaces[2].execute("print(6 * 7)", author="ai"))  # the last one needs it now
+        await asyncio.sleep(0.05)
+        release.set()
+        await held
+        result = await cell
+        for ws in spaces:
+            await ws.close()
+        return spaces, result
+
+    spaces, result = asyncio.run(scenario())
+    assert (result.status, result.output) == ("ok", "42\n")
+    assert started[:3] == [spaces[2]._kernel, spaces[0]._kernel, spaces[1]._kernel]
+
+
 def test_a_close_cancelled_twice_still_kills_the_kernel_and_removes_every_folder(task_file):
     # Ctrl-C on a batch cancels the sessions, and a second signal or a stopping batch may
     # cancel their closes again: the kill, unmount and deletes must still all happen.

@@ -33,7 +33,7 @@ Kind = Literal["warm", "cold"]
 
 
 class NeedFirstSlots:
-    """A counting semaphore whose waiters are served hurried ones first, then in arrival order."""
+    """A counting semaphore that serves hurried waiters first, then the others in arrival order."""
 
     def __init__(self, slots: int) -> None:
         self.free = slots

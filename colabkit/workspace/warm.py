@@ -51,7 +51,7 @@ PRELOAD = (
     "numpy", "pandas", "scipy.stats", "statsmodels.api", "statsmodels.formula.api", "matplotlib.pyplot")
 """What the template imports: what every kernel's start and first traceback import, and the
 task stack (measured: a warm kernel then answers after 0.08 CPU-s instead of 0.2, and its
-first traceback costs 0.05 CPU-s instead of 0.26; `benchmarks/README.md`).
+first traceback costs 0.05 CPU-s instead of 0.15; `benchmarks/README.md`).
 
 pyplot, not its backend: importing pyplot builds matplotlib's font list (0.8 CPU-s in a
 fresh private /tmp, which every kernel has), while the backend (the kernels' MPLBACKEND,
