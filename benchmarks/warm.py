@@ -126,7 +126,7 @@ def bound(row: dict[str, Any], cores: int) -> dict[str, float]:
     leaves the waits out (the bound the earlier runs used)."""
     ours = row["cpu_s"] + row["kernels_cpu_s"]
     floor = ours / cores
-    slowest = row.get("slowest_session_provider_s", row["slowest_session_model_s"])
+    slowest = row["slowest_session_provider_s"]
     best = max(row["ideal_s"], floor, slowest)
     free = max(cores - row["others_cores"], 0.25)  # the cores the neighbours left (at least a quarter)
     best_free = max(row["ideal_s"], ours / free, slowest)
