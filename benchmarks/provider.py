@@ -112,6 +112,8 @@ async def one_level(concurrency: int, n: int, args: argparse.Namespace, base: st
     after = await asyncio.to_thread(stats, base)
     timeline.add_arrivals(after.get("first_by_session", {}))
     found = timeline.breakdown()
+    by_seed = {int(k): v for k, v in (after.get("model_s_by_session") or {}).items() if k.isdigit()}
+    found["critical_path"] = timeline.critical_path(by_seed)
     kernels_cpu = sum(cpu - cpu_before.get(pid, 0.0) for pid, cpu in cpu_seen.items())
     answered = after["answered"] - before["answered"]
     model_s = after["model_s"] - before["model_s"]

@@ -9,6 +9,7 @@ stamps each session's first pass through each with `time.monotonic()`:
     ws_open         Workspace.open entered          ws_opened   it returned
     kernel_start    SandboxedKernel.start entered   kernel_spawned  its process launched
     kernel_ready    the kernel answered (start returned)
+    ended           run_one returned (the session was recorded)
     prompt          the first model request built (Gateway._request entered)
     litellm         litellm.acompletion entered     response    it returned
 
@@ -34,6 +35,7 @@ from typing import Any
 SESSION: contextvars.ContextVar[int | None] = contextvars.ContextVar("bench_session", default=None)
 STEPS = ("queued", "slot", "ws_open", "ws_opened", "kernel_start", "kernel_spawned", "kernel_ready",
          "prompt", "litellm", "sent", "response")
+AFTER = ("ended",)  # marks past the first request, for the critical path
 LAG_TICK_S = 0.02
 
 
@@ -43,6 +45,7 @@ class Timeline:
     def __init__(self) -> None:
         self.marks: dict[int, dict[str, float]] = {}
         self.backoff: dict[int, float] = {}  # per session: seconds its retries waited (the provider's faults)
+        self.kernel_wait: dict[int, float] = {}  # per session: how long its first cell waited for its kernel
         self.t0 = time.monotonic()
         self.lags: list[tuple[float, float]] = []  # (when, how late the tick fired)
         self._undo: list[Callable[[], None]] = []
@@ -57,6 +60,7 @@ class Timeline:
         """The batch starts now (call inside the loop): marks are relative to it; lag probing begins."""
         self.marks.clear()
         self.backoff.clear()
+        self.kernel_wait.clear()
         self.lags.clear()
         self.t0 = time.monotonic()
         self._lag_task = asyncio.create_task(self._probe_lag())
@@ -103,7 +107,10 @@ class Timeline:
             async def wrapped(spec: Any, *args: Any, **kwargs: Any) -> Any:
                 SESSION.set(spec.seed)  # this task's context: what it starts inherits it
                 timeline.mark("queued")
-                return await original(spec, *args, **kwargs)
+                try:
+                    return await original(spec, *args, **kwargs)
+                finally:
+                    timeline.mark("ended")
             return wrapped
 
         def entered(step: str) -> Callable[[Any], Any]:
@@ -152,7 +159,20 @@ class Timeline:
                 return loop
             return wrapped
 
+        def first_cell(original: Any) -> Any:
+            @functools.wraps(original)
+            async def wrapped(ws: Any) -> Any:
+                started = time.monotonic()
+                try:
+                    return await original(ws)
+                finally:
+                    session = SESSION.get()
+                    if session is not None:
+                        timeline.kernel_wait.setdefault(session, time.monotonic() - started)
+            return wrapped
+
         self._patch(batch, "run_one", run_one)
+        self._patch(Workspace, "_kernel_started", first_cell)
         self._patch(RetryPolicy, "retrying", retrying)
         self._patch(one_session, "record_if_needed", entered("slot"))
         self._patch(Workspace, "open", ws_open)
@@ -160,6 +180,23 @@ class Timeline:
         self._patch(SandboxedKernel, "_connect", entered("kernel_spawned"))
         self._patch(Gateway, "_request", entered("prompt"))
         self._patch(litellm, "acompletion", around("litellm", "response"))
+
+    def critical_path(self, provider_s: dict[int, float], top: int = 3) -> list[dict[str, float]]:
+        """The sessions that ended last, each one's wall split: before its first request went
+        out, its provider time (latencies and retry waits), its first cell's wait for its
+        kernel, and the rest (cells, the suite's own work and its queueing for the CPU, the
+        close and the record). The last one's end is the batch's wall."""
+        rows = []
+        for session, marks in self.marks.items():
+            if "ended" not in marks:
+                continue
+            end = marks["ended"] - self.t0
+            sent = marks.get("sent", marks.get("litellm", self.t0)) - self.t0
+            provider = provider_s.get(session, 0.0) + self.backoff.get(session, 0.0)
+            wait = self.kernel_wait.get(session, 0.0)
+            rows.append({"session": session, "end_s": end, "first_request_s": sent, "provider_s": provider,
+                         "kernel_wait_s": wait, "rest_s": end - sent - provider - wait})
+        return sorted(rows, key=lambda r: -r["end_s"])[:top]
 
     def uninstall(self) -> None:
         while self._undo:
@@ -202,3 +239,7 @@ def print_breakdown(found: dict[str, Any]) -> None:
           f"longest over the level {found['loop_lag_max_s']:.2f} s")
     spans = ", ".join(f"{k} {v:.2f}" for k, v in found["median_step_s"].items())
     print(f"  median per session: {spans}", flush=True)
+    for row in found.get("critical_path", []):
+        print(f"  ended at {row['end_s']:.1f} s: first request {row['first_request_s']:.1f} s + provider "
+              f"{row['provider_s']:.1f} s + first cell's wait for its kernel {row['kernel_wait_s']:.1f} s + the rest "
+              f"{row['rest_s']:.1f} s (cells, the suite, the close)", flush=True)

@@ -245,6 +245,33 @@ def test_damaged_cache_entry_is_a_miss_not_a_crash(tmp_path):
     gateway.close()
 
 
+def test_caches_on_one_folder_share_one_store_until_the_last_closes_and_a_recreated_folder_gets_its_own(tmp_path):
+    # a batch opens a gateway per session over one folder: one diskcache set-up, not 64
+    import shutil
+
+    from colabkit.llm.cache import CachedAnswer, ResponseCache
+
+    answer = CachedAnswer(text="t", prompt_tokens=1, completion_tokens=1, cost=0.0)
+    folder = tmp_path / "llm-cache"
+    first, second = ResponseCache(folder), ResponseCache(folder)
+    assert first._store is second._store
+    first.put("k", answer)
+    first.close()
+    assert second.get("k") == answer  # still open for the other user
+    second.close()
+    third = ResponseCache(folder)
+    assert third.get("k") == answer  # the last close closed it; reopened, nothing lost
+    shutil.rmtree(folder)  # deleted and made again while `third` is open (a rerun's folder)
+    fourth = ResponseCache(folder)
+    assert fourth._store is not third._store and fourth.get("k") is None
+    fourth.put("new", answer)
+    third.close()
+    fourth.close()
+    fifth = ResponseCache(folder)
+    assert fifth.get("new") == answer  # written to the folder that exists, never to the deleted one
+    fifth.close()
+
+
 def test_a_disk_cache_reads_and_writes_off_the_event_loop(tmp_path, monkeypatch):
     # every session of a batch shares one event loop: the SQLite steps run in the cache's thread
     import threading

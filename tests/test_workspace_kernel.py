@@ -433,3 +433,79 @@ def test_a_close_cancelled_twice_still_kills_the_kernel_and_removes_every_folder
     ws, marker, ipcdir = asyncio.run(scenario())
     assert kernel_pids(marker) == []
     assert not ws.workdir.exists() and not ipcdir.exists()
+
+
+def test_a_background_open_returns_before_its_folder_is_filled_and_its_first_cell_waits(task_file, tmp_path,
+                                                                                        monkeypatch):
+    """A session's first model requests need neither the data nor the kernel: with
+    `start_kernel="background"` the mount and the data copy run with the kernel start, after
+    `open` returned. The first cell waits for both; the isolation report is, after the close,
+    the one a workspace opened at once records."""
+    import threading
+
+    from colabkit.workspace import files as files_module
+
+    filled = threading.Event()
+    real_prepare = files_module.prepare
+
+    def held_prepare(*args, **kwargs):
+        assert filled.wait(60)
+        return real_prepare(*args, **kwargs)
+
+    async def scenario():
+        monkeypatch.setattr(files_module, "prepare", held_prepare)
+        ws = await asyncio.wait_for(Workspace.open([task_file], root=tmp_path / "bg", start_kernel="background"), 30)
+        assert not filled.is_set()  # open returned while the data copy was still held
+        first = asyncio.create_task(ws.execute("print(open('data/capital.csv').read())", author="ai"))
+        await asyncio.sleep(0.5)
+        assert not first.done()  # the cell waits for the folder and the kernel
+        filled.set()
+        cell = await asyncio.wait_for(first, 120)
+        await ws.close()
+        monkeypatch.setattr(files_module, "prepare", real_prepare)
+        at_once = await Workspace.open([task_file], root=tmp_path / "now")
+        await at_once.close()
+        return ws, cell, at_once
+
+    ws, cell, at_once = asyncio.run(scenario())
+    assert (cell.status, cell.output) == ("ok", CSV + "\n"), cell
+
+    def without_uid(report):  # each kernel has its own throw-away uid
+        found = report.model_dump(exclude={"kernel_uid"})
+        found["notes"] = tuple(note.replace(str(report.kernel_uid), "<uid>") for note in found["notes"])
+        return found
+
+    background = without_uid(ws.isolation)
+    assert background == without_uid(at_once.isolation)
+    assert background["disk_quota_enforced_by"] is not None and background["kernel_start"] is not None
+
+
+def test_a_session_that_ends_before_its_folder_is_filled_closes_cleanly(task_file, tmp_path, monkeypatch):
+    """Closing while the background fill runs waits for it (and the kernel it starts), then
+    removes everything: no kernel, no mount, no folder outside the kept record."""
+    import threading
+
+    from colabkit.workspace import files as files_module
+
+    filled = threading.Event()
+    real_prepare = files_module.prepare
+
+    def held_prepare(*args, **kwargs):
+        assert filled.wait(60)
+        return real_prepare(*args, **kwargs)
+
+    monkeypatch.setattr(files_module, "prepare", held_prepare)
+
+    async def scenario():
+        ws = await Workspace.open([task_file], start_kernel="background")
+        closing = asyncio.create_task(ws.close())
+        await asyncio.sleep(0.3)
+        assert not closing.done()
+        filled.set()
+        await asyncio.wait_for(closing, 120)
+        return ws
+
+    ws = asyncio.run(scenario())
+    assert not ws._base.exists() and not ws._layout.ipcdir.exists()
+    assert ws.isolation.disk_quota_enforced_by is not None
+    assert ws.snapshot().files == ()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers.env import require
 
-import colabkit.workspace.workspace as workspace_module
+import colabkit.workspace.files as files_module
 from colabkit.errors import ColabkitError
 from colabkit.workspace import CellResult, Chat, Editor, Limits, Workspace, WorkspaceSnapshot
 from colabkit.workspace.boot import DROPPED_MIME
@@ -216,7 +216,7 @@ def test_open_that_cannot_copy_the_data_leaves_no_folders(tmp_path, monkeypatch)
     (tmp_path / "x.csv").write_text("a\n1\n")
     root = tmp_path / "root"
     made: list[Path] = []  # this process's socket folders (other processes may make ck-* folders too)
-    socket_folder = workspace_module._socket_folder
+    socket_folder = files_module.socket_folder
 
     def recording_socket_folder(linked_from):
         made.append(socket_folder(linked_from))
@@ -226,7 +226,7 @@ def test_open_that_cannot_copy_the_data_leaves_no_folders(tmp_path, monkeypatch)
         raise PermissionError(13, "Permission denied", str(src))
 
     monkeypatch.setattr(shutil, "copyfile", unreadable)
-    monkeypatch.setattr(workspace_module, "_socket_folder", recording_socket_folder)
+    monkeypatch.setattr(files_module, "socket_folder", recording_socket_folder)
     with pytest.raises(ColabkitError, match="cannot prepare the workspace data: .*x.csv"):
         asyncio.run(Workspace.open([tmp_path / "x.csv"], root=root))
     assert list(root.iterdir()) == []
@@ -249,7 +249,7 @@ def test_the_socket_folder_is_linked_before_it_exists(tmp_path, monkeypatch):
         return mkdir(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "mkdir", checking_mkdir)
-    folder = workspace_module._socket_folder(base)
+    folder = files_module.socket_folder(base)
     try:
         assert seen == [(folder, folder)] and folder.is_dir() and folder.parent == Path(tempfile.gettempdir())
     finally:
@@ -288,12 +288,12 @@ def test_open_prepares_in_the_workspace_threads_while_the_event_loop_moves(tmp_p
     import asyncio
     import threading
 
-    from colabkit.workspace import kernel, workspace
+    from colabkit.workspace import files, kernel
 
     (tmp_path / "x.csv").write_text("a\n1\n")
     loop_ran = threading.Event()
     threads: list[str] = []
-    real_prepare = workspace.prepare
+    real_prepare = files.prepare
 
     def slow_prepare(*args, **kwargs):
         threads.append(threading.current_thread().name)
@@ -303,7 +303,7 @@ def test_open_prepares_in_the_workspace_threads_while_the_event_loop_moves(tmp_p
     async def no_kernel(self):
         return None
 
-    monkeypatch.setattr(workspace, "prepare", slow_prepare)
+    monkeypatch.setattr(files, "prepare", slow_prepare)
     monkeypatch.setattr(kernel.SandboxedKernel, "start", no_kernel)
 
     async def scenario():
@@ -408,6 +408,58 @@ def test_a_start_whose_first_cell_is_waiting_is_served_before_earlier_queued_one
     assert order == ["a", "d", "c", "b", "f"]
 
 
+def test_a_start_already_needed_when_it_queues_is_served_first(monkeypatch):
+    # its first cell came while the workspace was still being filled: `hurry` found nothing
+    # queued then, so the start says so itself when it queues
+    import asyncio
+
+    from colabkit.workspace import slots
+
+    monkeypatch.setattr(slots, "WARM_STARTS_AT_ONCE", 1)
+    order: list[str] = []
+
+    async def start(name: str, hurried: bool = False, release: asyncio.Event | None = None) -> None:
+        async with slots.start_slot("warm", ticket=name, hurried=hurried):
+            order.append(name)
+            if release is not None:
+                await release.wait()
+
+    async def scenario() -> None:
+        release = asyncio.Event()
+        first = asyncio.create_task(start("a", release=release))
+        await asyncio.sleep(0)
+        later = [asyncio.create_task(start("b")), asyncio.create_task(start("c"))]
+        await asyncio.sleep(0)
+        needed = asyncio.create_task(start("d", hurried=True))
+        await asyncio.sleep(0)
+        release.set()
+        await asyncio.gather(first, *later, needed)
+
+    asyncio.run(scenario())
+    assert order == ["a", "d", "b", "c"]
+
+
+def test_fresh_uids_are_never_in_use_never_repeated_in_a_process_and_proc_is_read_once_a_second(monkeypatch):
+    from colabkit.workspace import processes
+
+    reads: list[int] = []
+
+    def fake_processes():
+        reads.append(1)
+        return iter([(Path("/proc/1"), 200_007), (Path("/proc/2"), 0)])
+
+    draws = iter([7, 7, 8, 8, 8, 9])  # 200_007 is in use; 200_008 is handed out once
+    monkeypatch.setattr(processes, "_processes", fake_processes)
+    monkeypatch.setattr(processes.secrets, "randbelow", lambda n: next(draws))
+    monkeypatch.setattr(processes, "_SEEN_IN_USE", (-1e9, frozenset()))
+    monkeypatch.setattr(processes, "_HANDED_OUT", set())
+    assert [processes.fresh_uid(), processes.fresh_uid()] == [200_008, 200_009]
+    assert len(reads) == 1  # the second draw used the same read
+    monkeypatch.setattr(processes, "_SEEN_IN_USE", (-1e9, processes._SEEN_IN_USE[1]))  # a second later
+    monkeypatch.setattr(processes.secrets, "randbelow", lambda n: 10)
+    assert processes.fresh_uid() == 200_010 and len(reads) == 2
+
+
 def test_the_warm_start_waits_on_descriptors_numbered_past_select_s_limit():
     # A batch of 64 sessions holds over 1,024 descriptors; select() refused them, and three
     # warm starts of such a batch failed ("filedescriptor out of range in select()").
@@ -428,3 +480,19 @@ def test_the_warm_start_waits_on_descriptors_numbered_past_select_s_limit():
         for fd in (high, reader, writer):
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_stale_mounts_are_swept_at_a_processs_first_quota_then_once_an_interval(monkeypatch):
+    """A sweep reads every mount and owner: one per workspace made a batch's 64 workspaces
+    do 64 x 64 reads while their kernels started. Not swept again within the interval."""
+    from colabkit.workspace import quota
+
+    calls = []
+    monkeypatch.setattr(quota, "sweep_stale", lambda: calls.append(1) or [])
+    monkeypatch.setattr(quota, "_last_sweep", None)
+    for _ in range(5):
+        quota._sweep_now_and_then()
+    assert len(calls) == 1
+    monkeypatch.setattr(quota, "_last_sweep", quota._last_sweep - quota.SWEEP_EVERY_S)
+    quota._sweep_now_and_then()
+    assert len(calls) == 2

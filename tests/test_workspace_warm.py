@@ -184,6 +184,21 @@ def test_a_warm_kernel_sees_only_its_own_data_and_folder(warm_ok, tasks, tmp_pat
     assert (second.read_text(), two.isolation.kernel_start) == ("u,v\n3,4\n5,6\n", "warm")
 
 
+def test_a_warm_kernels_parent_is_its_sandboxs_init_as_a_cold_kernels_is(warm_ok, tasks, tmp_path):
+    """The template forks one helper into the sandbox's pid namespace, which forks the kernel
+    and exits: the kernel is re-parented to the sandbox's init (pid 1), never the template's
+    child (its parent would then be outside the namespace: pid 0), whichever of several
+    sandboxes in a row it is started in."""
+    first, second = tasks
+    probe = "import os\nprint(os.getpid() > 1, os.getppid())"
+    seen = {}
+    for kind, data in (("cold", first), ("warm", first), ("warm", second)):
+        ws, (cell,) = run_cells(data, tmp_path / f"{kind}-{data.stem}", [probe], kernel_start=kind)
+        assert ws.isolation.kernel_start == kind
+        seen[(kind, data.stem)] = cell.output.strip()
+    assert set(seen.values()) == {"True 1"}, seen
+
+
 def test_provenance_is_recorded_and_a_kernel_that_cannot_be_warm_starts_cold_with_the_reason(tasks, tmp_path):
     first, _ = tasks
     cold, (cell,) = run_cells(first, tmp_path / "c", ["print(6 * 7)"], isolation="rlimits-only")

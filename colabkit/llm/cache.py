@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,12 @@ _log = logging.getLogger(__name__)
 # SQLite reads and writes of every session's requests, off the event loop they share (one
 # thread: diskcache keeps a connection per thread, and each step is a millisecond or two).
 _DISK = ThreadPoolExecutor(max_workers=1, thread_name_prefix="colabkit-cache")
+# One diskcache store per folder in this process, shared by the caches open on it: a batch
+# opens one gateway per session, and each store's set-up writes diskcache's settings in SQLite
+# transactions, so 64 sessions starting together queued on the database's lock (and retried)
+# before their first requests. folder -> (store, its database file's identity, users)
+_SHARED: dict[str, tuple[Any, tuple[int, int] | None, int]] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 class CachedAnswer(BaseModel, frozen=True):
@@ -53,12 +61,7 @@ class ResponseCache:
 
     def __init__(self, directory: Path | str | None = None):
         self.directory = Path(directory) if directory is not None else None
-        if self.directory is None:
-            self._store: Any = {}
-        else:
-            import diskcache  # imported here: only persistent caches need it
-
-            self._store = diskcache.Cache(str(self.directory))
+        self._store: Any = {} if self.directory is None else _open_store(self.directory)
 
     def get(self, key: str) -> CachedAnswer | None:
         """The stored answer, or None; an unreadable entry counts as a miss, not a crash."""
@@ -97,4 +100,43 @@ class ResponseCache:
 
     def close(self) -> None:
         if self.directory is not None:
-            self._store.close()
+            _close_store(self.directory, self._store)
+
+
+def _database(directory: Path) -> tuple[int, int] | None:
+    """The identity (device, inode) of a store's database file; None if there is none. While
+    a store is open its file cannot be replaced by another with the same identity."""
+    try:
+        found = os.stat(directory / "cache.db")
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _open_store(directory: Path) -> Any:
+    """This process's store over `directory`, opened once and shared; a new one where the
+    folder's database is no longer the file the shared store has open (it was deleted)."""
+    import diskcache  # imported here: only persistent caches need it
+
+    key = str(directory.resolve())
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is not None and found[1] is not None and _database(directory) == found[1]:
+            _SHARED[key] = (found[0], found[1], found[2] + 1)
+            return found[0]
+        store = diskcache.Cache(str(directory))  # a replaced store stays with (and is closed by) its users
+        _SHARED[key] = (store, _database(directory), 1)
+        return store
+
+
+def _close_store(directory: Path, store: Any) -> None:
+    """One user fewer; the last one closes the store."""
+    key = str(directory.resolve())
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is not None and found[0] is store:
+            if found[2] > 1:
+                _SHARED[key] = (store, found[1], found[2] - 1)
+                return
+            del _SHARED[key]
+    store.close()

@@ -110,20 +110,23 @@ async def run_session(
             ended_by = "error"
             detail = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
         session.close(ended_by, detail, calls)
-        return SessionResult(
-            session_id=log.session_id,
-            spec=session.spec,  # a fork's as it was after its change
-            task_digest=task.task_digest,
-            briefings=session.briefings,
-            persona_versions={pid: session.variant.persona(pid).version for pid in session.variant.team},
-            final_hypothesis=ws.editor.text,
-            ended_by=ended_by,
-            budget_side=session.budget_side,
-            memory=session.board.memory,
-            isolation=ws.isolation,
-            snapshot=ws.snapshot(),
-            n_events=len(log.events),
-            totals=session_totals(log.events, spec.settings, session.sides, rounds=session.round),
-        )
     finally:
+        # Closed before the record is read: the workspace fills its folder and starts its
+        # kernel in the background, and its isolation report and snapshot are final once
+        # that has ended (a session can end before its first cell).
         await ws.close()
+    return SessionResult(
+        session_id=log.session_id,
+        spec=session.spec,  # a fork's as it was after its change
+        task_digest=task.task_digest,
+        briefings=session.briefings,
+        persona_versions={pid: session.variant.persona(pid).version for pid in session.variant.team},
+        final_hypothesis=ws.editor.text,
+        ended_by=ended_by,
+        budget_side=session.budget_side,
+        memory=session.board.memory,
+        isolation=ws.isolation,
+        snapshot=ws.snapshot(),
+        n_events=len(log.events),
+        totals=session_totals(log.events, spec.settings, session.sides, rounds=session.round),
+    )

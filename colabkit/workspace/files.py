@@ -1,4 +1,5 @@
-"""The workspace's folders: the read-only data copy it starts from, and what the kernel wrote.
+"""The workspace's folders: laid out at open, filled (their own file system, the read-only
+data copy) before the kernel starts, and what the kernel wrote.
 
 Split from `workspace.py` because these are plain file operations with their own hazards
 (the kernel may plant links, special files or a flood of files), tested on their own.
@@ -7,8 +8,10 @@ Split from `workspace.py` because these are plain file operations with their own
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import stat
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -17,7 +20,9 @@ from pydantic import BaseModel, ConfigDict
 
 from colabkit.errors import ColabkitError
 from colabkit.hashing import sha256_stream
-from colabkit.workspace.isolation import Layout
+from colabkit.workspace import warm
+from colabkit.workspace.isolation import IsolationChoice, Layout, Limits, Sandbox, choose
+from colabkit.workspace.quota import MIB, DiskQuota
 
 MAX_LISTED_FILES = 1000
 MAX_HASHED_BYTES = 64 * 1024 * 1024
@@ -125,3 +130,65 @@ def _record(path: Path, rel: str) -> FileRecord | None:
         except OSError:
             digest = None
     return FileRecord(path=rel, kind="file", size=st.st_size, sha256=digest)
+
+
+def lay_out(root: Path | None, isolation: IsolationChoice,
+            warm_allowed: bool) -> tuple[Sandbox, tuple[str, ...], Path, Layout]:
+    """The quick part of opening a workspace (blocking: run it in a worker thread): choose
+    the sandbox, make the folders (and begin the kernel template). Nothing here waits on the data."""
+    sandbox, notes = choose(isolation)
+    if warm_allowed:
+        warm.prestart(isolation)
+    if root is not None:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="colabkit-ws-", dir=root))
+    base.chmod(0o711)
+    if sandbox.level != "bubblewrap" and sandbox.uid is not None and not traversable(base):
+        sandbox = Sandbox(sandbox.level, None)
+        notes += (f"{base.parent} is not traversable by an unprivileged uid; the kernel runs as root",)
+    layout = Layout(base / "work", base / "work" / "data", socket_folder(base if root is not None else None),
+                    base / "tmp")
+    return sandbox, notes, base, layout
+
+
+def fill(sources: list[Path], base: Path, layout: Layout, limits: Limits, uid: int | None) -> DiskQuota:
+    """The working folder's own file system (the disk quota) and the read-only data copy,
+    in a worker thread; on failure the quota is released (the folders are the caller's)."""
+    quota: DiskQuota | None = None
+    try:
+        quota = DiskQuota.create(layout.workdir, limits.disk_mb * MIB, image=base / "workdir.img",
+                                 data_bytes=sum(p.stat().st_size for p in sources))
+        prepare(layout, sources, uid)
+        quota.start()
+    except BaseException as exc:
+        if quota is not None:
+            quota.release()
+        if isinstance(exc, OSError):
+            raise ColabkitError(f"cannot prepare the workspace data: {exc}") from exc
+        raise
+    return quota
+
+
+def socket_folder(linked_from: Path | None) -> Path:
+    """A fresh socket folder in the system temp dir (kernel socket paths must stay short).
+
+    With a results root, the workspace's `ipc` link to it is made *before* the folder itself,
+    so a process killed at any instant leaves nothing that a later sweep of the root cannot
+    find (a folder made first and linked after leaks if the kill falls in between)."""
+    for _ in range(100):
+        path = Path(tempfile.gettempdir()) / f"ck-{secrets.token_hex(4)}"
+        if linked_from is not None:
+            (linked_from / "ipc").unlink(missing_ok=True)
+            (linked_from / "ipc").symlink_to(path)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise ColabkitError(f"cannot make a socket folder in {tempfile.gettempdir()}")
+
+
+def discard(base: Path, layout: Layout) -> None:
+    """Remove the folders of a workspace that will not open (`fill` released its quota)."""
+    shutil.rmtree(layout.ipcdir, ignore_errors=True)
+    shutil.rmtree(base, ignore_errors=True)

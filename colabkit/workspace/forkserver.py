@@ -15,10 +15,10 @@ namespaces; it never runs model code. Standard library only; in order, it:
    environment and, as passed descriptors (SCM_RIGHTS), the namespaces of the session's
    sandbox (a bubblewrap "holder" the host started for it), that sandbox's root folder and
    the kernel log. No host path ever reaches this process;
-3. per request, forks a child that joins the session sandbox's network, IPC, UTS, cgroup,
-   pid and mount namespaces and changes root to its root folder; inside, the kernel is
-   forked and re-parented to the sandbox's init (the holder), which reaps it and reports
-   its exit status to the host (`fork_kernel`);
+3. per request, forks a child into the session sandbox's pid namespace; the child joins its
+   network, IPC, UTS, cgroup and mount namespaces, changes root to its root folder, forks
+   the kernel and exits, so the kernel is re-parented to the sandbox's init (the holder),
+   which reaps it and reports its exit status to the host (`fork_kernel`);
 4. the kernel closes every inherited descriptor, starts its own session, drops every
    capability from its bounding set, sets no_new_privs, resets its environment and seeds
    numpy afresh, then runs boot.py's `main` exactly as a cold kernel does: the throw-away
@@ -45,6 +45,7 @@ _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _MAX_FDS = 16
 _LIBC = ctypes.CDLL(None, use_errno=True)
+_OWN_PID_NS = -1  # this process's pid namespace (`serve` opens it), restored after each fork
 
 
 def _check(result: int, what: str) -> None:
@@ -129,23 +130,33 @@ def become_kernel(request: dict[str, Any], log_fd: int, boot: dict[str, Any]) ->
 def fork_kernel(request: dict[str, Any], fds: list[int], boot: dict[str, Any]) -> dict[str, Any]:
     """Fork a kernel into the sandbox whose descriptors came with `request`; its pid there.
 
-    Three forks, because an orphan goes to the init of its *parent's* pid namespace: the
-    first child joins the namespaces (its own pid namespace stays the template's), the
-    second is born inside the sandbox and forks the kernel, then exits, so the kernel's
-    parent becomes the sandbox's init, as a cold kernel's is.
+    Two forks, because an orphan goes to the init of its *parent's* pid namespace: this
+    process sets the sandbox's pid namespace for its children (its own stays the host's),
+    so the first child is born inside; it joins the other namespaces and forks the kernel,
+    then exits, and the kernel's parent becomes the sandbox's init, as a cold kernel's is.
+    Each fork copies the template's page tables and each exit tears a copy down (tens of
+    ms on a loaded machine), so the helper is one child, not two.
 
-    The answer goes back as soon as the kernel's pid is known; the two helpers' exits (each
-    tears down a copy of the template's page tables, tens of ms on a loaded machine) and
-    their reaping happen off the host's path, before the next request at the latest.
+    The answer goes back as soon as the kernel's pid is known; the helper's exit and its
+    reaping happen off the host's path, before the next request at the latest.
     """
     reap()
-    *namespaces, root, log_fd = fds
+    pid_ns, *namespaces, root, log_fd = fds
     reader, writer = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    child = os.fork()
+    try:
+        _check(_LIBC.setns(pid_ns, 0), "setns")
+        child = os.fork()
+    except BaseException:
+        _LIBC.setns(_OWN_PID_NS, 0)
+        for fd in (reader, writer, *fds):
+            os.close(fd)
+        raise
     if child == 0:
         _enter(namespaces, root, log_fd, reader, writer, request, boot)
+    # the template's next child is born at home again (a sandbox's namespace may be gone by then)
+    _check(_LIBC.setns(_OWN_PID_NS, 0), "setns")
     os.close(writer)
     for fd in fds:
         os.close(fd)
@@ -171,25 +182,21 @@ def reap() -> None:
 
 def _enter(namespaces: list[int], root: int, log_fd: int, reader: int, writer: int,
            request: dict[str, Any], boot: dict[str, Any]) -> None:
-    """The first child: join the sandbox, fork into it, wait for that child, exit."""
+    """The child, born in the sandbox's pid namespace: join the rest, fork the kernel, exit."""
     try:
         os.close(reader)
         for ns in namespaces:  # mount last: the others are found through descriptors anyway
             _check(_LIBC.setns(ns, 0), "setns")
         os.fchdir(root)
         os.chroot(".")
-        inside = os.fork()
-        if inside == 0:
-            kernel = os.fork()
-            if kernel == 0:
-                try:
-                    os.close(writer)
-                    become_kernel(request, log_fd, boot)
-                finally:
-                    os._exit(71)
-            os.write(writer, b"%d\n" % kernel)
-            os._exit(0)
-        os.waitpid(inside, 0)
+        kernel = os.fork()
+        if kernel == 0:
+            try:
+                os.close(writer)
+                become_kernel(request, log_fd, boot)
+            finally:
+                os._exit(71)
+        os.write(writer, b"%d\n" % kernel)
         os._exit(0)
     except BaseException as exc:
         os.write(writer, f"error {type(exc).__name__}: {exc}".encode())
@@ -204,6 +211,8 @@ def serve(config: dict[str, Any], boot_source: str) -> None:
         os._exit(1)
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]  # as boot.py does: a kernel's sys.path is the same either way
+    global _OWN_PID_NS
+    _OWN_PID_NS = os.open("/proc/self/ns/pid", os.O_RDONLY)
     boot: dict[str, Any] = {"__name__": "colabkit_boot"}
     exec(compile(boot_source, "<string>", "exec"), boot)
     started = time.process_time()

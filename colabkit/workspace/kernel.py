@@ -43,7 +43,7 @@ import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 
 from colabkit.errors import ColabkitError
-from colabkit.workspace import warm
+from colabkit.workspace import slots, warm
 from colabkit.workspace.isolation import Layout, Limits, Sandbox, boot_config
 from colabkit.workspace.output import OutputCollector
 from colabkit.workspace.processes import kill_uid
@@ -55,6 +55,9 @@ IDLE_GRACE_S = 1.0  # after the reply, how long to wait for the trailing 'idle' 
 _POLL_MS = 100
 _LIVE: set[SandboxedKernel] = set()  # started and not yet shut down
 _BLOCKING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="colabkit-workspace")
+_WARM_STARTS = ThreadPoolExecutor(max_workers=slots.WARM_STARTS_AT_ONCE, thread_name_prefix="colabkit-warm-start")
+"""Warm starts wait most of their time (the sandbox, the template's fork): in threads of their
+own, a workspace's quick steps (its folders, mount and data copy) never queue behind them."""
 T = TypeVar("T")
 _SIGNAL_HINTS = {
     "SIGSEGV": "segmentation fault",
@@ -137,7 +140,7 @@ class SandboxedKernel:
         config = boot_config(self.sandbox, self.layout, self.limits)
         if warm:
             self._proc = await blocking(_start_warm, self.sandbox, self.layout, self.limits, config,
-                                        self.log_path, undo=_discard_warm)
+                                        self.log_path, undo=_discard_warm, pool=_WARM_STARTS)
         else:
             cmd = self.sandbox.command(self.layout, self.limits, [json.dumps(config)])
             with open(self.log_path, "ab") as log:

@@ -21,7 +21,8 @@ Either way, a cell that ends over the quota fails with `DiskQuotaExceeded`, and 
 it wrote (modified since it started) are removed so the workspace is usable again.
 
 A mount outlives a process killed with SIGKILL, so each image records its owner (pid and
-start time) beside it, and every new quota first unmounts images whose owner is gone.
+start time) beside it, and a process's first quota (then one every `SWEEP_EVERY_S`) first
+unmounts images whose owner is gone.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Literal
@@ -41,6 +43,9 @@ POLL_S = 0.5
 MIB = 1024 * 1024
 _LOW_WATER = 256 * 1024  # a file system with less free space than this counts as full
 _MOUNTED: set[Path] = set()
+SWEEP_EVERY_S = 30.0
+_SWEEPING = threading.Lock()
+_last_sweep: float | None = None
 
 
 class DiskQuota:
@@ -62,7 +67,7 @@ class DiskQuota:
         workdir.mkdir()
         if os.geteuid() != 0:
             return cls(workdir, limit_bytes, "checked", note="not root, so no size-capped file system")
-        sweep_stale()
+        _sweep_now_and_then()
         image.with_suffix(".owner").write_text(_identity(os.getpid()))
         why = _mount_image(workdir, image, limit_bytes + data_bytes)
         if why:
@@ -215,12 +220,33 @@ def release_mounts(folder: Path) -> list[Path]:
     return released
 
 
+def _sweep_now_and_then() -> None:
+    """`sweep_stale` at this process's first quota, then at most once every `SWEEP_EVERY_S`.
+
+    A sweep reads every mount and every image's owner, so one per workspace made a batch
+    opening 64 workspaces at once do 64 x 64 of those reads while the kernels were starting.
+    Leftovers come from processes that died, which is rare: a new process sweeps first, and
+    a long one catches a neighbour's leftovers within the interval. A sweep under way in
+    another thread is not waited for (nothing a new workspace does depends on it).
+    """
+    global _last_sweep
+    if not _SWEEPING.acquire(blocking=False):
+        return
+    try:
+        if _last_sweep is None or time.monotonic() - _last_sweep >= SWEEP_EVERY_S:
+            sweep_stale()
+            _last_sweep = time.monotonic()
+    finally:
+        _SWEEPING.release()
+
+
 def sweep_stale() -> list[Path]:
     """Unmount workspace images whose owning process is gone (it was SIGKILLed); return them."""
     swept: list[Path] = []
     for mountpoint in _mountpoints():
         owner = mountpoint.parent / "workdir.owner"
-        if not mountpoint.parent.name.startswith("colabkit-ws-") or mountpoint.name != "work":
+        if (not mountpoint.parent.name.startswith("colabkit-ws-") or mountpoint.name != "work"
+                or mountpoint in _MOUNTED):  # this process's own: its owner runs
             continue
         try:
             recorded = owner.read_text().strip()

@@ -40,12 +40,14 @@ class NeedFirstSlots:
         self._waiting: dict[Hashable, asyncio.Future[None]] = {}  # in arrival order
         self._hurried: dict[Hashable, None] = {}  # in the order they were hurried
 
-    async def acquire(self, ticket: Hashable) -> None:
+    async def acquire(self, ticket: Hashable, hurried: bool = False) -> None:
         if self.free > 0 and not self._waiting:
             self.free -= 1
             return
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting[ticket] = granted
+        if hurried:
+            self._hurried[ticket] = None
         try:
             await granted
         except asyncio.CancelledError:
@@ -85,11 +87,13 @@ def _slots() -> dict[Kind, NeedFirstSlots]:
 
 
 @asynccontextmanager
-async def start_slot(kind: Kind = "cold", ticket: Hashable | None = None) -> AsyncIterator[None]:
+async def start_slot(kind: Kind = "cold", ticket: Hashable | None = None,
+                     hurried: bool = False) -> AsyncIterator[None]:
     """Hold one of this event loop's `kind` start slots for the block; `ticket` names the
-    start for `hurry` (without one it is served in arrival order only)."""
+    start for `hurry` (without one it is served in arrival order only); `hurried`: it is
+    needed already (its first cell came while its workspace was still being filled)."""
     slots = _slots()[kind]
-    await slots.acquire(ticket if ticket is not None else object())
+    await slots.acquire(ticket if ticket is not None else object(), hurried)
     try:
         yield
     finally:

@@ -45,6 +45,7 @@ PRELOAD = (
     # what IPKernelApp.initialize imports (the debugger's debugpy alone is 0.1 CPU-s a kernel)
     "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.debugger",
     "IPython.core.completerlib", "IPython.extensions.storemagic", "tornado.platform.asyncio",
+    "IPython.core.oinspect", "IPython.utils.wildcard",
     # what a cell's first traceback imports (IPython's stack_data formatter, its colours)
     "stack_data", "pygments.formatters.terminal256", "IPython.core.logger",
     # the task stack
@@ -81,7 +82,7 @@ while True:
             break
         os.write(1, b"%d %d\\n" % (pid, status))
 """
-_NAMESPACES = ("net", "ipc", "uts", "cgroup", "pid", "mnt")  # mount last (see forkserver)
+_NAMESPACES = ("pid", "net", "ipc", "uts", "cgroup", "mnt")  # pid first, mount last (see forkserver)
 
 
 class WarmUnavailable(ColabkitError):

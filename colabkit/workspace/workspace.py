@@ -11,9 +11,7 @@ decision (`colabkit.session.prompting.observation`: every cell is shared, chat b
 from __future__ import annotations
 
 import asyncio
-import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,18 +23,11 @@ from colabkit.errors import ColabkitError
 from colabkit.workspace import slots, warm
 from colabkit.workspace.chat import Chat, Message
 from colabkit.workspace.editor import Editor, EditorVersion
-from colabkit.workspace.files import (
-    FileRecord,
-    check_sources,
-    copy_files,
-    list_files,
-    prepare,
-    traversable,
-)
-from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, choose, report
+from colabkit.workspace.files import FileRecord, check_sources, copy_files, discard, fill, lay_out, list_files
+from colabkit.workspace.isolation import IsolationChoice, IsolationReport, Layout, Limits, Sandbox, report
 from colabkit.workspace.kernel import Outcome, SandboxedKernel, blocking
 from colabkit.workspace.output import DiscardingCollector, OutputCollector
-from colabkit.workspace.quota import MIB, POLL_S, DiskQuota
+from colabkit.workspace.quota import POLL_S, DiskQuota
 from colabkit.workspace.warm import KernelStart
 
 SNAPSHOT_SCHEMA_VERSION: Final = 3
@@ -97,75 +88,21 @@ class WorkspaceSnapshot(BaseModel):
         return path
 
 
-def _prepare(sources: list[Path], root: Path | None, limits: Limits, isolation: IsolationChoice,
-             warm_allowed: bool) -> tuple[Sandbox, tuple[str, ...], Path, Layout, DiskQuota]:
-    """The blocking part of `Workspace.open` (it runs in a worker thread): choose the sandbox,
-    make the folders and the disk quota, copy the data (and begin the kernel template)."""
-    sandbox, notes = choose(isolation)
-    if warm_allowed:
-        warm.prestart(isolation)
-    if root is not None:
-        Path(root).mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="colabkit-ws-", dir=root))
-    base.chmod(0o711)
-    if sandbox.level != "bubblewrap" and sandbox.uid is not None and not traversable(base):
-        sandbox = Sandbox(sandbox.level, None)
-        notes += (f"{base.parent} is not traversable by an unprivileged uid; the kernel runs as root",)
-    layout = Layout(base / "work", base / "work" / "data", _socket_folder(base if root is not None else None),
-                    base / "tmp")
-    quota: DiskQuota | None = None
-    try:
-        quota = DiskQuota.create(layout.workdir, limits.disk_mb * MIB, image=base / "workdir.img",
-                                 data_bytes=sum(p.stat().st_size for p in sources))
-        prepare(layout, sources, sandbox.uid)
-        quota.start()
-    except BaseException as exc:  # nothing was started yet: only the folders to remove
-        _discard(base, layout, quota)
-        if isinstance(exc, OSError):
-            raise ColabkitError(f"cannot prepare the workspace data: {exc}") from exc
-        raise
-    return sandbox, notes, base, layout, quota
-
-
-def _socket_folder(linked_from: Path | None) -> Path:
-    """A fresh socket folder in the system temp dir (kernel socket paths must stay short).
-
-    With a results root, the workspace's `ipc` link to it is made *before* the folder itself,
-    so a process killed at any instant leaves nothing that a later sweep of the root cannot
-    find (a folder made first and linked after leaks if the kill falls in between)."""
-    for _ in range(100):
-        path = Path(tempfile.gettempdir()) / f"ck-{secrets.token_hex(4)}"
-        if linked_from is not None:
-            (linked_from / "ipc").unlink(missing_ok=True)
-            (linked_from / "ipc").symlink_to(path)
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        return path
-    raise ColabkitError(f"cannot make a socket folder in {tempfile.gettempdir()}")
-
-
-def _discard(base: Path, layout: Layout, quota: DiskQuota | None) -> None:
-    """Remove what `_prepare` made for a workspace that will not open."""
-    if quota is not None:
-        quota.release()
-    shutil.rmtree(layout.ipcdir, ignore_errors=True)
-    shutil.rmtree(base, ignore_errors=True)
-
-
 class Workspace:
     """A sandboxed, stateful kernel plus chat and editor; create with `await Workspace.open(...)`."""
 
     def __init__(self, *, base: Path, owns_base: bool, layout: Layout, data_files: tuple[str, ...],
-                 limits: Limits, sandbox: Sandbox, isolation: IsolationReport,
-                 clock: Callable[[], float], quota: DiskQuota, kernel_start: KernelStart = "auto"):
+                 limits: Limits, sandbox: Sandbox, notes: tuple[str, ...],
+                 clock: Callable[[], float], kernel_start: KernelStart = "auto"):
         self._base, self._owns_base, self._layout = base, owns_base, layout
-        self._quota = quota
+        self._quota: DiskQuota | None = None  # `_fill` makes it: at open, or first in the background start
+        self._notes = notes
         self.workdir = layout.workdir
         self.data_files = data_files
         self.limits = limits
-        self.isolation = isolation
+        self.isolation = report(sandbox, limits, notes)
+        """The sandbox (its level is known at open); the disk quota's fields once the
+        working folder is filled, and how the kernel started once it has."""
         self._clock = clock
         self.chat = Chat(clock)
         self.editor = Editor(clock)
@@ -175,7 +112,8 @@ class Workspace:
         self._lock = asyncio.Lock()
         self._closed = False
         self._final_files: tuple[tuple[FileRecord, ...], int] | None = None
-        self._starting: asyncio.Task[None] | None = None  # a kernel start running in the background
+        self._starting: asyncio.Task[None] | None = None  # filling and kernel start, in the background
+        self._needed = False  # a cell is waiting for the kernel
 
     @classmethod
     async def open(cls, data_files: Sequence[Path], *, root: Path | None = None,
@@ -184,10 +122,13 @@ class Workspace:
                    kernel_start: KernelStart | None = None) -> Workspace:
         """Copy the files read-only into a private folder and start the sandboxed kernel.
 
-        With `start_kernel="background"` the kernel starts while the caller goes on (a session
-        asks its first model calls meanwhile, so the start costs no wall time); the first cell
-        waits for it, and a start that failed raises `ColabkitError` there (and at `close`
-        leaves a `kernel_start_failed` event), never silently.
+        With `start_kernel="background"` only the sandbox and the folders are made before it
+        returns; the working folder's file system, the data copy and the kernel start follow
+        while the caller goes on (a session asks its first model calls meanwhile, so they cost
+        no wall time). The first cell waits for them, and a failure there raises
+        `ColabkitError` (and at `close` leaves a `kernel_start_failed` event), never silently.
+        `isolation` has its disk-quota fields once the folder is filled, and its kernel fields
+        once the kernel started: final after `close`.
 
         `kernel_start` ("auto", "warm", "cold"; default `$COLABKIT_KERNEL_START`, else auto):
         auto forks the kernel from this process's template where the sandbox allows it and
@@ -200,15 +141,19 @@ class Workspace:
         # Blocking work (the sandbox's one trial per process, mkfs and mount, the data copy)
         # runs in a worker thread (`kernel.blocking`), so a batch opening many workspaces
         # at once keeps its event loop, and the model requests waiting on it, moving.
-        sandbox, notes, base, layout, quota = await blocking(
-            _prepare, sources, root, limits, isolation, start_mode != "cold", undo=lambda made: _discard(*made[2:]))
+        sandbox, notes, base, layout = await blocking(
+            lay_out, root, isolation, start_mode != "cold", undo=lambda made: discard(*made[2:]))
         ws = cls(base=base, owns_base=root is None, layout=layout,
                  data_files=tuple(p.name for p in sources), limits=limits, sandbox=sandbox,
-                 isolation=report(sandbox, limits, notes, disk=(quota.mode, quota.describe())),
-                 clock=clock, quota=quota, kernel_start=start_mode)
+                 notes=notes, clock=clock, kernel_start=start_mode)
         if start_kernel == "background":
-            ws._starting = asyncio.create_task(ws._start_kernel())
+            ws._starting = asyncio.create_task(ws._fill_and_start(sources))
             return ws
+        try:
+            await ws._fill(sources)
+        except BaseException:  # nothing was started: only the folders to remove
+            await blocking(discard, base, layout)
+            raise
         try:
             await ws._start_kernel()
         except BaseException:
@@ -216,9 +161,23 @@ class Workspace:
             raise
         return ws
 
+    async def _fill(self, sources: list[Path]) -> None:
+        self._quota = await blocking(fill, sources, self._base, self._layout, self.limits, self._kernel.sandbox.uid,
+                                     undo=DiskQuota.release)
+        # the report as a whole again, as before the split (its kernel fields come after this)
+        self.isolation = report(self._kernel.sandbox, self.limits, self._notes,
+                                disk=(self._quota.mode, self._quota.describe()))
+
+    async def _fill_and_start(self, sources: list[Path]) -> None:
+        """In the background (`start_kernel="background"`): the working folder's file system
+        and data copy, then the kernel. A session's first model requests go out meanwhile:
+        none of them needs the data or the kernel, only a cell does."""
+        await self._fill(sources)
+        await self._start_kernel()
+
     async def _start_kernel(self) -> None:
         # at most one cold start per core, four warm ones; the waiting first (`slots`)
-        async with slots.start_slot(self._kernel.expected_start(), ticket=self):
+        async with slots.start_slot(self._kernel.expected_start(), ticket=self, hurried=self._needed):
             started = time.monotonic()
             await self._kernel.start()
         self.isolation = self.isolation.model_copy(update={
@@ -231,7 +190,8 @@ class Workspace:
         if self._starting is None:
             return
         if not self._starting.done():
-            slots.hurry(self)  # its first cell is here: its start goes before those not yet needed
+            self._needed = True  # its first cell is here: its start goes before those not yet needed
+            slots.hurry(self)
         try:
             await self._starting
         except Exception as exc:
@@ -261,9 +221,10 @@ class Workspace:
             outcome = await self._execute_watched(code, sink, limit)
             duration = time.monotonic() - started
             error = sink.error
-            over_quota = await asyncio.to_thread(self._quota.exceeded)
+            quota = self._filled()
+            over_quota = await asyncio.to_thread(quota.exceeded)
             if over_quota:  # before any replay, so only this cell's files are removed
-                removed, freed = await asyncio.to_thread(self._quota.remove_written_since, wall)
+                removed, freed = await asyncio.to_thread(quota.remove_written_since, wall)
                 self._event("disk_quota", index, f"{removed} file(s) removed, {freed} bytes")
             if outcome.status == "timeout":
                 how = "interrupted" if outcome.interrupted else "stopped (it ignored the interrupt)"
@@ -294,11 +255,12 @@ class Workspace:
     async def _execute_watched(self, code: str, sink: OutputCollector, timeout: float) -> Outcome:
         """Run a cell; where the file system does not cap the disk, watch its usage meanwhile
         and stop the cell once it is over the quota (interrupt, then kill if ignored)."""
-        if self._quota.mode == "filesystem":
+        quota = self._filled()
+        if quota.mode == "filesystem":
             return await self._kernel.execute(code, sink, timeout=timeout)
 
         async def watch() -> None:
-            while not await asyncio.to_thread(self._quota.exceeded):
+            while not await asyncio.to_thread(quota.exceeded):
                 await asyncio.sleep(POLL_S)
             self._kernel.interrupt()
             await asyncio.sleep(self.limits.interrupt_grace_s)
@@ -330,6 +292,11 @@ class Workspace:
                 return 0
         self._event("replayed", index, f"{replayed} cell(s)")
         return replayed
+
+    def _filled(self) -> DiskQuota:
+        """The disk quota (a cell runs only after the kernel started, so after `_fill`)."""
+        assert self._quota is not None, "the workspace ran a cell before its folder was filled"
+        return self._quota
 
     def _event(self, kind: str, cell: int | None, detail: str = "") -> None:
         self.events.append(WorkspaceEvent(index=len(self.events), kind=kind, time=self._clock(),
@@ -370,13 +337,15 @@ class Workspace:
     def _release_folders(self) -> None:
         """Record the final files, unmount the quota's file system, delete private folders."""
         self._final_files = list_files(self.workdir)
-        keep = self._quota.mode == "filesystem" and not self._owns_base
+        quota = self._quota  # None: the session ended before its folder was filled (or filling failed)
+        keep = quota is not None and quota.mode == "filesystem" and not self._owns_base
         kept = self._base / "work.kept"  # the caller keeps the files; the mount goes
         try:
             if keep:
                 copy_files(self.workdir, kept)
         finally:
-            self._quota.release()
+            if quota is not None:
+                quota.release()
         if keep:
             self.workdir.rmdir()
             kept.rename(self.workdir)
