@@ -395,11 +395,16 @@ def test_a_workspace_whose_first_cell_waits_gets_the_next_start_slot(task_file, 
             async with slots.start_slot("cold"), slots.start_slot("warm"):
                 await release.wait()
 
+        async def queued(ws):  # its folder filled in the background, its start queued for a slot
+            while not any(ws in found._waiting for found in slots._slots().values()):
+                await asyncio.sleep(0.01)
+
         held = asyncio.create_task(holder())
         await asyncio.sleep(0)
-        spaces = [await Workspace.open([task_file], root=tmp_path / str(i), start_kernel="background")
-                  for i in range(3)]
-        await asyncio.sleep(0.05)
+        spaces = []
+        for i in range(3):  # one after another: the arrival order is the opening order
+            spaces.append(await Workspace.open([task_file], root=tmp_path / str(i), start_kernel="background"))
+            await asyncio.wait_for(queued(spaces[-1]), 60)
         cell = asyncio.create_task(spaces[2].execute("print(6 * 7)", author="ai"))  # the last one needs it now
         await asyncio.sleep(0.05)
         release.set()
