@@ -35,7 +35,6 @@ from typing import Any
 SESSION: contextvars.ContextVar[int | None] = contextvars.ContextVar("bench_session", default=None)
 STEPS = ("queued", "slot", "ws_open", "ws_opened", "kernel_start", "kernel_spawned", "kernel_ready",
          "prompt", "litellm", "sent", "response")
-AFTER = ("ended",)  # marks past the first request, for the critical path
 LAG_TICK_S = 0.02
 
 

@@ -328,13 +328,13 @@ def main(argv: list[str] | None = None) -> None:
               f"| {r['first_cell_waited']}/{r['first_cells']} ({r['first_cell_wait_max_s']:.1f} s) "
               f"| {r['load_mean']:.1f} ({r['load_max']:.1f}) | {r['others_cores']:.2f} "
               f"| {r['wall_over_bound_free']:.2f} |")
-    result["spread"] = spread(rows)
-    for (concurrency, kind), found in result["spread"].items():
+    by_level = spread(rows)
+    for (concurrency, kind), found in by_level.items():
         if found["waves"] > 1:
             print(f"{kind} at {concurrency}: wall / bound over {found['waves']} waves: "
                   f"{', '.join(f'{r:.2f}' for r in found['ratios'])}; median {found['median']:.2f}, "
                   f"max {found['max']:.2f}; within {TARGET:.2f}: {found['within_target']}/{found['waves']}")
-    result["spread"] = {f"{c}-{k}": v for (c, k), v in result["spread"].items()}
+    result["spread"] = {f"{c}-{k}": found for (c, k), found in by_level.items()}
     if result["projection"]:
         for kind, p in result["projection"].items():
             print(f"{kind}: grid of {GRID} {p['grid_h_one_machine']:.2f} h on this machine (CPU bound "
