@@ -11,6 +11,9 @@
   simulator-caused failures counted per variant (`simulators`).
 - `cogym_tables`: Co-Gym real-condition trajectories (`event_log.jsonl`) as events and
   sessions tables, fingerprinted like colabkit's own (`cogym`).
+- `recllmsim_tables`, `simulatorarena_tables`: public corpora of real (and simulated) users,
+  read from local copies into the same tables with their licence and attribution
+  (`recllmsim`, `simulatorarena`, `corpora`); `corpus_fingerprints` adds who the user was.
 """
 
 from colabkit.analysis.realism.card import (
@@ -29,7 +32,10 @@ from colabkit.analysis.realism.compare import (
     classifier_test,
     standardised_differences,
 )
+from colabkit.analysis.realism.corpora import corpus_fingerprints
 from colabkit.analysis.realism.fingerprints import FEATURE_DOCS, FEATURES, fingerprints, stored_fingerprints
+from colabkit.analysis.realism.recllmsim import recllmsim_tables
+from colabkit.analysis.realism.simulatorarena import simulatorarena_tables
 from colabkit.analysis.realism.simulators import (
     by_simulator,
     contrasts_by_simulator,
@@ -52,13 +58,16 @@ __all__ = [
     "classifier_test",
     "cogym_tables",
     "contrasts_by_simulator",
+    "corpus_fingerprints",
     "fingerprints",
     "make_card",
     "outside_cards",
     "person_cards",
     "persona_cards",
+    "recllmsim_tables",
     "simulator_effect",
     "simulator_failures",
+    "simulatorarena_tables",
     "simulators",
     "standardised_differences",
     "stored_fingerprints",

@@ -10,8 +10,10 @@ Three views, each answering a different question, none needing a judge:
   regression (features median-imputed and scaled over both samples, which uses no label) scored
   by out-of-fold ROC-AUC under cross-validation grouped by task (no task is
   in both a training and a test fold, so a task's signature cannot stand in for the sample's),
-  with a permutation p-value (labels shuffled, the whole cross-validation redone). AUC near 0.5:
-  indistinguishable on these features; near 1: a give-away.
+  with a permutation p-value (labels shuffled, the whole cross-validation redone) and a 95%
+  interval from a cluster bootstrap of the out-of-fold scores (whole groups resampled, so rows
+  of one task or one user count as one draw). AUC near 0.5: indistinguishable on these
+  features; near 1: a give-away.
 - `chamfer_coverage`: two-sided Chamfer distance in the pooled standardised feature space:
   the mean distance from each person to the nearest simulated row (does the simulator cover
   people's spread?) and from each simulated row to the nearest person (does it do things no
@@ -85,25 +87,52 @@ class ClassifierTest:
     folds: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
     note: str = ""
     features: tuple[str, ...] = field(default=())
+    auc_low: float = np.nan
+    auc_high: float = np.nan
 
     @property
     def conclusive(self) -> bool:
         return not self.note and not math.isnan(self.auc)
 
 
-def _oof_auc(x: np.ndarray, y: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]]) -> float:
+def _oof_scores(x: np.ndarray, y: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray | None:
     scores = np.full(len(y), np.nan)
     for train, test in splits:
         if len(set(y[train])) < 2:
-            return np.nan
+            return None
         model = LogisticRegression(solver="liblinear").fit(x[train], y[train])
         scores[test] = model.predict_proba(x[test])[:, 1]
-    return float(roc_auc_score(y, scores))
+    return scores
+
+
+def _oof_auc(x: np.ndarray, y: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    scores = _oof_scores(x, y, splits)
+    return np.nan if scores is None else float(roc_auc_score(y, scores))
+
+
+def cluster_bootstrap_auc(y: np.ndarray, scores: np.ndarray, groups: np.ndarray, *, draws: int = 1000,
+                          seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of the AUC of fixed `scores`, resampling whole groups with
+    replacement (a draw with one class only is skipped); NaN with fewer than two groups."""
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    if len(members) < 2:
+        return np.nan, np.nan
+    rng = np.random.default_rng(seed)
+    aucs = []
+    for _ in range(draws):
+        rows = np.concatenate([members[i] for i in rng.integers(0, len(members), len(members))])
+        if len(set(y[rows])) == 2:
+            aucs.append(roc_auc_score(y[rows], scores[rows]))
+    if not aucs:
+        return np.nan, np.nan
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(aucs, tail)), float(np.percentile(aucs, 100 - tail))
 
 
 def classifier_test(a: pd.DataFrame, b: pd.DataFrame, features: Sequence[str], *, group: str = "task_id",
-                    permutations: int = 200, seed: int = 0) -> ClassifierTest:
-    """The classifier two-sample test (module docstring); b is the positive class."""
+                    permutations: int = 200, seed: int = 0, draws: int = 1000) -> ClassifierTest:
+    """The classifier two-sample test (module docstring); b is the positive class; folds and
+    bootstrap resample the values of `group` (tasks by default, users for a corpus)."""
     both = pd.concat([a.assign(_y=0), b.assign(_y=1)], ignore_index=True)
     feats = usable(both, features)
     y, groups = both["_y"].to_numpy(), both[group].astype(str).to_numpy()
@@ -117,13 +146,15 @@ def classifier_test(a: pd.DataFrame, b: pd.DataFrame, features: Sequence[str], *
     x = StandardScaler().fit_transform(SimpleImputer(strategy="median").fit_transform(both[feats].to_numpy(float)))
     splits = list(GroupKFold(n_splits=min(MAX_FOLDS, n_tasks)).split(x, y, groups))
     folds = tuple((frozenset(groups[tr]), frozenset(groups[te])) for tr, te in splits)
-    auc = _oof_auc(x, y, splits)
+    scores = _oof_scores(x, y, splits)
+    auc = np.nan if scores is None else float(roc_auc_score(y, scores))
+    low, high = (np.nan, np.nan) if scores is None else cluster_bootstrap_auc(y, scores, groups, draws=draws, seed=seed)
     rng = np.random.default_rng(seed)
     null = [_oof_auc(x, rng.permutation(y), splits) for _ in range(permutations)]
     null_arr = np.array([v for v in null if not math.isnan(v)])
     p = (1 + int((null_arr >= auc).sum())) / (1 + len(null_arr)) if not math.isnan(auc) else np.nan
     note = few if min(len(a), len(b)) < MIN_ROWS or n_tasks < MIN_TASKS else ""
-    return ClassifierTest(auc, p, len(a), len(b), n_tasks, folds, note, tuple(feats))
+    return ClassifierTest(auc, p, len(a), len(b), n_tasks, folds, note, tuple(feats), low, high)
 
 
 def _nearest(from_: np.ndarray, to: np.ndarray, *, same: bool = False) -> np.ndarray:

@@ -31,6 +31,7 @@ PERSON = "person"
 MESSAGE, CELL, EDIT, WAIT = "send_message", "execute_code", "edit_result", "wait"
 DECISIONS = ("approve", "reject")
 PROPOSAL_ACTIONS = ("propose_memory_update",)
+DIVERSITY_WINDOW = 50
 FEATURE_DOCS: dict[str, str] = {
     "n_steps": "task-phase steps the seat took (every logged step, waits and invalid outputs included)",
     "share_message": "share of its steps that were chat messages",
@@ -41,9 +42,14 @@ FEATURE_DOCS: dict[str, str] = {
     "share_proposal": "share of its steps that asked the team for something: a gated action held for a "
                       "signature, or a proposed memory update",
     "share_invalid": "share of its steps whose answer could not be parsed into an action",
-    "msg_words_mean": "mean words per chat message",
+    "msg_words_mean": "mean words per chat message (a CJK character counts as one word)",
     "msg_words_sd": "standard deviation of words per chat message (two messages or more)",
-    "question_share": "share of its messages that contain a question mark",
+    "msg_chars_mean": "mean characters per chat message, whitespace left out",
+    "char_diversity": f"lexical diversity on characters: the mean share of distinct characters in every window of "
+                      f"{DIVERSITY_WINDOW} consecutive characters of its messages (whitespace left out; missing "
+                      f"under {DIVERSITY_WINDOW})",
+    "opening_share": "front-loading: the characters of its first chat message over all its messages' characters",
+    "question_share": "share of its messages that contain a question mark (ASCII ? or the full-width ？ of CJK text)",
     "reply_share": "share of its messages that answer a teammate: the chat message just before it came from "
                    "someone else, was addressed to this seat or to all, and was sent this round or the last",
     "disclosure_share": "share of its private briefing's facts (briefing lines not in every seat's briefing) "
@@ -61,12 +67,30 @@ FEATURE_DOCS: dict[str, str] = {
 FEATURES = tuple(FEATURE_DOCS)
 PROCESS_FEATURES = ("h_init_norm", "a_profile")
 """Session-level process metrics of the study (judged), joined from a score table when given."""
-_WORD = re.compile(r"[A-Za-z0-9_]+")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_WORD = re.compile(rf"[A-Za-z0-9_]+|[{_CJK}]")
+"""A word: a run of Latin letters, digits and underscores, or one CJK character (Chinese and
+Japanese have no spaces, and a character is the unit their word counts are usually given in)."""
+QUESTION_MARKS = ("?", "\uff1f")
 _STOP = frozenset(["the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "has", "have", "had", "not", "but", "its", "their", "there", "which", "what", "when", "where", "who", "will", "would", "into", "than", "then", "them", "they", "these", "those", "your", "you", "our", "can", "may", "each", "per", "all", "any", "column", "columns", "file", "files", "data", "dataset", "value", "values"])
 
 
 def words(text: object) -> list[str]:
     return _WORD.findall(str(text or ""))
+
+
+def characters(text: str) -> str:
+    """The text without whitespace: what character lengths and diversity count."""
+    return "".join(str(text or "").split())
+
+
+def char_diversity(texts: Sequence[str], window: int = DIVERSITY_WINDOW) -> float:
+    """Moving-average type-token ratio on characters: defined the same for Chinese and English,
+    and, unlike a plain ratio, not falling with the amount of text."""
+    chars = "".join(characters(t) for t in texts)
+    if len(chars) < window:
+        return np.nan
+    return float(np.mean([len(set(chars[i:i + window])) / window for i in range(len(chars) - window + 1)]))
 
 
 def briefing_facts(briefings: dict[str, str], participant: str) -> list[set[str]]:
@@ -116,8 +140,9 @@ def seat_features(events: pd.DataFrame, participant: str, briefings: dict[str, s
         "share_invalid": _share(int((actions == "invalid_output").sum()), n),
         "msg_words_mean": float(np.mean(lengths)) if lengths else np.nan,
         "msg_words_sd": float(np.std(lengths, ddof=1)) if len(lengths) > 1 else np.nan,
-        "question_share": _share(sum("?" in t for t in texts), len(texts)),
+        "question_share": _share(sum(any(q in t for q in QUESTION_MARKS) for t in texts), len(texts)),
     }
+    row.update(message_shape(texts))
     row["reply_share"] = _reply_share(task, participant)
     row["disclosure_share"], row["disclosure_when"] = _disclosure(messages, texts, briefings, participant,
                                                                  last_round=int(task["round"].max()) if len(task) else 0)
@@ -131,6 +156,14 @@ def seat_features(events: pd.DataFrame, participant: str, briefings: dict[str, s
     acted = np.flatnonzero((actions != WAIT).to_numpy())
     row["steps_to_first_act"] = float(acted[0]) if len(acted) else float(n)
     return row
+
+
+def message_shape(texts: Sequence[str]) -> dict[str, float]:
+    """The language-independent shape of a seat's messages: characters, diversity, front-loading."""
+    chars = [len(characters(t)) for t in texts]
+    return {"msg_chars_mean": float(np.mean(chars)) if chars else np.nan,
+            "char_diversity": char_diversity(texts),
+            "opening_share": chars[0] / sum(chars) if chars and sum(chars) else np.nan}
 
 
 def _reply_share(task: pd.DataFrame, participant: str) -> float:
