@@ -14,8 +14,13 @@
 - `recllmsim_tables`, `simulatorarena_tables`: public corpora of real (and simulated) users,
   read from local copies into the same tables with their licence and attribution
   (`recllmsim`, `simulatorarena`, `corpora`); `corpus_fingerprints` adds who the user was.
+- `calibrate`: the noise floor (two halves of the people) and the signal (people vs simulated
+  users) per feature and combined (`calibration`); `load_calibration`: the points shipped in
+  the package, which every card is placed against (`scale`); `people_needed`: person
+  sessions for an AUC interval of a given width.
 """
 
+from colabkit.analysis.realism.calibration import auc_interval_width, calibrate, people_needed
 from colabkit.analysis.realism.card import (
     FidelityCard,
     card_outputs,
@@ -35,6 +40,7 @@ from colabkit.analysis.realism.compare import (
 from colabkit.analysis.realism.corpora import corpus_fingerprints
 from colabkit.analysis.realism.fingerprints import FEATURE_DOCS, FEATURES, fingerprints, stored_fingerprints
 from colabkit.analysis.realism.recllmsim import recllmsim_tables
+from colabkit.analysis.realism.scale import CalibrationPoints, load_calibration, place
 from colabkit.analysis.realism.simulatorarena import simulatorarena_tables
 from colabkit.analysis.realism.simulators import (
     by_simulator,
@@ -49,9 +55,12 @@ from colabkit.analysis.realism.simulators import (
 __all__ = [
     "FEATURES",
     "FEATURE_DOCS",
+    "CalibrationPoints",
     "ClassifierTest",
     "FidelityCard",
+    "auc_interval_width",
     "by_simulator",
+    "calibrate",
     "card_outputs",
     "card_summary",
     "chamfer_coverage",
@@ -60,10 +69,13 @@ __all__ = [
     "contrasts_by_simulator",
     "corpus_fingerprints",
     "fingerprints",
+    "load_calibration",
     "make_card",
     "outside_cards",
+    "people_needed",
     "person_cards",
     "persona_cards",
+    "place",
     "recllmsim_tables",
     "simulator_effect",
     "simulator_failures",
