@@ -133,7 +133,9 @@ def test_the_realism_notebook_renders_and_saves_the_cards(results, tmp_path):
                                            "out": str(saved)})
     names = {p.name for p in saved.iterdir()}
     assert {"fingerprints.csv", "outside_fingerprints.csv", "simulator_failures.csv", "cards.csv", "card-d-people-vs-scripted-d.csv",
-            "card-d-people-vs-scripted-d.png", "card-d-people-vs-scripted-d.svg"} <= names
+            "card-d-people-vs-scripted-d.png", "card-d-people-vs-scripted-d.svg",
+            "card-d-people-vs-scripted-d-scale.png"} <= names  # the card drawn on the calibration scale
     cards = pd.read_csv(saved / "cards.csv")
     assert cards["card"].tolist() == ["D: people vs scripted/D", "R: outside people vs scripted/R (other tasks)"]
     assert set(cards["verdict"]) == {"intervals only"}
+    assert cards["scale"].notna().all() and "scale_auc_low" in cards.columns
