@@ -106,3 +106,12 @@ def test_a_person_card_reads_on_the_shipped_scale():
     assert card.scale_figure().axes and "calibrated features" in card.scale.sentence
     (plain,) = person_cards(prints, FEATS, permutations=9, calibration=None)
     assert plain.scale is None and "scale" not in plain.table.columns
+
+
+def test_without_permutations_the_p_value_is_missing_not_one():
+    from colabkit.analysis.realism import classifier_test
+
+    rng = np.random.default_rng(10)
+    a, b = corpus(rng, users=10, per_user=2, kind="person"), corpus(rng, users=10, per_user=2, kind="simulated")
+    test = classifier_test(a, b, FEATS, group="user_id", permutations=0, draws=50)
+    assert np.isnan(test.p_value) and test.auc_low <= test.auc <= test.auc_high

@@ -132,7 +132,8 @@ def cluster_bootstrap_auc(y: np.ndarray, scores: np.ndarray, groups: np.ndarray,
 def classifier_test(a: pd.DataFrame, b: pd.DataFrame, features: Sequence[str], *, group: str = "task_id",
                     permutations: int = 200, seed: int = 0, draws: int = 1000) -> ClassifierTest:
     """The classifier two-sample test (module docstring); b is the positive class; folds and
-    bootstrap resample the values of `group` (tasks by default, users for a corpus)."""
+    bootstrap resample the values of `group` (tasks by default, users for a corpus); with no
+    `permutations` the p-value is missing (the AUC and its interval are all that is asked)."""
     both = pd.concat([a.assign(_y=0), b.assign(_y=1)], ignore_index=True)
     feats = usable(both, features)
     y, groups = both["_y"].to_numpy(), both[group].astype(str).to_numpy()
@@ -152,7 +153,7 @@ def classifier_test(a: pd.DataFrame, b: pd.DataFrame, features: Sequence[str], *
     rng = np.random.default_rng(seed)
     null = [_oof_auc(x, rng.permutation(y), splits) for _ in range(permutations)]
     null_arr = np.array([v for v in null if not math.isnan(v)])
-    p = (1 + int((null_arr >= auc).sum())) / (1 + len(null_arr)) if not math.isnan(auc) else np.nan
+    p = (1 + int((null_arr >= auc).sum())) / (1 + len(null_arr)) if len(null_arr) and not math.isnan(auc) else np.nan
     note = few if min(len(a), len(b)) < MIN_ROWS or n_tasks < MIN_TASKS else ""
     return ClassifierTest(auc, p, len(a), len(b), n_tasks, folds, note, tuple(feats), low, high)
 
