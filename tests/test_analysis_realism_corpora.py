@@ -38,6 +38,14 @@ def test_recllmsim_people_and_simulated_users_read_as_one_seat_with_attribution(
     assert sim["user_id"].startswith("LLM_agent_user/profile_") and sim["language"] == "zh"
 
 
+def test_recllmsim_people_sit_in_each_seat():
+    from colabkit.analysis.realism import recllmsim_people
+
+    people = recllmsim_people(CORPORA / "RecLLMSim")
+    assert sorted(people["participant"].value_counts().items()) == [("D", 3), ("R", 3)]
+    assert set(people["kind"]) == {"person"}
+
+
 def test_recllmsim_in_english_reads_the_simulated_originals_only():
     (conv, *_), people = recllmsim_conversations(CORPORA / "RecLLMSim", ["LLM_agent_user"], "en"), \
         recllmsim_conversations(CORPORA / "RecLLMSim", ["real_human_user"], "en")

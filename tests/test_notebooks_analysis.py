@@ -28,7 +28,7 @@ PARAMETERS = {
     "annotate_gates": ["experiment", "results"],
     "ablations": ["experiment", "results", "scores_file", "out"],
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
-    "realism": ["experiment", "results", "people", "cogym", "out"],
+    "realism": ["experiment", "results", "people", "cogym", "recllmsim", "out"],
 }
 TABLES = ("replication", "claims", "hypotheses", "plan", "power_of_procedure", "study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
           "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores")

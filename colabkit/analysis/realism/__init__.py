@@ -13,10 +13,11 @@
   sessions tables, fingerprinted like colabkit's own (`cogym`).
 - `recllmsim_tables`, `simulatorarena_tables`: public corpora of real (and simulated) users,
   read from local copies into the same tables with their licence and attribution
-  (`recllmsim`, `simulatorarena`, `corpora`); `corpus_fingerprints` adds who the user was.
+  (`recllmsim`, `simulatorarena`, `corpora`); `corpus_fingerprints` adds who the user was;
+  `recllmsim_people`: RecLLMSim's people as fingerprints in each seat.
 - `calibrate`: the noise floor (two halves of the people) and the signal (people vs simulated
   users) per feature and combined (`calibration`); `load_calibration`: the points shipped in
-  the package, which every card is placed against (`scale`); `people_needed`: person
+  the package, which every card is placed against (`scale`; `scale_summary`); `people_needed`: person
   sessions for an AUC interval of a given width.
 """
 
@@ -29,6 +30,7 @@ from colabkit.analysis.realism.card import (
     outside_cards,
     person_cards,
     persona_cards,
+    scale_summary,
 )
 from colabkit.analysis.realism.cogym import cogym_tables
 from colabkit.analysis.realism.compare import (
@@ -39,7 +41,7 @@ from colabkit.analysis.realism.compare import (
 )
 from colabkit.analysis.realism.corpora import corpus_fingerprints
 from colabkit.analysis.realism.fingerprints import FEATURE_DOCS, FEATURES, fingerprints, stored_fingerprints
-from colabkit.analysis.realism.recllmsim import recllmsim_tables
+from colabkit.analysis.realism.recllmsim import recllmsim_people, recllmsim_tables
 from colabkit.analysis.realism.scale import CalibrationPoints, load_calibration, place
 from colabkit.analysis.realism.simulatorarena import simulatorarena_tables
 from colabkit.analysis.realism.simulators import (
@@ -76,7 +78,9 @@ __all__ = [
     "person_cards",
     "persona_cards",
     "place",
+    "recllmsim_people",
     "recllmsim_tables",
+    "scale_summary",
     "simulator_effect",
     "simulator_failures",
     "simulatorarena_tables",

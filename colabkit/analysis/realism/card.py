@@ -183,6 +183,13 @@ def card_summary(cards: Sequence[FidelityCard]) -> pd.DataFrame:
     return pd.DataFrame([c.summary() for c in cards])
 
 
+def scale_summary(cards: Sequence[FidelityCard]) -> pd.DataFrame:
+    """One row per card: its AUC on the calibrated features, its interval, its place on the
+    scale and the sentence that says why."""
+    rows = [{"card": c.title, **c.scale_summary(), "why": c.scale.sentence if c.scale else ""} for c in cards]
+    return pd.DataFrame(rows, columns=["card", "scale_auc", "scale_auc_low", "scale_auc_high", "scale", "why"])
+
+
 def outside_cards(prints: pd.DataFrame, outside: pd.DataFrame, features: Sequence[str] = FEATURES,
                   **options: object) -> list[FidelityCard]:
     """People from elsewhere (`outside`, e.g. Co-Gym's real condition via `cogym_tables`) against

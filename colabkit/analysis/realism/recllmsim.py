@@ -31,6 +31,7 @@ from colabkit.analysis.realism.corpora import (
     CorpusSource,
     Turn,
     conversation_tables,
+    corpus_fingerprints,
     read_json,
 )
 from colabkit.errors import ColabkitError
@@ -111,6 +112,13 @@ def recllmsim_conversations(root: Path | str, parts: Iterable[str] = PARTS, lang
     for part in wanted:
         out += _simulated(root, language) if part == SIMULATED_PART else _people(root, part, language)
     return out
+
+
+def recllmsim_people(root: Path | str, seats: Iterable[str] = ("D", "R")) -> pd.DataFrame:
+    """The fingerprints of RecLLMSim's people (both studies), once per seat in `seats`, to hold
+    against the simulators in each seat (`outside_cards`)."""
+    prints = corpus_fingerprints(*recllmsim_tables(root, PEOPLE_PARTS))
+    return pd.concat([prints.assign(participant=seat) for seat in seats], ignore_index=True)
 
 
 def recllmsim_tables(root: Path | str, parts: Iterable[str] = PARTS, language: str = "zh",

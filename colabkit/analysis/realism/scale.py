@@ -75,6 +75,12 @@ class CalibrationPoints(BaseModel):
     per_feature: dict[str, FeaturePoint]
     not_covered: tuple[str, ...] = ALWAYS_UNCOVERED
 
+    def describe(self) -> str:
+        """One line of provenance: corpus, commit, date, sizes, features."""
+        return (f"scale: {self.corpus.name} at {self.commit[:12]} ({self.created}; {self.corpus.licence}), "
+                f"{self.n_people} conversations of {self.n_people_users} people and {self.n_simulated} of "
+                f"{self.n_simulated_users} simulated profiles; features: {', '.join(self.features)}")
+
 
 def load_calibration(path: Path | str | None = None) -> CalibrationPoints:
     """The points at `path`, by default the ones shipped in the package; one clear line when
