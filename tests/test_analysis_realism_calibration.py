@@ -115,3 +115,17 @@ def test_without_permutations_the_p_value_is_missing_not_one():
     a, b = corpus(rng, users=10, per_user=2, kind="person"), corpus(rng, users=10, per_user=2, kind="simulated")
     test = classifier_test(a, b, FEATS, group="user_id", permutations=0, draws=50)
     assert np.isnan(test.p_value) and test.auc_low <= test.auc <= test.auc_high
+
+
+def test_a_feature_is_placed_by_its_interval_too():
+    from colabkit.analysis.realism.scale import feature_scale
+
+    points = load_calibration()
+    floor, signal = points.per_feature["msg_chars_mean"].floor_g, points.per_feature["msg_chars_mean"].signal_g
+    cis = [(-floor / 2, floor / 2), (2 * floor, signal / 2), (signal * 1.2, signal * 2), (-signal * 2, -signal * 1.1),
+           (-floor / 2, signal * 2)]
+    table = pd.DataFrame({"feature": ["msg_chars_mean"] * 5 + ["share_cell"],
+                          "g": [(lo + hi) / 2 for lo, hi in cis] + [1.0],
+                          "ci_low": [lo for lo, _ in cis] + [0.0], "ci_high": [hi for _, hi in cis] + [2.0]})
+    assert feature_scale(table, points)["scale"].tolist() == [
+        "within floor", "between", "as far as LLM users", "as far as LLM users", "not placed", ""]

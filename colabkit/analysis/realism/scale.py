@@ -139,13 +139,20 @@ def place(test: ClassifierTest, points: CalibrationPoints, card_features: tuple[
 
 
 def feature_scale(table: pd.DataFrame, points: CalibrationPoints) -> pd.DataFrame:
-    """A card's table with each calibrated feature's floor and signal |g| and where its own
-    |g| falls (`scale`: within floor, between, as far as LLM users; empty when uncalibrated)."""
+    """A card's table with each calibrated feature's floor and signal |g| and where its own g
+    falls, by its interval like the card (`scale`): "within floor" (the interval inside
+    ±floor), "as far as LLM users" (the interval outside ±signal), "between" (outside ±floor,
+    inside ±signal), "not placed" (it reaches across one of them), empty when uncalibrated or
+    without an interval."""
     floor = table["feature"].map({f: p.floor_g for f, p in points.per_feature.items()})
     signal = table["feature"].map({f: p.signal_g for f, p in points.per_feature.items()})
-    size = table["g"].abs()
+    low, high = table["ci_low"], table["ci_high"]
+    nearest = pd.concat([low.abs(), high.abs()], axis=1).min(axis=1).where(low * high > 0, 0.0)
+    farthest = pd.concat([low.abs(), high.abs()], axis=1).max(axis=1)
     where = pd.Series("", index=table.index, dtype="object")
-    where[size.notna() & floor.notna()] = "between"
-    where[size.notna() & (size <= floor)] = "within floor"
-    where[size.notna() & (size >= signal)] = "as far as LLM users"
+    known = low.notna() & high.notna() & floor.notna()
+    where[known] = "not placed"
+    where[known & (farthest <= floor)] = "within floor"
+    where[known & (nearest > floor) & (farthest < signal)] = "between"
+    where[known & (nearest >= signal)] = "as far as LLM users"
     return table.assign(floor_g=floor, signal_g=signal, scale=where)
