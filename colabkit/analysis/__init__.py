@@ -12,6 +12,9 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `study_table` / `format_study_table`: per variant, mean ± task-clustered SE (n sessions,
   n tasks) of H_init,norm, S_hyp, Performance, HMS, W_total, W_human, delivery,
   each cell with its own n, and the judge's grade and reliability.
+- `comparisons` / `own_contrasts`: a study's own comparisons (declared in its experiment, else
+  each own variant against its Default twin), estimated like the paper's, decided where the plan
+  names them; `glossary_table`: every metric name in one sentence (docs/glossary.md).
 - `contrasts`: per composition, the paired difference with a task-clustered test (t on
   tasks - 1 df, decided by the plan's one graphical procedure) and a mixed model with a random
   treatment slope by task fitted with several optimisers; Scaffolded - Default by default, the
@@ -38,6 +41,7 @@ from colabkit.analysis.figures import (
     gate_figure,
 )
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
+from colabkit.analysis.glossary import glossary_table
 from colabkit.analysis.inference.decisions.contrasts import (
     SHOWN_COLUMNS,
     contrasts,
@@ -68,6 +72,7 @@ from colabkit.analysis.inference.power_analysis.power import (
 )
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
+from colabkit.analysis.own_contrasts import comparisons, own_contrasts
 from colabkit.analysis.replication import claim_verdicts, replication_table
 from colabkit.analysis.scores import (
     RATE_METRICS,
@@ -100,6 +105,7 @@ __all__ = [
     "check_scores",
     "claim_verdicts",
     "clustered_standard_error",
+    "comparisons",
     "contrast_figure",
     "contrasts",
     "decision_counts",
@@ -107,6 +113,7 @@ __all__ = [
     "format_study_table",
     "gate_figure",
     "gate_summary",
+    "glossary_table",
     "holm",
     "hypothesis_table",
     "judge_status",
@@ -116,6 +123,7 @@ __all__ = [
     "memory_versions",
     "missing_score_bounds",
     "mixed_model_contrast",
+    "own_contrasts",
     "paired_differences",
     "plan_for",
     "plan_summary",
