@@ -31,7 +31,8 @@ PARAMETERS = {
     "realism": ["experiment", "results", "people", "cogym", "out"],
 }
 TABLES = ("replication", "claims", "hypotheses", "plan", "power_of_procedure", "study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
-          "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores")
+          "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores",
+          "comparisons")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 # Three notebook kernels, about a minute each: started early (tests/conftest.py orders slow files first).
 pytestmark = pytest.mark.slow
@@ -137,6 +138,10 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert pd.read_csv(out / "termination.csv").empty  # one rule only: nothing to compare
     assert pd.read_csv(out / "living_memory.csv").empty  # no Dynamic variants: no such family
     assert pd.read_csv(out / "simulator_effect.csv").empty  # no simulator sweep: nothing to compare
+    assert pd.read_csv(out / "comparisons.csv").empty  # the paper's variants only: no own comparison
+    closing = code_cells(nb)[-1].outputs[-1]["data"]["text/html"]  # the summary in words, last
+    assert "What this run does not show" in closing and "Not declared, and why" in closing
+    assert all(h in closing for h in claims["hypothesis"])  # every claim named with its decision
 
 
 def test_ablations_contrasts_dynamic_with_scaffolded_when_the_experiment_has_both(tmp_path):
@@ -170,3 +175,26 @@ def test_ablations_compares_the_two_termination_rules_when_both_ran(tmp_path):
     assert len(perf) == 13 and (perf["n_pairs"] == 18).all() and (perf["diff"] > 0).all()
     interaction = pd.read_csv(out / "termination_interaction.csv")  # every planned contrast, TOST per row
     assert len(interaction) == 3 * len(DECOMPOSITION) * 7 and interaction["margin"].notna().all()
+
+
+def test_ablations_compare_an_own_variant_with_its_default_twin_in_the_tables_and_figures(tmp_path):
+    study = score_table(n_tasks=6, seeds=3)
+    base = study[study["variant"] == "preassigned-dr"]
+    own = pd.concat([base.assign(variant="preassigned-drs", composition="drs", session_id=base["session_id"] + "-s",
+                                 performance=(base["performance"] + 0.2).clip(0, 1)),
+                     study[study["variant"] == "default-dr"].assign(variant="default-drs", composition="drs",
+                                                                    session_id=lambda t: t["session_id"] + "-s")])
+    path = tmp_path / "own.parquet"
+    pd.concat([study, own]).to_parquet(path)
+    out = tmp_path / "analysis"
+    nb = execute("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(path), out=str(out))
+    compared = pd.read_csv(out / "comparisons.csv").fillna("")
+    assert compared[["a", "b", "reason"]].values.tolist() == [["preassigned-drs", "default-drs", ""]]
+    contrasts = pd.read_csv(out / "contrasts.csv")
+    mine = contrasts[contrasts["a"] == "preassigned-drs"]
+    assert len(contrasts) == 3 * 7 + 7 and len(mine) == 7 and set(mine["b"]) == {"default-drs"}
+    assert (mine["decision"] == "not in the plan: estimated, not decided").all()
+    assert mine.set_index("metric").loc["performance", "diff"] > 0.1
+    assert len(pd.read_csv(out / "study_table_formatted.csv")) == 15  # the study table has both
+    closing = code_cells(nb)[-1].outputs[-1]["data"]["text/html"]
+    assert "preassigned-drs − default-drs (its Default twin): " in closing

@@ -103,6 +103,8 @@ def own_contrasts(scores: pd.DataFrame, pairs: pd.DataFrame, metrics: Iterable[s
     plan = plan or AnalysisPlan()
     metrics = [m for m in (plan.metrics if metrics is None else metrics) if m in scores.columns]
     table = check_scores(scores, metrics)
+    if not (pairs["reason"] == "").any():  # nothing to estimate: the plan's procedure is not run for it
+        return with_plan(with_judge_columns(pd.DataFrame(columns=list(CONTRAST_COLUMNS)), table), plan)
     decided = study_decisions(check_scores(table, [m for m in plan.metrics if m in table.columns]), plan)
     decided = decided[decided["composition"] != "pooled"].set_index(["a", "b", "metric"])
     rows = []
