@@ -70,6 +70,8 @@ def test_each_own_variant_meets_its_default_twin_or_is_named_with_why(grid):
     found = comparisons(with_twin).set_index("a")
     assert found.loc["preassigned-drs", "b"] == "default-drs" and found.loc["preassigned-drs", "reason"] == ""
     assert "default-drs" not in found.index  # a twin is the reference, not compared itself
+    ticks = [t.get_text() for t in ablation_figure(with_twin, ["performance"]).axes[0].get_xticklabels()]
+    assert "default-drs\nreference\nn=8" in ticks and "preassigned-drs\nvs default-drs\nn=8" in ticks
     declared = comparisons(grid, DECLARED)
     assert declared[["a", "b", "reason"]].values.tolist() == [
         ["preassigned-drs", "default-dr", ""], ["memory-drx", "", "the experiment declares its contrasts and none names it"]]

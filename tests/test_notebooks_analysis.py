@@ -188,7 +188,7 @@ def test_ablations_compare_an_own_variant_with_its_default_twin_in_the_tables_an
     pd.concat([study, own]).to_parquet(path)
     out = tmp_path / "analysis"
     nb = execute("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(path), out=str(out))
-    compared = pd.read_csv(out / "comparisons.csv").fillna("")
+    compared = pd.read_csv(out / "comparisons.csv", dtype=str, keep_default_na=False)
     assert compared[["a", "b", "reason"]].values.tolist() == [["preassigned-drs", "default-drs", ""]]
     contrasts = pd.read_csv(out / "contrasts.csv")
     mine = contrasts[contrasts["a"] == "preassigned-drs"]

@@ -61,7 +61,8 @@ def judged_metrics(metrics: Iterable[str]) -> list[str]:
 def _note(ax: Axes, text: str, *, centre: bool = False) -> None:
     """A grey note inside a panel: "no values" in its middle, or a line at its foot."""
     if centre:
-        ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="grey")
+        ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="grey",
+                bbox={"facecolor": "white", "edgecolor": "none"})  # readable over the panel's zero line
     else:
         ax.text(0.02, 0.02, text, transform=ax.transAxes, ha="left", va="bottom", fontsize=7, color="grey",
                 wrap=True)
@@ -162,7 +163,7 @@ def _own_bar(own_rows: pd.DataFrame, variant: str, metric: str) -> tuple[float, 
 
 
 def _wrapped(lines: Iterable[str], width: int) -> str:
-    return "\n".join(textwrap.fill(line, width) for line in lines if line)
+    return "\n".join(textwrap.fill(line, width, break_long_words=False) for line in lines if line)
 
 
 def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRICS,
@@ -190,7 +191,9 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
     compositions = [c for c in COMPOSITIONS if c in seen] + sorted(set(seen) - set(COMPOSITIONS))
     palette = dict(zip(compositions, sns.color_palette(n_colors=len(compositions))))
     offsets = np.linspace(-0.18, 0.18, len(compositions)) if len(compositions) > 1 else [0.0]
-    labels = {c: [c] for c in columns} | {v: [v, f"vs {versus[v]}" if v in versus else "no comparison"] for v in own}
+    references = set(compared.loc[compared["reason"] == "", "b"])
+    labels = {c: [c] for c in columns} | {
+        v: [v, f"vs {versus[v]}" if v in versus else "reference" if v in references else "no comparison"] for v in own}
     longest = max(len(line) for lines in labels.values() for line in lines)
     width = max(3.6, max(0.85, 0.075 * longest + 0.15) * len(columns) + 0.9)  # every label unrotated
     fig = Figure(figsize=(width * len(metrics), 3.6 + 0.15 * bool(own)), layout="constrained")
@@ -198,8 +201,9 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
     for ax, metric in zip(axes, metrics):
         rows = means[means["metric"] == metric]
         present = set(rows.loc[rows["mean"].notna(), "composition"])
-        if not present:
+        if not present:  # no scale to read: the reason instead
             _note(ax, _wrapped([f"no values: {why_missing(table, metric)}"], 34), centre=True)
+            ax.set_yticks([])
         else:
             blank = [v for v in own if v not in set(rows.loc[rows["mean"].notna(), "variant"])]
             named = set(rows.loc[rows["variant"].isin(blank), "composition"])
@@ -317,6 +321,11 @@ def contrast_figure(contrast_table: pd.DataFrame, scores: pd.DataFrame | None = 
         ax.set_yticks(range(len(names)), names)
         ax.tick_params(axis="y", labelleft=i % ncols == 0, labelsize=8)
         ax.set_ylim(len(names) - 0.5, -0.5)  # first row on top
+        if rows["diff"].isna().all():  # no scale to read: 0 in the middle, the reason above it
+            ax.set_xlim(-1.0, 1.0)
+            ax.set_xticks([0.0])
+            _title(ax, metric, None)
+            continue
         ax.margins(x=0.35)  # no point, interval end or n on the panel's edge
         ax.locator_params(axis="x", nbins=4)
         _title(ax, metric, steady_scale(ax, [*rows["diff"], *low, *high], axis="x"))

@@ -160,7 +160,8 @@ def comparison_lines(pairs: pd.DataFrame, rows: pd.DataFrame, metrics: Iterable[
             low, high, decided = _interval(row)
             interval = f"[{low:.3g}, {high:.3g}]" if not math.isnan(low) else "no interval"
             decision = str(row["decision"]) if decided or row["decision"] != NOT_DECIDED else "not decided"
-            parts.append(f"{label} {float(row['diff']):+.3g} {interval} "
+            diff = float(row["diff"])
+            parts.append(f"{label} {f'{diff:+.3g}' if diff else '0'} {interval} "
                          f"({int(row['n_tasks'])} tasks; {decision})")
         lines.append(f"{pair.a} − {pair.b} ({pair.source}): " + ("; ".join(parts) or "no metric of this figure") + ".")
     return lines
