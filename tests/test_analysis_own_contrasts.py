@@ -72,6 +72,10 @@ def test_each_own_variant_meets_its_default_twin_or_is_named_with_why(grid):
     assert "default-drs" not in found.index  # a twin is the reference, not compared itself
     ticks = [t.get_text() for t in ablation_figure(with_twin, ["performance"]).axes[0].get_xticklabels()]
     assert "default-drs\nreference\nn=8" in ticks and "preassigned-drs\nvs default-drs\nn=8" in ticks
+    default = grid[grid["variant"] == "default-dr"]
+    two = pd.concat([grid, default.assign(variant="a-drq", composition="drq", session_id=default["session_id"] + "-a"),
+                     default.assign(variant="b-drq", composition="drq", session_id=default["session_id"] + "-b")])
+    assert comparisons(two).query("a in ['a-drq', 'b-drq']")[["a", "b"]].values.tolist() == [["a-drq", "b-drq"]]
     declared = comparisons(grid, DECLARED)
     assert declared[["a", "b", "reason"]].values.tolist() == [
         ["preassigned-drs", "default-dr", ""], ["memory-drx", "", "the experiment declares its contrasts and none names it"]]

@@ -8,15 +8,20 @@ tables to bytes, and the caller (a notebook, the batch) writes them atomically.
 Error bars are the task-clustered SE (the study samples tasks; `colabkit.analysis.inference.estimation.stats`),
 and a mean or contrast over fewer than two tasks is a hollow point ("no interval", said in
 the caption: a marker, not a label, so labels of neighbouring points never run into each
-other). A panel with nothing to plot says "no values", and a team composition a metric does
-not apply to (no value in any session of it, e.g. the humans' initiative of the single
-agent) is named "N/A for this composition" in its panel, so a missing point is never silent.
+other). A panel with nothing to plot says "no values" and why (the scorers' flags,
+`colabkit.analysis.why_missing`), a study's own variant without values is named with its
+reason, and a team composition a metric does not apply to (no value in any session of it, e.g.
+the humans' initiative of the single agent) is named "N/A for this composition" in its panel,
+so a missing point is never silent. A study's own variants (`colabkit.analysis.own_contrasts`)
+each have a column, with the comparison it is about; the contrasts figure is a grid of panels
+(three a row) whose x axis always shows zero.
 A panel whose values do not differ (the embedded model's all-zero demo) gets a fixed scale
 and says "no spread" in its title, so floating-point noise (1e-17) is never shown as the
 axis' scale. Each point's n is shown (under its structure, or beside its row), and the axis
 label says what is plotted. Every figure has a caption line under it saying what its bars
 are and, when the judge behind its numbers is plumbing-grade or failed its sanity check,
-that too (`colabkit.analysis.judging`): only under figures that show a judged metric;
+that too (`colabkit.analysis.judging`): only under figures that show a judged metric; the
+ablation and contrast figures point to the glossary of metric names (`colabkit.analysis.glossary`);
 `add_caption_line` adds a line later (the plumbing-grade run, `colabkit.analysis.presentation`).
 """
 

@@ -86,8 +86,9 @@ def comparisons(scores: pd.DataFrame, declared: Sequence[tuple[str, str]] = ()) 
         return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     pairs = {v: _twin(scores, v) for v in own_variants(present)}
     references = {twin for twin, _ in pairs.values() if twin}
-    rows = [{"a": v, "b": twin, "source": TWIN, "reason": reason}
-            for v, (twin, reason) in pairs.items() if v not in references]
+    for v, (twin, reason) in pairs.items():  # a reference without a twin of its own, or the second of two twins
+        if v not in references or not (reason or any(r["a"] == twin and r["b"] == v for r in rows)):
+            rows.append({"a": v, "b": twin, "source": TWIN, "reason": reason})
     return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
 
 

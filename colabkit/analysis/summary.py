@@ -53,10 +53,11 @@ def _claim_line(row: pd.Series, plan: AnalysisPlan) -> str:
 
 def summary_lines(hypotheses: pd.DataFrame, plan: AnalysisPlan, exploratory: pd.DataFrame | None = None,
                   compared: pd.DataFrame | None = None, own: pd.DataFrame | None = None,
-                  metrics: Iterable[str] = ("performance",), notes: Iterable[str | None] = ()) -> dict[str, list[str]]:
+                  metrics: Iterable[str] | None = None, notes: Iterable[str | None] = ()) -> dict[str, list[str]]:
     """Section title -> sentences: the claims declared, those not (each with its decision and
-    why), the exploratory tests declared, the study's own comparisons, and what the run cannot
-    show (`notes`: the plumbing-grade or judge lines that apply)."""
+    why), the exploratory tests declared, the study's own comparisons (on `metrics`, default
+    every metric of `own`), and what the run cannot show (`notes`: the plumbing-grade or judge
+    lines that apply)."""
     claims = hypotheses[hypotheses["hypothesis"] != ""]
     declared = claims[claims["declared"].astype(bool)]
     others = claims[~claims["declared"].astype(bool)]
@@ -76,8 +77,9 @@ def summary_lines(hypotheses: pd.DataFrame, plan: AnalysisPlan, exploratory: pd.
                                          f"{len(rows)} were declared{':' if len(rows) else '.'}"] + shown + (
             [f"... and {more} more (contrasts tables)."] if more > 0 else [])
     if compared is not None and len(compared):
-        sections["The study's own comparisons"] = comparison_lines(compared, own if own is not None else
-                                                                   pd.DataFrame(columns=["a", "b", "metric"]), metrics)
+        own = own if own is not None else pd.DataFrame(columns=["a", "b", "metric"])
+        shown_metrics = list(dict.fromkeys(own["metric"])) if metrics is None else list(metrics)
+        sections["The study's own comparisons"] = comparison_lines(compared, own, shown_metrics)
     sections["What this run does not show"] = [
         "A claim not declared is not shown absent: the procedure did not find enough evidence at this "
         "run's tasks and seeds (see the power tables).",
