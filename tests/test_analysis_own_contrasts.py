@@ -146,6 +146,9 @@ def test_the_contrasts_figure_is_a_grid_that_keeps_zero_in_view_with_the_declare
         assert low < 0 < high, (ax.get_title(), low, high)
     assert "preassigned-drs − default-dr" in [t.get_text() for t in shown[0].get_yticklabels()]
     assert GLOSSARY_LINE in caption_of(fig) and "dashed: 95% unadjusted" in caption_of(fig)
+    twins = comparisons(grid)  # no twin for either own variant: nothing to draw, both named with the reason
+    alone = caption_of(contrast_figure(own_contrasts(grid, twins), grid, compared=twins))
+    assert "preassigned-drs: no comparison: no Default twin ran" in alone and "memory-drx: no comparison" in alone
 
 
 def test_the_glossary_covers_every_metric_name_and_the_docs_page_shows_it():

@@ -278,19 +278,23 @@ def _zero_in_view(ax: Axes) -> None:
     ax.set_xlim(min(low, -pad), max(high, pad))
 
 
-def contrast_figure(contrast_table: pd.DataFrame, scores: pd.DataFrame | None = None, columns: int = 3) -> Figure:
+def contrast_figure(contrast_table: pd.DataFrame, scores: pd.DataFrame | None = None, columns: int = 3,
+                    compared: pd.DataFrame | None = None) -> Figure:
     """Forest plot of A - B per composition (mean paired difference and its interval from the
     task-clustered SE on G - 1 df: at the level the plan's procedure gave each test when the
     table has them, else 95% unadjusted, dashed), a panel per metric in a grid of `columns`,
     zero always in view, each row's n (tasks) at its right; a panel without values says why
-    (the rows' notes; with `scores`, the scorers' flags); the caption names the analysis plan."""
+    (the rows' notes; with `scores`, the scorers' flags); the caption names the analysis plan
+    and each pair of `compared` (`comparisons`) that has no row, with the reason."""
     metrics = list(dict.fromkeys(contrast_table["metric"]))
     warning = judge_warning(*judge_status(contrast_table)) if judged_metrics(metrics) else None
+    unmade = compared[compared["reason"] != ""] if compared is not None else pd.DataFrame(columns=["reason"])
+    not_drawn = " ".join(comparison_lines(unmade, contrast_table.iloc[0:0], [])) or None
     if not metrics:  # the grid has no pair of variants to contrast
         fig = Figure(figsize=(4.5, 1.5))
         fig.text(0.5, 0.5, "no contrast: the grid lacks one of each pair\n(and no comparison of its own ran)",
                  ha="center", va="center")
-        return caption(fig, warning)
+        return caption(fig, not_drawn, warning)
     names = list(dict.fromkeys(f"{r.a} − {r.b}" for r in contrast_table.itertuples()))
     ncols = min(columns, len(metrics))
     nrows = -(-len(metrics) // ncols)
@@ -342,7 +346,7 @@ def contrast_figure(contrast_table: pd.DataFrame, scores: pd.DataFrame | None = 
             if decided else "95%, unadjusted")
     return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; hollow point: no interval "
                         f"(fewer than two tasks or no spread); n: tasks behind each difference; grey vertical "
-                        f"line: no difference.{plan}", GLOSSARY_LINE, warning)
+                        f"line: no difference.{plan}", not_drawn, GLOSSARY_LINE, warning)
 
 
 def gate_figure(gates: pd.DataFrame) -> Figure:
