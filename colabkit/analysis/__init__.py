@@ -68,7 +68,7 @@ from colabkit.analysis.inference.power_analysis.power import (
 )
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
-from colabkit.analysis.replication import claim_verdicts, replication_table
+from colabkit.analysis.replication import claim_verdicts, claims_table, replication_table
 from colabkit.analysis.scores import (
     RATE_METRICS,
     STUDY_METRICS,
@@ -99,6 +99,7 @@ __all__ = [
     "check_gates",
     "check_scores",
     "claim_verdicts",
+    "claims_table",
     "clustered_standard_error",
     "contrast_figure",
     "contrasts",
