@@ -19,6 +19,7 @@ from colabkit.analysis import (
     contrasts,
     format_study_table,
     hypothesis_table,
+    plan_for,
     planned_tests,
     power_table,
     read_plan,
@@ -26,7 +27,7 @@ from colabkit.analysis import (
     study_table,
     termination_contrast,
 )
-from colabkit.analysis.inference.planning.plan import ALL_VARIANTS
+from colabkit.analysis.inference.planning.plan import ALL_VARIANTS, AnalysisPlan
 from colabkit.errors import ColabkitError
 
 METRICS = ["performance", "hms"]
@@ -266,3 +267,50 @@ def test_unplanned_claims_leave_the_graph_as_a_rejected_one_does_so_no_planned_c
         reached = {h.name for h in graph if h.weight > 0} | {k for h in graph for k in h.then}
         assert reached == {h.name for h in graph}, variants
         assert all(sum(h.then.values()) <= 1 + 1e-9 for h in graph)
+
+
+def test_the_plan_lock_is_bound_to_the_sessions_and_every_bypass_is_refused_naming_the_locked_plan(tmp_path, capsys):
+    from colabkit.cli import main
+    from colabkit.store.records import record_plan_at_start
+
+    config = tmp_path / "exp.yaml"
+    config.write_text("name: tiny\ntasks: {data_root: null, ids: [demo_archaeology/0/0]}\n"
+                      "variants: [default-dr, scaffolded-dr]\nseeds: [0]\nresults: out\n")
+    assert main(["plan-analysis", str(config), "--power-reps", "0"]) == 0
+    path = next((tmp_path / "out").glob("*/analysis_plan.json"))
+    folder, locked = path.parent, read_plan(path.parent).plan_hash
+    assert record_plan_at_start(folder, "0123456789abcdef") == locked  # a session STARTED (none finished)
+    assert "before the first session" in read_plan(folder).status and "predates the data" in read_plan(folder).status
+    capsys.readouterr()
+
+    def refused(argv: list[str]) -> str:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and locked in err, err
+        return err
+
+    original = path.read_text()
+    refused(["plan-analysis", str(config), "--alpha", "0.01", "--power-reps", "0"])  # a plain rewrite
+    refused(["plan-analysis", str(config), "--alpha", "0.01", "--power-reps", "0", "--out", str(path)])  # --out
+    assert path.read_text() == original
+    path.unlink()  # deleting the plan does not release it
+    refused(["plan-analysis", str(config), "--alpha", "0.01", "--power-reps", "0"])
+    with pytest.raises(ColabkitError, match=f"{locked} is locked.*no plan file"):
+        plan_for(folder)
+    path.write_text(original)
+    # a hand edit with the hash recomputed and the session count set to 0 fails against the sessions' record
+    document = json.loads(original)
+    document["plan"]["alpha"] = 0.5
+    edited = AnalysisPlan.model_validate(document["plan"])
+    path.write_text(json.dumps(document | {"plan_hash": edited.plan_hash, "sessions_at_writing": 0}))
+    with pytest.raises(ColabkitError, match=f"{locked} is locked.*not it nor an amendment"):
+        read_plan(folder)
+    path.write_text(original)
+    # an amendment, kept beside the original with its reason and time, is the plan in force
+    assert main(["plan-analysis", str(config), "--alpha", "0.02", "--power-reps", "0", "--amend", "pilot"]) == 0
+    amended = read_plan(folder)
+    assert amended.alpha == 0.02 and f"amends {locked}: pilot" in amended.status
+    assert "does not predate the data" in amended.status
+    path.unlink()  # the original gone: the amendment no longer stands
+    with pytest.raises(ColabkitError, match="version 1 is missing"):
+        read_plan(folder)

@@ -195,7 +195,7 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
                         "drawn around its mean; Default and Single are the reference (no bar); hollow point: no "
                         "interval (fewer than two tasks with pairs, or a test the procedure never reached). "
                         "Points: the mean over a cell's sessions; n under each structure: its sessions per "
-                        f"point, in the legend's order. Analysis plan {means['plan_hash'].iloc[0]}.",
+                        f"point, in the legend's order. Analysis {means['plan_label'].iloc[0]}.",
                    scores_warning(table) if judged_metrics(metrics) else None)
 
 
@@ -236,7 +236,7 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
         ax.locator_params(axis="x", nbins=4)
         _title(ax, metric, steady_scale(ax, [*rows["diff"], *rows[low], *rows[high]], axis="x"))
     fig.supxlabel("difference in means, A − B (paired on task and seed)", fontsize=10)  # one label for every panel
-    plan = f" Analysis plan {contrast_table['plan_hash'].iloc[0]}." if "plan_hash" in contrast_table.columns else ""
+    plan = f" Analysis {contrast_table['plan_label'].iloc[0]}." if "plan_label" in contrast_table.columns else ""
     return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; hollow point: no interval "
                         f"(fewer than two tasks or no spread); n: tasks behind each difference.{plan}", warning)
 

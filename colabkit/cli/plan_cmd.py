@@ -8,9 +8,11 @@ tests, and the planned tasks x seeds (the config's). It goes to
 stamp and the number of sessions stored then, and its hash is printed with the power of the
 whole procedure at the planned size (simulated, `--power-reps`; 0 skips it).
 
-Once any session exists in the experiment's folder the plan is locked: writing it again fails
-with one line; `--amend REASON` writes the next version (`analysis_plan.v2.json`, ...), every
-version kept (`colabkit.analysis.inference.planning.plan_file`).
+Once any session has *started* in the experiment's folder the plan is locked, bound to the hash
+every session recorded (`colabkit.analysis.inference.planning.plan_file`): writing it again,
+`--out` into the experiment's folder, or writing after deleting it fails with one line naming
+the locked plan; `--amend REASON` writes the next version (`analysis_plan.v2.json`, ...),
+beside the original, every version kept.
 """
 
 from __future__ import annotations
