@@ -212,7 +212,7 @@ def _amendment_chain(versions: dict[int, Path], path: Path) -> list[dict]:
     reason and a time), or fail naming the break."""
     match = VERSION_PATTERN.match(path.name)
     last = int(match.group(1) or 1) if match else 1
-    chain = []
+    chain: list[dict] = []
     for version in range(1, last + 1):
         if version not in versions:
             raise ColabkitError(f"analysis plan version {version} is missing beside {path}: every version is kept")
