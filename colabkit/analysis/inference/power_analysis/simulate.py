@@ -10,9 +10,13 @@ one-sample t on task means) and the plan's graph (`graph_reject`), and count.
 **Data shape** (`DataShape`): per session y = location(variant) + task + task x variant +
 noise. "bounded" (the study's: zero/one-inflated scores in [0, 1]) clips that latent at 0 and
 1, with the spreads of `benchmarks/inference.py`'s bounded model (task SD 0.8, interaction SD
-0.3, noise SD 1, in units of 0.57 of the score: about a third of the sessions at 0 or 1 when
-the mean is 0.7); each variant's location is solved so that its *clipped* mean is the planned
-mean. Work counts (W_total, W_human) are rounded at 0 with task SD 2, interaction SD 0.5,
+0.3, noise SD 1, in units of 0.57 of the score: 57% of the sessions at exactly 0 or 1 when
+the mean is 0.7, 50% at 0.5, 61% at 0.76); each variant's location is solved so that its
+*clipped* mean is the planned mean. `BOUNDED_SHAPES` adds two other zero/one-inflated
+shapes with the same means (66% and 36% at 0 or 1 at a mean of 0.7), and
+`colabkit.analysis.inference.power_analysis.pilot` a shape whose spreads are estimated from
+a pilot's sessions. `missing` (in `simulate_p` and what calls it) drops that share of
+sessions at random; every test then uses every pair still available. Work counts (W_total, W_human) are rounded at 0 with task SD 2, interaction SD 0.5,
 noise SD 2 actions. "gaussian" uses the same spreads unclipped (a check against the closed
 form: `power_of`).
 
@@ -65,6 +69,16 @@ class DataShape:
     scale: float = 0.566
     """Latent units per unit of score (bounded: `benchmarks/inference.py`'s one-cut)."""
     count_sds: tuple[float, float, float] = (2.0, 0.5, 2.0)
+
+
+BOUNDED_SHAPES: dict[str, DataShape] = {
+    "bounded (57% at 0/1)": DataShape(),
+    "bounded, heavier at 0/1 (66%), more task x variant spread": DataShape(task_sd=0.4, interaction_sd=0.45,
+                                                                           noise_sd=1.6),
+    "bounded, lighter at 0/1 (36%)": DataShape(task_sd=0.5, interaction_sd=0.2, noise_sd=0.6),
+}
+"""Zero/one-inflated shapes with the same means (share of sessions at exactly 0 or 1 when the
+mean is 0.7): the power table is reported over all of them, not one assumed shape."""
 
 
 def paper_means(variants: Sequence[str]) -> dict[str, dict[str, float]]:
