@@ -144,3 +144,14 @@ def test_a_table_renders_whole_and_an_empty_one_says_why():
 def test_a_demo_grid_figure_renders(variants):
     scores = demo_grid().query("variant in @variants")
     assert figure_bytes(ablation_figure(scores), "png")[:4] == b"\x89PNG"
+
+
+def test_a_test_the_procedure_never_reached_is_drawn_undecided_never_as_an_exact_estimate():
+    table = contrasts(score_table(n_tasks=6, seeds=2), metrics=["performance", "hms"])
+    reached = table["local_alpha"] > 0
+    assert (~reached).any() and reached.any()
+    assert table.loc[~reached, "interval"].eq("not reached: undecided, no interval").all()
+    assert table.loc[reached, "interval"].str.endswith("no joint coverage").all()
+    fig = contrast_figure(table)
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert labels.count("undecided") == int((~reached & table["diff"].notna()).sum())

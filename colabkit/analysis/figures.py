@@ -123,8 +123,9 @@ def _n_label(ns: list[int]) -> str:
 def _decision_levels(table: pd.DataFrame, plan: AnalysisPlan | None) -> dict[tuple[str, str, str], float]:
     """(A, B, metric) -> the local level the plan's procedure tested A - B at (0: not reached)."""
     decisions = study_decisions(table, plan or AnalysisPlan())
+    paired = ~decisions["composition"].isin(["pooled", "intersection"])  # a claim over several pairs is not A - B's
     return {(str(a), str(b), str(m)): float(level)
-            for a, b, m, level in zip(decisions["a"], decisions["b"], decisions["metric"], decisions["local_alpha"])}
+            for a, b, m, level in zip(*(decisions.loc[paired, c] for c in ("a", "b", "metric", "local_alpha")))}
 
 
 def _paired_half_widths(table: pd.DataFrame, cells: pd.DataFrame, metric: str,
@@ -192,8 +193,9 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
     axes[-1].legend(title="team", loc="upper left", bbox_to_anchor=(1.02, 1))
     return caption(fig, "Bars: CI of each structure's paired difference from Default of the same team "
                         "(task-clustered SE, t on tasks - 1 df) at the level the plan's procedure tested it at, "
-                        "drawn around its mean; Default and Single are the reference (no bar); hollow point: no "
-                        "interval (fewer than two tasks with pairs, or a test the procedure never reached). "
+                        "drawn around its mean; Default and Single are the reference (no bar); hollow point: "
+                        "undecided, no interval (a test the procedure never reached, or fewer than two tasks with "
+                        "pairs). "
                         "Points: the mean over a cell's sessions; n under each structure: its sessions per "
                         f"point, in the legend's order. Analysis {means['plan_label'].iloc[0]}.",
                    scores_warning(table) if judged_metrics(metrics) else None)
@@ -214,15 +216,17 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
                  layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
     low, high = ("sim_ci_low", "sim_ci_high") if "sim_ci_low" in contrast_table.columns else ("ci_low", "ci_high")
-    kind = ("at the level the plan's procedure tested each at (excludes 0 exactly when a two-sided test is "
-            "declared)" if low == "sim_ci_low" else "95%, unadjusted")
+    kind = ("each at the level its test got in the plan's procedure (excludes 0 exactly when a two-sided test is "
+            "declared; no joint coverage)" if low == "sim_ci_low" else "95%, unadjusted")
     for ax, metric in zip(axes, metrics):  # every metric has the same rows, in the same order
         rows = contrast_table[contrast_table["metric"] == metric].reset_index(drop=True)
         ax.errorbar(rows["diff"], range(len(rows)), fmt="o", color="black", capsize=3,
                     xerr=[(rows["diff"] - rows[low]).fillna(0), (rows[high] - rows["diff"]).fillna(0)])
         for y, row in rows.iterrows():
-            if np.isnan(row["ci_low"]) and not np.isnan(row["diff"]):
+            if np.isnan(row[low]) and not np.isnan(row["diff"]):  # never reached: undecided, not an exact estimate
                 _no_interval(ax, row["diff"], float(y), "black")
+                ax.annotate("undecided", (row["diff"], float(y)), xytext=(0, 6), textcoords="offset points",
+                            ha="center", fontsize=6, color="grey")
             if not np.isnan(row["diff"]):  # the row's n, at the panel's right edge
                 ax.text(0.98, float(y), f"n={int(row['n_tasks'])}", transform=ax.get_yaxis_transform(),
                         ha="right", va="center", fontsize=7, color="grey")
@@ -237,8 +241,9 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
         _title(ax, metric, steady_scale(ax, [*rows["diff"], *rows[low], *rows[high]], axis="x"))
     fig.supxlabel("difference in means, A − B (paired on task and seed)", fontsize=10)  # one label for every panel
     plan = f" Analysis {contrast_table['plan_label'].iloc[0]}." if "plan_label" in contrast_table.columns else ""
-    return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; hollow point: no interval "
-                        f"(fewer than two tasks or no spread); n: tasks behind each difference.{plan}", warning)
+    return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; hollow point: undecided, no "
+                        f"interval (a test the procedure never reached, fewer than two tasks or no spread); n: tasks "
+                        f"behind each difference.{plan}", warning)
 
 
 def gate_figure(gates: pd.DataFrame) -> Figure:
