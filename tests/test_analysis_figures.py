@@ -111,8 +111,9 @@ def test_each_point_shows_its_n_and_the_axis_says_what_is_plotted(forests):
     assert ax.get_ylabel() == "Performance: mean over sessions"
     forest = contrast_figure(forests["full"])
     performance, hms = forest.axes
-    assert [t.get_text() for t in performance.texts] == ["n=3", "n=3"]  # d has no pair: no point, no n
-    assert [t.get_text() for t in hms.texts] == ["n=3", "n=3", "n=3"]
+    counts = lambda ax: [t.get_text() for t in ax.texts if t.get_text() != "undecided"]  # noqa: E731
+    assert counts(performance) == ["n=3", "n=3"]  # d has no pair: no point, no n
+    assert counts(hms) == ["n=3", "n=3", "n=3"]
     assert forest.get_supxlabel() == "difference in means, A − B (paired on task and seed)"
 
 
@@ -144,3 +145,14 @@ def test_a_table_renders_whole_and_an_empty_one_says_why():
 def test_a_demo_grid_figure_renders(variants):
     scores = demo_grid().query("variant in @variants")
     assert figure_bytes(ablation_figure(scores), "png")[:4] == b"\x89PNG"
+
+
+def test_a_test_the_procedure_never_reached_is_drawn_undecided_never_as_an_exact_estimate():
+    table = contrasts(score_table(n_tasks=6, seeds=2), metrics=["performance", "hms"])
+    reached = table["local_alpha"] > 0
+    assert (~reached).any() and reached.any()
+    assert table.loc[~reached, "interval"].eq("not reached: undecided, no interval").all()
+    assert table.loc[reached, "interval"].str.endswith("no joint coverage").all()
+    fig = contrast_figure(table)
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert labels.count("undecided") == int((~reached & table["diff"].notna()).sum())

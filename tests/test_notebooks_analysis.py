@@ -103,20 +103,22 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert formatted["Performance"].str.endswith("(n=18, 6 tasks)").all()  # each cell's own n, and its tasks
     assert {"judge_grade", "judge_reliable"} <= set(study.columns) & set(formatted.columns)
     contrasts = pd.read_csv(out / "contrasts.csv")
-    columns = [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable", "plan_hash", "plan_status"]
+    columns = [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable", "plan_hash", "plan_status", "plan_label"]
     assert list(contrasts.columns) == columns and len(contrasts) == 3 * 7
     assert set(contrasts["a"]) == {"scaffolded-d", "scaffolded-r", "scaffolded-dr"}
     assert contrasts.groupby("family").size().to_dict() == {"structure": 3, "redistribution": 2,
                                                            "exploratory: scaffolded-default": 3 * 6 - 2}
     assert contrasts["p_signflip"].notna().all() and contrasts["plan_hash"].nunique() == 1
-    decomposition = pd.read_csv(out / "decomposition.csv")  # the synergy claims (H3) and the exploratory rest
+    decomposition = pd.read_csv(out / "decomposition.csv")  # per pair (synergy, H3, is one claim over two rows)
     assert len(decomposition) == 3 * (len(DECOMPOSITION) - 1) * 7
-    assert set(decomposition["family"]) == {"decomposition", "exploratory: decomposition"}
+    assert set(decomposition["family"]) == {"exploratory: decomposition"}
     replication = pd.read_csv(out / "replication.csv")  # the paper's numbers beside this run's
     assert {"published", "estimate", "ci_low", "ci_high"} <= set(replication.columns)
     assert (replication.query("variant == 'scaffolded-dr' and metric == 'performance'")["published"] == 0.76).all()
-    claims = pd.read_csv(out / "claims.csv")
-    assert {"H1.dr", "H2.pooled", "H3.memory"} <= set(claims["hypothesis"]) and claims["verdict"].notna().all()
+    claims = pd.read_csv(out / "claims.csv")  # one row per claim, verdicts from the decisions only
+    assert {"H1.dr", "H1.no-gain", "H2.largest", "H3.synergy", "H2.pooled", "H3.memory"} <= set(claims["hypothesis"])
+    assert claims["verdict"].str.match(r"^(replicated|contradicted|not decided|declared)").all()
+    assert {"published", "estimate", "planned_test", "decision", "missing", "worst_case"} <= set(claims.columns)
     power = pd.read_csv(out / "power.csv")
     assert power["metric"].tolist() == ["performance", "h_init_norm", "s_hyp", "hms"] * 3
     assert (power["tasks_needed"] >= 2).all() and power["answer"].str.contains("tasks x").all()
@@ -125,7 +127,8 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     texts = [o.get("text", "") for c in code_cells(nb) for o in c.outputs if o.get("output_type") == "stream"]
     assert any(t.startswith("no plan") for t in texts)  # no plan written before the data: said so
     tables = [h for h in html if "<table" in h]
-    assert "initial alpha" in tables[0] and "published" in tables[1]  # opens with the plan and the replication
+    assert "planned_test" in tables[0] and "verdict" in tables[0] and "missing" in tables[0]  # opens with the claims
+    assert "initial alpha" in tables[1] and "published" in tables[2]  # then the plan and the replication
     first = next(h for h in html if "p_signflip" in h)  # the first contrast shown is the primary result
     assert first.count("<tr") == 1 + 3 and "performance" in first and "hms" not in first
     shown = next(h for h in html if "self-chosen vs assigned gates" in h)  # every decomposition row rendered

@@ -133,8 +133,9 @@ def _n_label(ns: list[int]) -> str:
 def _decision_levels(table: pd.DataFrame, plan: AnalysisPlan | None) -> dict[tuple[str, str, str], float]:
     """(A, B, metric) -> the local level the plan's procedure tested A - B at (0: not reached)."""
     decisions = study_decisions(table, plan or AnalysisPlan())
+    paired = ~decisions["composition"].isin(["pooled", "intersection"])  # a claim over several pairs is not A - B's
     return {(str(a), str(b), str(m)): float(level)
-            for a, b, m, level in zip(decisions["a"], decisions["b"], decisions["metric"], decisions["local_alpha"])}
+            for a, b, m, level in zip(*(decisions.loc[paired, c] for c in ("a", "b", "metric", "local_alpha")))}
 
 
 def _paired_half_widths(table: pd.DataFrame, cells: pd.DataFrame, metric: str,
@@ -253,10 +254,11 @@ def ablation_figure(scores: pd.DataFrame, metrics: Iterable[str] = QUALITY_METRI
                 "decided). " if own else "")
     return caption(fig, "Bars: CI of each structure's paired difference from Default of the same team "
                         "(task-clustered SE, t on tasks - 1 df) at the level the plan's procedure tested it at, "
-                        "drawn around its mean; Default and Single are the reference (no bar); hollow point: no "
-                        "interval (fewer than two tasks with pairs, or a test the procedure never reached). "
+                        "drawn around its mean; Default and Single are the reference (no bar); hollow point: "
+                        "undecided, no interval (a test the procedure never reached, or fewer than two tasks with "
+                        "pairs). "
                         "Points: the mean over a cell's sessions; n under each column: its sessions per "
-                        f"point, in the legend's order. Analysis plan {means['plan_hash'].iloc[0]}.",
+                        f"point, in the legend's order. Analysis {means['plan_label'].iloc[0]}.",
                    own_line + " ".join(comparison_lines(compared, own_rows, metrics)) if len(compared) else None,
                    GLOSSARY_LINE, scores_warning(table) if judged_metrics(metrics) else None)
 
@@ -318,6 +320,9 @@ def contrast_figure(contrast_table: pd.DataFrame, scores: pd.DataFrame | None = 
         for yi, row in zip(y, rows.itertuples()):
             if np.isnan(row.ci_low) and not np.isnan(row.diff):
                 _no_interval(ax, row.diff, float(yi), "black")
+            if decided and np.isnan(row.sim_ci_low) and not np.isnan(row.diff):  # never reached: not a decision
+                ax.annotate("undecided", (row.diff, float(yi)), xytext=(0, 6), textcoords="offset points",
+                            ha="center", fontsize=6, color="grey")
             if not np.isnan(row.diff):  # the row's n, at the panel's right edge
                 ax.text(0.98, float(yi), f"n={int(row.n_tasks)}", transform=ax.get_yaxis_transform(),
                         ha="right", va="center", fontsize=7, color="grey")
@@ -340,10 +345,10 @@ def contrast_figure(contrast_table: pd.DataFrame, scores: pd.DataFrame | None = 
         _title(ax, metric, steady_scale(ax, [*rows["diff"], *low, *high], axis="x"))
         _zero_in_view(ax)
     fig.supxlabel("difference in means, A − B (paired on task and seed)", fontsize=10)  # one label for every panel
-    plan = f" Analysis plan {contrast_table['plan_hash'].iloc[0]}." if "plan_hash" in contrast_table.columns else ""
+    plan = f" Analysis {contrast_table['plan_label'].iloc[0]}." if "plan_label" in contrast_table.columns else ""
     kind = ("solid: at the level the plan's procedure tested each at (excludes 0 exactly when a two-sided test is "
-            "declared); dashed: 95% unadjusted, for a test the plan does not decide or the procedure never reached"
-            if decided else "95%, unadjusted")
+            "declared; no joint coverage); dashed: 95% unadjusted, for a test the plan does not decide or the "
+            "procedure never reached (marked undecided)" if decided else "95%, unadjusted")
     return caption(fig, f"Intervals: task-clustered SE (CR1), t on tasks - 1 df, {kind}; hollow point: no interval "
                         f"(fewer than two tasks or no spread); n: tasks behind each difference; grey vertical "
                         f"line: no difference.{plan}", not_drawn, GLOSSARY_LINE, warning)
