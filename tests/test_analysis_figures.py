@@ -41,6 +41,15 @@ def demo_grid() -> pd.DataFrame:
     return scores
 
 
+def own_grid() -> pd.DataFrame:
+    """The demo's grid with a study's own variant and its Default twin (two more labelled columns)."""
+    scores = score_table(n_tasks=2, seeds=1).query("variant in @DEMO_VARIANTS")
+    own = [scores[scores["variant"] == v].assign(variant=f"{v}s", composition="drs",
+                                                 session_id=lambda t: t["session_id"] + "-s")
+           for v in ("preassigned-dr", "default-dr")]
+    return pd.concat([scores, *own], ignore_index=True)
+
+
 @pytest.fixture(scope="module")
 def forests() -> dict[str, pd.DataFrame]:
     """Scaffolded - Default on a 3-task grid as it is, and with Performance all zero (one 1e-17),
@@ -75,7 +84,8 @@ def test_no_two_labels_of_a_figure_overlap(forests):
     """Bounding boxes of every drawn text: "no intervalno interval" was two labels in one place."""
     figures = {"demo quality": ablation_figure(demo_grid()), "demo work": ablation_figure(demo_grid(), WORK_METRICS),
                "full quality": ablation_figure(score_table(n_tasks=3, seeds=1)),
-               "contrasts": contrast_figure(forests["full"]), "zero contrasts": contrast_figure(forests["zero"])}
+               "contrasts": contrast_figure(forests["full"]), "zero contrasts": contrast_figure(forests["zero"]),
+               "own variants": ablation_figure(own_grid())}
     for name, fig in figures.items():
         mark_figures([fig], PLUMBING_LINE)
         texts = drawn_texts(fig)
