@@ -223,13 +223,12 @@ def contrast_figure(contrast_table: pd.DataFrame) -> Figure:
         ax.errorbar(rows["diff"], range(len(rows)), fmt="o", color="black", capsize=3,
                     xerr=[(rows["diff"] - rows[low]).fillna(0), (rows[high] - rows["diff"]).fillna(0)])
         for y, row in rows.iterrows():
-            if np.isnan(row[low]) and not np.isnan(row["diff"]):  # never reached: undecided, not an exact estimate
+            undecided = np.isnan(row[low]) and not np.isnan(row["diff"])  # never reached: not an exact estimate
+            if undecided:
                 _no_interval(ax, row["diff"], float(y), "black")
-                ax.annotate("undecided", (row["diff"], float(y)), xytext=(0, 6), textcoords="offset points",
-                            ha="center", fontsize=6, color="grey")
             if not np.isnan(row["diff"]):  # the row's n, at the panel's right edge
-                ax.text(0.98, float(y), f"n={int(row['n_tasks'])}", transform=ax.get_yaxis_transform(),
-                        ha="right", va="center", fontsize=7, color="grey")
+                ax.text(0.98, float(y), f"n={int(row['n_tasks'])}" + (", undecided" if undecided else ""),
+                        transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=7, color="grey")
         ax.axvline(0, color="grey", linewidth=0.8, linestyle="--")
         if rows["diff"].isna().all():
             _note(ax, "no values", centre=True)
