@@ -318,14 +318,12 @@ def contrast_figure(contrast_table: pd.DataFrame, scores: pd.DataFrame | None = 
                                    xerr=[(rows["diff"] - low)[keep].fillna(0), (high - rows["diff"])[keep].fillna(0)])
                 bars[2][0].set_linestyle(style)
         for yi, row in zip(y, rows.itertuples()):
+            undecided = decided and np.isnan(row.sim_ci_low) and not np.isnan(row.diff)  # never reached: no decision
             if np.isnan(row.ci_low) and not np.isnan(row.diff):
                 _no_interval(ax, row.diff, float(yi), "black")
-            if decided and np.isnan(row.sim_ci_low) and not np.isnan(row.diff):  # never reached: not a decision
-                ax.annotate("undecided", (row.diff, float(yi)), xytext=(0, 6), textcoords="offset points",
-                            ha="center", fontsize=6, color="grey")
             if not np.isnan(row.diff):  # the row's n, at the panel's right edge
-                ax.text(0.98, float(yi), f"n={int(row.n_tasks)}", transform=ax.get_yaxis_transform(),
-                        ha="right", va="center", fontsize=7, color="grey")
+                ax.text(0.98, float(yi), f"n={int(row.n_tasks)}" + (", undecided" if undecided else ""),
+                        transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=7, color="grey")
         ax.axvline(0, color="grey", linewidth=0.8, alpha=0.6)
         if rows["diff"].isna().all():
             why = "; ".join(n for n in dict.fromkeys(rows["note"].fillna("")) if n) if "note" in rows else ""

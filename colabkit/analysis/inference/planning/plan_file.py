@@ -120,12 +120,13 @@ def write_plan(folder: Path, plan: AnalysisPlan, amend: str | None = None, targe
 
     Without `amend`: the first version, or a replacement while no session has started; once
     one has, `PlanLocked`. With `amend` (the reason): the next version, beside the original.
-    `target`: a copy elsewhere, refused inside a folder whose sessions hold a plan lock.
+    `target`: a copy elsewhere; a plan file's name in the experiment's folder, or in any folder
+    where sessions started, is that folder's record, and the lock applies.
     """
     if target is not None:
         home = target.resolve().parent
-        if home == folder.resolve() or (VERSION_PATTERN.match(target.name) and session_starts(home)):
-            return write_plan(home, plan, amend)  # the experiment's own record: the lock applies
+        if VERSION_PATTERN.match(target.name) and (home == folder.resolve() or session_starts(home)):
+            return write_plan(home, plan, amend)  # a plan file of an experiment's record: the lock applies
         atomic_write_text(target, plan_document(plan, 1, 0))  # a copy outside any experiment's record
         return target
     record, versions = SessionsRecord(folder), plan_versions(folder)
