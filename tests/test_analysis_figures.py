@@ -41,6 +41,15 @@ def demo_grid() -> pd.DataFrame:
     return scores
 
 
+def own_grid() -> pd.DataFrame:
+    """The demo's grid with a study's own variant and its Default twin (two more labelled columns)."""
+    scores = score_table(n_tasks=2, seeds=1).query("variant in @DEMO_VARIANTS")
+    own = [scores[scores["variant"] == v].assign(variant=f"{v}s", composition="drs",
+                                                 session_id=lambda t: t["session_id"] + "-s")
+           for v in ("preassigned-dr", "default-dr")]
+    return pd.concat([scores, *own], ignore_index=True)
+
+
 @pytest.fixture(scope="module")
 def forests() -> dict[str, pd.DataFrame]:
     """Scaffolded - Default on a 3-task grid as it is, and with Performance all zero (one 1e-17),
@@ -75,7 +84,8 @@ def test_no_two_labels_of_a_figure_overlap(forests):
     """Bounding boxes of every drawn text: "no intervalno interval" was two labels in one place."""
     figures = {"demo quality": ablation_figure(demo_grid()), "demo work": ablation_figure(demo_grid(), WORK_METRICS),
                "full quality": ablation_figure(score_table(n_tasks=3, seeds=1)),
-               "contrasts": contrast_figure(forests["full"]), "zero contrasts": contrast_figure(forests["zero"])}
+               "contrasts": contrast_figure(forests["full"]), "zero contrasts": contrast_figure(forests["zero"]),
+               "own variants": ablation_figure(own_grid())}
     for name, fig in figures.items():
         mark_figures([fig], PLUMBING_LINE)
         texts = drawn_texts(fig)
@@ -111,8 +121,8 @@ def test_each_point_shows_its_n_and_the_axis_says_what_is_plotted(forests):
     assert ax.get_ylabel() == "Performance: mean over sessions"
     forest = contrast_figure(forests["full"])
     performance, hms = forest.axes
-    assert [t.get_text() for t in performance.texts] == ["n=3", "n=3"]  # d has no pair: no point, no n
-    assert [t.get_text() for t in hms.texts] == ["n=3", "n=3", "n=3"]
+    assert [t.get_text().split(",")[0] for t in performance.texts] == ["n=3", "n=3"]  # d: no pair, no point, no n
+    assert [t.get_text().split(",")[0] for t in hms.texts] == ["n=3", "n=3", "n=3"]
     assert forest.get_supxlabel() == "difference in means, A − B (paired on task and seed)"
 
 
@@ -144,3 +154,14 @@ def test_a_table_renders_whole_and_an_empty_one_says_why():
 def test_a_demo_grid_figure_renders(variants):
     scores = demo_grid().query("variant in @variants")
     assert figure_bytes(ablation_figure(scores), "png")[:4] == b"\x89PNG"
+
+
+def test_a_test_the_procedure_never_reached_is_drawn_undecided_never_as_an_exact_estimate():
+    table = contrasts(score_table(n_tasks=6, seeds=2), metrics=["performance", "hms"])
+    reached = table["local_alpha"] > 0
+    assert (~reached).any() and reached.any()
+    assert table.loc[~reached, "interval"].eq("not reached: undecided, no interval").all()
+    assert table.loc[reached, "interval"].str.endswith("no joint coverage").all()
+    fig = contrast_figure(table)
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert sum(label.endswith(", undecided") for label in labels) == int((~reached & table["diff"].notna()).sum())

@@ -220,3 +220,17 @@ def test_each_cell_of_the_formatted_table_shows_its_own_n():
     assert wide.loc["default-d", "sessions"] == 2
     assert wide.loc["default-d", "HMS"] == "0.13 (n=1, 1 task)"
     assert wide.loc["default-d", "Performance"].endswith("(n=2, 2 tasks)")
+
+
+def test_an_equivalence_reached_but_not_declared_is_inconclusive_at_the_power_of_the_level_it_got():
+    from colabkit.analysis.inference.decisions.decide import study_decisions, tost_power
+
+    scores = score_table(n_tasks=38, seeds=3)
+    scores.loc[scores["variant"] == "scaffolded-dr", "w_total"] += 1.5  # not equivalent enough to declare
+    own = [{"name": "W", "a": "scaffolded-dr", "b": "default-dr", "metric": "w_total", "direction": "equivalent",
+            "weight": 0.1}]
+    plan = analysis_plan(metrics=["w_total"], hypotheses=own)
+    row = study_decisions(scores, plan).set_index("hypothesis").loc["W"]
+    assert row["local_alpha"] == pytest.approx(0.005) and not row["declared"]
+    assert tost_power(38, 0.5, 0.05) >= 0.8 > row["tost_power"] == pytest.approx(tost_power(38, 0.5, 0.005))
+    assert row["decision"].startswith("inconclusive") and "at the level it got, 0.005" in row["decision"]

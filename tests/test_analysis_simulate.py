@@ -18,6 +18,7 @@ from colabkit.analysis.inference.power_analysis.simulate import (
     familywise_error,
     paper_means,
     procedure_power,
+    simulated_scores,
     tasks_for_power,
 )
 
@@ -119,3 +120,65 @@ def test_the_graph_search_keeps_the_first_graph_unless_beaten_and_its_choice_is_
     alone = search_graph(ALL_VARIANTS, {FIRST_WRITTEN: graphs[FIRST_WRITTEN], "same again": graphs[FIRST_WRITTEN]},
                          FIRST_WRITTEN, reps=100, seed=2)
     assert alone.set_index("graph").loc[FIRST_WRITTEN, "chosen"]  # no candidate beats it: it stays
+
+
+def test_the_study_wise_error_is_held_with_sessions_missing_at_random_on_every_shape():
+    from colabkit.analysis.inference.power_analysis.simulate import BOUNDED_SHAPES
+
+    for shape in BOUNDED_SHAPES.values():
+        rate, se = familywise_error(PLAN, null_means(), shape, reps=REPS, seed=12, missing=0.1)
+        assert rate <= upper_bound(PLAN.alpha, REPS), (shape, rate, se)
+
+
+def test_the_simulation_and_the_decision_test_use_every_available_pair_alike():
+    """One grid with sessions missing at random: the p the simulation gives each claim is the
+    p the study's decision table computes on the same sessions (no listwise loss of a task-seed
+    in either), and a pooled claim keeps the pairs of the compositions that have them."""
+    from colabkit.analysis.inference.decisions.decide import study_decisions
+    from colabkit.analysis.inference.planning.hypotheses import hypothesis_contrasts
+    from colabkit.analysis.inference.power_analysis.simulate import _differences, _test_p, contrast_estimate
+
+    plan = analysis_plan(ALL_VARIANTS, planned_tasks=12, planned_seeds=3, metrics=["performance"])
+    scores = simulated_scores(plan, seed=4, missing=0.1)
+    decided = study_decisions(scores, plan).set_index("hypothesis")
+    grid = {v: scores[scores["variant"] == v].sort_values(["task_id", "seed"])["performance"].to_numpy()
+            .reshape(1, 12, 3) for v in plan.variants}
+    for h in plan.hypotheses:
+        if h.metric != "performance" or h.name == "H5.dynamic":
+            continue
+        ps = [_test_p(h, *contrast_estimate(_differences(grid, c)))[0] for c in hypothesis_contrasts(h, plan.variants)]
+        assert max(ps) == pytest.approx(decided.loc[h.name, "p_test"], rel=1e-9), h.name
+    pooled = decided.loc["H2.pooled"]
+    complete = scores.pivot_table(index=["task_id", "seed"], columns="variant", values="performance")
+    listwise = complete[[f"{s}-{c}" for s in ("scaffolded", "default") for c in ("d", "r", "dr")]].dropna()
+    assert pooled["n_pairs"] > 3 * len(listwise)  # every composition's own pairs, not the complete task-seeds
+
+
+def test_the_pilot_recovers_known_variance_components_from_simulated_sessions():
+    from colabkit.analysis.inference.power_analysis.pilot import pilot_shape, variance_components
+
+    plan = analysis_plan(ALL_VARIANTS, planned_tasks=80, planned_seeds=3, metrics=["performance", "w_total"])
+    known = DataShape(kind="gaussian", scale=1.0, task_sd=0.3, interaction_sd=0.1, noise_sd=0.2,
+                      count_sds=(2.0, 0.5, 2.0))
+    scores = simulated_scores(plan, shape=known, seed=3, missing=0.05)
+    found = variance_components(scores, "performance")
+    assert found["task_sd"] == pytest.approx(0.3, rel=0.2) and found["noise_sd"] == pytest.approx(0.2, rel=0.05)
+    assert found["interaction_sd"] == pytest.approx(0.1, rel=0.25)
+    shape = pilot_shape(scores)
+    assert shape.kind == "gaussian" and shape.scale == 1.0 and shape.count_sds[2] == pytest.approx(2.0, rel=0.1)
+    assert shape.count_sds[1] == pytest.approx(0.5, rel=0.3)
+
+
+def test_plan_analysis_pilot_prints_the_components_and_plans_power_on_them(tmp_path, capsys):
+    from colabkit.cli import main
+
+    plan = analysis_plan(ALL_VARIANTS, planned_tasks=20, planned_seeds=2, metrics=["performance", "w_total"])
+    pilot = tmp_path / "pilot.csv"
+    simulated_scores(plan, seed=5).to_csv(pilot, index=False)
+    config = tmp_path / "exp.yaml"
+    config.write_text("name: tiny\ntasks: {data_root: null, ids: [demo_archaeology/0/0]}\n"
+                      "variants: [default-dr, scaffolded-dr]\nseeds: [0]\nresults: out\n")
+    assert main(["plan-analysis", str(config), "--power-reps", "20", "--pilot", str(pilot)]) == 0
+    out = capsys.readouterr().out
+    assert "pilot performance: task SD" in out and "pilot w_total" in out and "pilot's variance components" in out
+    assert main(["plan-analysis", str(config), "--pilot", str(tmp_path / "none")]) == 2

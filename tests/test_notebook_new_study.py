@@ -1,6 +1,7 @@
 """The tutorial notebook (notebooks/new_study.ipynb): thin, and under papermill it declares,
-runs, scores with the custom metric and reads the contrast (on the scripted model, through the
-provider plugin the kernel loads; the embedded model's sessions are the e2e tests')."""
+runs, scores with the custom metric and reads the contrast its file declares, in a table and
+figures (on the scripted model, through the provider plugin the kernel loads; the embedded
+model's sessions are the e2e tests')."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ def test_papermill_runs_the_tutorial_end_to_end(tmp_path, monkeypatch):
     scores = pd.read_parquet(folder / "scores.parquet")
     assert scores["human_messages"].notna().all() and (scores["human_messages"] > 0).all()
     nb = nbformat.read(executed, as_version=4)
-    contrast = code_cells(nb)[-1].outputs[-1]["data"]["text/plain"]
-    assert "diff" in contrast and "no interval: 1 task(s) with pairs" in contrast
+    contrast = code_cells(nb)[-2].outputs[-1]["data"]["text/plain"]  # the contrast the file declares
+    assert "preassigned-dre" in contrast and "human_messages" in contrast and "no test: 1 task(s) with pairs" in contrast
+    drawn = [o for o in code_cells(nb)[-1].outputs if "image/png" in o.get("data", {})]
+    assert len(drawn) == 2  # the ablation figure with the variant's column, and the contrast's forest
     audited = "".join(o.get("text", "") for c in code_cells(nb) if "audit_experiment(exp" in c.source for o in c.outputs)
     assert "2 variants" in audited and "14 scenarios" in audited and "every invariant held" in audited  # D, R, E

@@ -31,7 +31,8 @@ PARAMETERS = {
     "realism": ["experiment", "results", "people", "cogym", "recllmsim", "out"],
 }
 TABLES = ("replication", "claims", "hypotheses", "plan", "power_of_procedure", "study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
-          "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores")
+          "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores",
+          "comparisons")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 # Three notebook kernels, about a minute each: started early (tests/conftest.py orders slow files first).
 pytestmark = pytest.mark.slow
@@ -102,20 +103,22 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert formatted["Performance"].str.endswith("(n=18, 6 tasks)").all()  # each cell's own n, and its tasks
     assert {"judge_grade", "judge_reliable"} <= set(study.columns) & set(formatted.columns)
     contrasts = pd.read_csv(out / "contrasts.csv")
-    columns = [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable", "plan_hash", "plan_status"]
+    columns = [*CONTRAST_COLUMNS, "judge_grade", "judge_reliable", "plan_hash", "plan_status", "plan_label"]
     assert list(contrasts.columns) == columns and len(contrasts) == 3 * 7
     assert set(contrasts["a"]) == {"scaffolded-d", "scaffolded-r", "scaffolded-dr"}
     assert contrasts.groupby("family").size().to_dict() == {"structure": 3, "redistribution": 2,
                                                            "exploratory: scaffolded-default": 3 * 6 - 2}
     assert contrasts["p_signflip"].notna().all() and contrasts["plan_hash"].nunique() == 1
-    decomposition = pd.read_csv(out / "decomposition.csv")  # the synergy claims (H3) and the exploratory rest
+    decomposition = pd.read_csv(out / "decomposition.csv")  # per pair (synergy, H3, is one claim over two rows)
     assert len(decomposition) == 3 * (len(DECOMPOSITION) - 1) * 7
-    assert set(decomposition["family"]) == {"decomposition", "exploratory: decomposition"}
+    assert set(decomposition["family"]) == {"exploratory: decomposition"}
     replication = pd.read_csv(out / "replication.csv")  # the paper's numbers beside this run's
     assert {"published", "estimate", "ci_low", "ci_high"} <= set(replication.columns)
     assert (replication.query("variant == 'scaffolded-dr' and metric == 'performance'")["published"] == 0.76).all()
-    claims = pd.read_csv(out / "claims.csv")
-    assert {"H1.dr", "H2.pooled", "H3.memory"} <= set(claims["hypothesis"]) and claims["verdict"].notna().all()
+    claims = pd.read_csv(out / "claims.csv")  # one row per claim, verdicts from the decisions only
+    assert {"H1.dr", "H1.no-gain", "H2.largest", "H3.synergy", "H2.pooled", "H3.memory"} <= set(claims["hypothesis"])
+    assert claims["verdict"].str.match(r"^(replicated|contradicted|not decided|declared)").all()
+    assert {"published", "estimate", "planned_test", "decision", "missing", "worst_case"} <= set(claims.columns)
     power = pd.read_csv(out / "power.csv")
     assert power["metric"].tolist() == ["performance", "h_init_norm", "s_hyp", "hms"] * 3
     assert (power["tasks_needed"] >= 2).all() and power["answer"].str.contains("tasks x").all()
@@ -124,7 +127,8 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     texts = [o.get("text", "") for c in code_cells(nb) for o in c.outputs if o.get("output_type") == "stream"]
     assert any(t.startswith("no plan") for t in texts)  # no plan written before the data: said so
     tables = [h for h in html if "<table" in h]
-    assert "initial alpha" in tables[0] and "published" in tables[1]  # opens with the plan and the replication
+    assert "planned_test" in tables[0] and "verdict" in tables[0] and "missing" in tables[0]  # opens with the claims
+    assert "initial alpha" in tables[1] and "published" in tables[2]  # then the plan and the replication
     first = next(h for h in html if "p_signflip" in h)  # the first contrast shown is the primary result
     assert first.count("<tr") == 1 + 3 and "performance" in first and "hms" not in first
     shown = next(h for h in html if "self-chosen vs assigned gates" in h)  # every decomposition row rendered
@@ -137,6 +141,10 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert pd.read_csv(out / "termination.csv").empty  # one rule only: nothing to compare
     assert pd.read_csv(out / "living_memory.csv").empty  # no Dynamic variants: no such family
     assert pd.read_csv(out / "simulator_effect.csv").empty  # no simulator sweep: nothing to compare
+    assert pd.read_csv(out / "comparisons.csv").empty  # the paper's variants only: no own comparison
+    closing = code_cells(nb)[-1].outputs[-1]["data"]["text/html"]  # the summary in words, last
+    assert "What this run does not show" in closing and "Not declared, and why" in closing
+    assert all(h in closing for h in claims["hypothesis"])  # every claim named with its decision
 
 
 def test_ablations_contrasts_dynamic_with_scaffolded_when_the_experiment_has_both(tmp_path):
@@ -170,3 +178,26 @@ def test_ablations_compares_the_two_termination_rules_when_both_ran(tmp_path):
     assert len(perf) == 13 and (perf["n_pairs"] == 18).all() and (perf["diff"] > 0).all()
     interaction = pd.read_csv(out / "termination_interaction.csv")  # every planned contrast, TOST per row
     assert len(interaction) == 3 * len(DECOMPOSITION) * 7 and interaction["margin"].notna().all()
+
+
+def test_ablations_compare_an_own_variant_with_its_default_twin_in_the_tables_and_figures(tmp_path):
+    study = score_table(n_tasks=6, seeds=3)
+    base = study[study["variant"] == "preassigned-dr"]
+    own = pd.concat([base.assign(variant="preassigned-drs", composition="drs", session_id=base["session_id"] + "-s",
+                                 performance=(base["performance"] + 0.2).clip(0, 1)),
+                     study[study["variant"] == "default-dr"].assign(variant="default-drs", composition="drs",
+                                                                    session_id=lambda t: t["session_id"] + "-s")])
+    path = tmp_path / "own.parquet"
+    pd.concat([study, own]).to_parquet(path)
+    out = tmp_path / "analysis"
+    nb = execute("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(path), out=str(out))
+    compared = pd.read_csv(out / "comparisons.csv", dtype=str, keep_default_na=False)
+    assert compared[["a", "b", "reason"]].values.tolist() == [["preassigned-drs", "default-drs", ""]]
+    contrasts = pd.read_csv(out / "contrasts.csv")
+    mine = contrasts[contrasts["a"] == "preassigned-drs"]
+    assert len(contrasts) == 3 * 7 + 7 and len(mine) == 7 and set(mine["b"]) == {"default-drs"}
+    assert (mine["decision"] == "not in the plan: estimated, not decided").all()
+    assert mine.set_index("metric").loc["performance", "diff"] > 0.1
+    assert len(pd.read_csv(out / "study_table_formatted.csv")) == 15  # the study table has both
+    closing = code_cells(nb)[-1].outputs[-1]["data"]["text/html"]
+    assert "preassigned-drs − default-drs (its Default twin): " in closing

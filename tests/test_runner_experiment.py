@@ -115,6 +115,10 @@ def test_the_config_copy_reloads_as_the_same_experiment(tmp_path):
     ({"metrics": ["accuracy"]}, "metrics: unknown metric(s) 'accuracy'"),
     ({"name": "a/b"}, "name: 'a/b' must be letters"),
     ({"varients": ["single"]}, "unknown key varients (did you mean variants?)"),
+    ({"contrasts": [["default-dr", "nope"]]}, "contrasts: [default-dr, nope]: 'nope' not a variant of this experiment"),
+    ({"contrasts": [["single", "single"]]}, "contrasts: [single, single]: a variant compared with itself"),
+    ({"contrasts": [["single"]]}, "contrasts: [['single']]: a list of pairs [A, B] of variant names (A - B)"),
+    ({"contrasts": [["single", "default-dr"]] * 2}, "contrasts: repeated contrast(s): [single, default-dr]"),
 ])
 def test_a_bad_field_is_one_line_naming_the_file_and_the_field(tmp_path, change, message):
     path = write(tmp_path, {**BASE, **change})

@@ -19,6 +19,7 @@ from colabkit.runner import record_session
 from colabkit.runner import recorder as recorder_module
 from colabkit.session import Event, SessionSpec
 from colabkit.store import SessionRecord, session_dir
+from colabkit.store.records import PLAN_LEDGER
 from colabkit.tasks import load_tasks
 from colabkit.team import variant
 
@@ -118,7 +119,8 @@ def test_a_finished_session_is_returned_and_never_run_again(tmp_path):
     assert record_session(spec_for(), TASK, out=tmp_path) == folder
     assert again.calls == []  # nothing ran: not even a cached replay
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
-    assert [p.name for p in tmp_path.iterdir() if p.name not in ("llm-cache", ".work")] == [folder.name]
+    assert [p.name for p in tmp_path.iterdir() if p.name not in ("llm-cache", ".work", PLAN_LEDGER)] == [folder.name]
+    assert len((tmp_path / PLAN_LEDGER).read_text().splitlines()) == 1  # one start: the second call ran nothing
 
 
 def test_an_interrupted_session_leaves_no_record_and_is_redone(tmp_path, monkeypatch):

@@ -7,11 +7,15 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
   paper's claims as hypotheses, one graph spending alpha over them, tests, power); every
   table carries its `plan_hash` and `plan_status` (version, written before the data, or "no plan").
 - `hypothesis_table`: each claim with its procedure-adjusted p and decision;
-  `replication_table` / `claim_verdicts`: the seed paper's published numbers beside this
-  run's, and a verdict per claim.
+  `replication_table` / `claims_table` (`claim_verdicts`): the seed paper's published numbers
+  beside this run's, and one row per claim with its planned test, decision, a verdict from the
+  decisions only, and its missing sessions.
 - `study_table` / `format_study_table`: per variant, mean ± task-clustered SE (n sessions,
   n tasks) of H_init,norm, S_hyp, Performance, HMS, W_total, W_human, delivery,
   each cell with its own n, and the judge's grade and reliability.
+- `comparisons` / `own_contrasts`: a study's own comparisons (declared in its experiment, else
+  each own variant against its Default twin), estimated like the paper's, decided where the plan
+  names them; `glossary_table`: every metric name in one sentence (docs/glossary.md).
 - `contrasts`: per composition, the paired difference with a task-clustered test (t on
   tasks - 1 df, decided by the plan's one graphical procedure) and a mixed model with a random
   treatment slope by task fitted with several optimisers; Scaffolded - Default by default, the
@@ -24,7 +28,8 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `ablation_figure`, `contrast_figure`, `gate_figure`: seaborn figures.
 - `termination_contrast`, `by_termination`: the session-end rules side by side.
 - `missing_score_bounds`: each variant's means with its missing scores filled in worst- and
-  best-case (does a result depend on the sessions that have no score?).
+  best-case (does a result depend on the sessions that have no score?); `missing_sessions`:
+  per variant, how many sessions are missing and why (crash, provider refusal, context overflow).
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
 """
 
@@ -38,6 +43,7 @@ from colabkit.analysis.figures import (
     gate_figure,
 )
 from colabkit.analysis.gates import check_gates, decision_counts, gate_summary, rubber_stamp_rate
+from colabkit.analysis.glossary import glossary_table
 from colabkit.analysis.inference.decisions.contrasts import (
     SHOWN_COLUMNS,
     contrasts,
@@ -52,7 +58,7 @@ from colabkit.analysis.inference.decisions.termination import (
     termination_interaction,
     termination_rules,
 )
-from colabkit.analysis.inference.estimation.missing import missing_score_bounds
+from colabkit.analysis.inference.estimation.missing import missing_score_bounds, missing_sessions
 from colabkit.analysis.inference.estimation.signflip import sign_flip_p
 from colabkit.analysis.inference.estimation.stats import clustered_standard_error, format_study_table, study_table
 from colabkit.analysis.inference.planning.families import DECOMPOSITION, DYNAMIC_CONTRASTS, FAMILIES, holm
@@ -68,7 +74,8 @@ from colabkit.analysis.inference.power_analysis.power import (
 )
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
-from colabkit.analysis.replication import claim_verdicts, replication_table
+from colabkit.analysis.own_contrasts import comparisons, own_contrasts
+from colabkit.analysis.replication import claim_verdicts, claims_table, replication_table
 from colabkit.analysis.scores import (
     RATE_METRICS,
     STUDY_METRICS,
@@ -99,7 +106,9 @@ __all__ = [
     "check_gates",
     "check_scores",
     "claim_verdicts",
+    "claims_table",
     "clustered_standard_error",
+    "comparisons",
     "contrast_figure",
     "contrasts",
     "decision_counts",
@@ -107,6 +116,7 @@ __all__ = [
     "format_study_table",
     "gate_figure",
     "gate_summary",
+    "glossary_table",
     "holm",
     "hypothesis_table",
     "judge_status",
@@ -115,7 +125,9 @@ __all__ = [
     "memory_dynamics",
     "memory_versions",
     "missing_score_bounds",
+    "missing_sessions",
     "mixed_model_contrast",
+    "own_contrasts",
     "paired_differences",
     "plan_for",
     "plan_summary",

@@ -6,11 +6,15 @@ direction, family, weight, then, margin_sd}), the graph that spends one alpha ov
 tests, and the planned tasks x seeds (the config's). It goes to
 `<results>/<name>-<hash8>/analysis_plan.json` (or `--out`), written atomically with its time
 stamp and the number of sessions stored then, and its hash is printed with the power of the
-whole procedure at the planned size (simulated, `--power-reps`; 0 skips it).
+whole procedure at the planned size (simulated, `--power-reps`; 0 skips it), on the study's
+bounded data shape or, with `--pilot RESULTS`, on variance components re-estimated from a
+pilot's stored sessions (`colabkit.analysis.inference.power_analysis.pilot`).
 
-Once any session exists in the experiment's folder the plan is locked: writing it again fails
-with one line; `--amend REASON` writes the next version (`analysis_plan.v2.json`, ...), every
-version kept (`colabkit.analysis.inference.planning.plan_file`).
+Once any session has *started* in the experiment's folder the plan is locked, bound to the hash
+every session recorded (`colabkit.analysis.inference.planning.plan_file`): writing it again,
+`--out` into the experiment's folder, or writing after deleting it fails with one line naming
+the locked plan; `--amend REASON` writes the next version (`analysis_plan.v2.json`, ...),
+beside the original, every version kept.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from colabkit.errors import ColabkitError
 
 if TYPE_CHECKING:
     from colabkit.analysis.inference.planning.plan import AnalysisPlan
+    from colabkit.analysis.inference.power_analysis.simulate import DataShape
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +45,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tasks-available", metavar="N", help="tasks that exist (default: the config's selection)")
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench root (replaces the config's tasks.data_root)")
+    parser.add_argument("--pilot", type=Path, default=None, metavar="RESULTS",
+                        help="a pilot's results folder (or saved score table): re-estimate the variance components "
+                             "from its sessions and plan the power on them")
     parser.add_argument("--out", type=Path, default=None, metavar="FILE", help="write here instead")
     parser.set_defaults(func=_plan_analysis)
 
@@ -93,6 +101,8 @@ def _plan_analysis(args: argparse.Namespace) -> int:
         if flag is not None:
             fields[name] = _number(flag, f"--{name.replace('_', '-')}", float)
     plan = analysis_plan(exp.variants, **fields)
+    reps = int(_number(args.power_reps, "--power-reps", int) or 0)
+    shape = _pilot_shape(args.pilot) if args.pilot is not None else None  # before writing: a bad pilot writes nothing
     folder = exp.folder()
     if args.out is None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -100,17 +110,34 @@ def _plan_analysis(args: argparse.Namespace) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
     path = write_plan(folder, plan, amend=args.amend, target=args.out)
     print(f"analysis plan {plan.plan_hash} -> {path}")
-    reps = int(_number(args.power_reps, "--power-reps", int) or 0)
     if reps > 0:
-        _print_power(plan, reps)
+        _print_power(plan, reps, shape)
     return 0
 
 
-def _print_power(plan: AnalysisPlan, reps: int) -> None:
+def _pilot_shape(results: Path) -> DataShape:
+    """The variance components a pilot's sessions give (printed), as the simulation's shape."""
+    from colabkit.analysis.inference.power_analysis.pilot import pilot_shape, variance_components
+    from colabkit.analysis.scores import load_score_table
+
+    if not results.exists():
+        raise ColabkitError(f"pilot results not found: {results}")
+    scores = load_score_table(results, results if results.is_file() else None)
+    for metric in ("performance", "w_total"):
+        if metric in scores.columns:
+            found = variance_components(scores, metric)
+            print(f"pilot {metric}: task SD {found['task_sd']:.3g}, task x variant SD {found['interaction_sd']:.3g}, "
+                  f"noise SD {found['noise_sd']:.3g} ({found['tasks']} tasks, {found['variants']} variants)")
+    return pilot_shape(scores)
+
+
+def _print_power(plan: AnalysisPlan, reps: int, shape: DataShape | None = None) -> None:
+    from colabkit.analysis.inference.power_analysis.simulate import DataShape as Shape
     from colabkit.analysis.inference.power_analysis.simulate import procedure_power
 
-    power = procedure_power(plan, reps=reps)
+    power = procedure_power(plan, reps=reps, shape=shape or Shape())
+    data = "the pilot's variance components (unclipped)" if shape else "bounded data"
     print(f"P(declared) by the whole procedure at {plan.planned_tasks} tasks x {plan.planned_seeds} seeds, "
-          f"the paper's effects, bounded data, {reps} simulated grids:")
+          f"the paper's effects, {data}, {reps} simulated grids:")
     for row in power.itertuples():
         print(f"  {row.hypothesis:<24} {row.p_declared:5.2f}" + ("  (null true)" if row.null_true else ""))

@@ -31,7 +31,9 @@ its spec's models, never from a name.
 Your own study: `variants` takes inline definitions beside registered names, and `personas`
 declares the personas they add (`colabkit.team.declare`; docs/your-own-study.md); they are
 resolved on load into `declared`, whose configs enter the identity. A metric plugin's import
-path in `metrics` (`file.py:Class`) resolves against the config's folder.
+path in `metrics` (`file.py:Class`) resolves against the config's folder. `contrasts` names
+the comparisons the study is about (`[[preassigned-dre, default-dr]]`); the analysis estimates
+them like the paper's (`colabkit.analysis.own_contrasts`).
 """
 
 from __future__ import annotations
@@ -96,6 +98,11 @@ class Experiment(StrictModel):
     """The inline variants (written in the file's `variants:`, their personas read; see
     `colabkit.team.declare`); `variants` names them among the registered ones."""
     variants: tuple[str, ...] = Field(min_length=1)
+    contrasts: tuple[tuple[str, str], ...] = ()
+    """The comparisons the study is about, `[A, B]` for A - B, each two of its variants; none:
+    each variant the paper's families do not compare is compared with its Default twin when
+    one ran (`colabkit.analysis.own_contrasts`). Not in the identity: they choose the analysis,
+    not the sessions."""
     seeds: tuple[int, ...] = Field(min_length=1)
     models: dict[str, str | ModelConfig] = Field(default_factory=lambda: _embedded_for_all())
     """Model per role ("default", "ai", "D", "R"): a litellm string or ModelConfig fields."""
@@ -133,6 +140,34 @@ class Experiment(StrictModel):
         if unknown:
             raise ValueError(f"unknown variant(s) {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
         return unique(value, "variant")
+
+    @field_validator("contrasts", mode="before")
+    @classmethod
+    def _pairs(cls, value: object) -> object:
+        if not isinstance(value, list | tuple) or not all(
+                isinstance(pair, list | tuple) and len(pair) == 2 and all(isinstance(v, str) for v in pair)
+                for pair in value):
+            raise ValueError(f"{value!r}: a list of pairs [A, B] of variant names (A - B), e.g. "
+                             "[[preassigned-dre, default-dr]]")
+        return value
+
+    @field_validator("contrasts")
+    @classmethod
+    def _contrasts(cls, value: tuple[tuple[str, str], ...], info: ValidationInfo) -> tuple[tuple[str, str], ...]:
+        variants = info.data.get("variants")
+        if variants is None:  # the variants have their own error
+            return value
+        for a, b in value:
+            unknown = [v for v in (a, b) if v not in variants]
+            if unknown:
+                raise ValueError(f"[{a}, {b}]: {', '.join(map(repr, unknown))} not a variant of this experiment "
+                                 f"({', '.join(variants)})")
+            if a == b:
+                raise ValueError(f"[{a}, {b}]: a variant compared with itself")
+        repeated = sorted({f"[{a}, {b}]" for a, b in value if value.count((a, b)) > 1})
+        if repeated:
+            raise ValueError(f"repeated contrast(s): {', '.join(repeated)}")
+        return value
 
     @field_validator("seeds")
     @classmethod

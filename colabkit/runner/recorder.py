@@ -43,7 +43,7 @@ from colabkit.store import (
     is_finished,
     session_dir,
 )
-from colabkit.store.records import plan_in_force
+from colabkit.store.records import plan_at_start, record_plan_at_start
 from colabkit.tasks import Task
 from colabkit.workspace.kernel import blocking
 
@@ -214,6 +214,7 @@ def _fresh_folder(out: Path, folder: Path, session_id: str, gateway: Gateway | N
         shutil.rmtree(folder)
     clear_session_work(out, session_id)
     folder.mkdir(parents=True)
+    record_plan_at_start(out, session_id)  # the plan lock binds from the first session started
     return gateway if gateway is not None else Gateway(cache_dir=out / CACHE_DIR, budget=budget)
 
 
@@ -221,7 +222,7 @@ def _store(result: SessionResult, out: Path, folder: Path, started: datetime, fi
            prompts: str | None) -> None:
     """Write the session's files, its record last (what makes the folder read as finished)."""
     record = SessionRecord.from_result(result, started=started, finished=finished).model_copy(
-        update={"analysis_plan": plan_in_force(out)})
+        update={"analysis_plan": plan_at_start(out, result.session_id)})
     if prompts is not None:
         atomic_write_text(folder / PROMPTS_FILE, prompts)
     atomic_write_text(folder / SNAPSHOT_FILE, result.snapshot.model_dump_json(indent=1))

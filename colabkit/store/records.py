@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -44,6 +44,43 @@ adds `analysis_plan`, the hash of the experiment's analysis plan in force when t
 (None without one, and in older records); its `isolation` says how the kernel started
 (`kernel_start`: warm or cold, and `kernel_start_note`: why a kernel that could have been warm
 was not; None and "" when read from an older record)."""
+
+
+PLAN_LEDGER: Final = "plan_ledger.jsonl"
+"""Every session start of an experiment's folder, in order, one JSON line each: its id, the
+hash of the analysis plan in force then (null without one) and the time. Appended, never
+rewritten: the plan lock (`colabkit.analysis.inference.planning.plan_file`) reads it, so a plan
+is bound from the first session *started*, and a plan file replaced or deleted afterwards no
+longer matches what the sessions recorded."""
+
+
+def record_plan_at_start(out: Path, session_id: str) -> str | None:
+    """Append this session's start to the ledger (`PLAN_LEDGER`); the plan hash recorded.
+
+    One `write` of one short line on a file opened for appending: concurrent sessions' lines
+    never interleave."""
+    plan = plan_in_force(out)
+    line = json.dumps({"session_id": session_id, "plan_hash": plan,
+                       "started": datetime.now(UTC).isoformat(timespec="seconds")}) + "\n"
+    with open(out / PLAN_LEDGER, "a", encoding="utf-8") as ledger:
+        ledger.write(line)
+    return plan
+
+
+def plan_at_start(out: Path, session_id: str) -> str | None:
+    """The plan hash the ledger recorded when `session_id` last started (the plan in force
+    now when the ledger has no line for it)."""
+    path, found = out / PLAN_LEDGER, False
+    recorded: str | None = None
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("session_id") == session_id:
+                found, recorded = True, entry.get("plan_hash")
+    return recorded if found else plan_in_force(out)
 
 
 def plan_in_force(out: Path) -> str | None:
@@ -123,7 +160,7 @@ class SessionRecord(BaseModel):
     finished: datetime
     analysis_plan: str | None = None
     """The hash of the newest `analysis_plan*.json` in the experiment's folder when the session
-    ran (`plan_in_force`): which pre-registered plan the session was run under."""
+    started (`record_plan_at_start`): which pre-registered plan the session was run under."""
     fork: ForkRecord | None = None
     """A counterfactual fork's parent, fork point, change, seed and replay report; then
     `spec` is the spec in force after the change (seed: the continuation's)."""

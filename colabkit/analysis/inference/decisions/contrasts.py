@@ -140,8 +140,8 @@ def contrasts(scores: pd.DataFrame, pairs: Iterable[tuple[str, str, str]] = DECO
     table = check_scores(table, [m for m in plan.metrics if m in table.columns])
     result = study_decisions(table, plan)
     wanted, present = {(a, b) for a, b, _ in pairs}, set(table["variant"])
-    keep = [(str(a).split("-")[0], str(b).split("-")[0]) in wanted and c != "pooled" and m in metrics
-            and a in present and b in present
+    keep = [(str(a).split("-")[0], str(b).split("-")[0]) in wanted and c not in ("pooled", "intersection")
+            and m in metrics and a in present and b in present
             for a, b, c, m in zip(result["a"], result["b"], result["composition"], result["metric"])]
     result = result.loc[keep].reset_index(drop=True).assign(ci="95% unadjusted")
     grid = score_grid(table, metrics)

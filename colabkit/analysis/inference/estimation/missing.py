@@ -43,3 +43,74 @@ def missing_score_bounds(scores: pd.DataFrame, metrics: Iterable[str] = STUDY_ME
                 "mean_best": values.fillna(high).mean() if defined else float("nan"),
             })
     return pd.DataFrame(rows, columns=list(MISSING_COLUMNS))
+
+
+MISSING_REASONS = ("crash", "provider refusal", "context overflow", "provider unreachable", "not scored", "absent")
+"""Why a session's score is missing: its ending (`ended_by`: "error" a crash, "provider_error"
+a refusal, one whose flags name the context window an overflow, "provider_unavailable"), a
+finished session the evaluator left unscored, or a planned (task, seed) with no row at all."""
+
+
+def missing_reason(ended_by: object, flags: object) -> str:
+    """One missing score's reason (`MISSING_REASONS`)."""
+    if ended_by == "error":
+        return "crash"
+    if ended_by == "provider_error":
+        text = str(flags).lower()
+        return "context overflow" if "context" in text and ("window" in text or "length" in text) else \
+            "provider refusal"
+    if ended_by == "provider_unavailable":
+        return "provider unreachable"
+    return "not scored"
+
+
+def planned_cells(scores: pd.DataFrame) -> pd.MultiIndex:
+    """The (task_id, seed) cells the table's grid plans: every task crossed with every seed seen."""
+    return pd.MultiIndex.from_product([sorted(scores["task_id"].unique()), sorted(scores["seed"].unique())],
+                                      names=["task_id", "seed"])
+
+
+def missing_sessions(scores: pd.DataFrame, metric: str = "performance",
+                     variants: Iterable[str] | None = None) -> pd.DataFrame:
+    """Per variant: the planned sessions (every task x seed of the table), how many have
+    `metric`, and how many are missing, by reason (`MISSING_REASONS`)."""
+    table = check_scores(scores, [metric])
+    cells = planned_cells(table)
+    rows = []
+    for variant in variants if variants is not None else variant_order(table["variant"]):
+        mine = table[table["variant"] == variant]
+        lacking = mine[mine[metric].isna()]
+        reasons = [missing_reason(e, f) for e, f in zip(lacking.get("ended_by", pd.Series(None, index=lacking.index)),
+                                                        lacking.get("flags", pd.Series("", index=lacking.index)))]
+        present = pd.MultiIndex.from_frame(mine[["task_id", "seed"]]) if len(mine) else cells[:0]
+        absent = len(cells.difference(present))
+        counts = {reason: reasons.count(reason) for reason in MISSING_REASONS[:-1]} | {"absent": absent}
+        rows.append({"variant": variant, "metric": metric, "planned": len(cells),
+                     "scored": int(mine[metric].notna().sum()), "missing": len(lacking) + absent, **counts})
+    return pd.DataFrame(rows, columns=["variant", "metric", "planned", "scored", "missing", *MISSING_REASONS])
+
+
+def worst_case_within_task(scores: pd.DataFrame, metric: str, against: dict[str, float]) -> pd.DataFrame:
+    """`scores` with every missing `metric` of the variants in `against` filled in against a
+    claim, within its task: a variant whose sign is +1 (the claim wants it high) gets the
+    task's lowest observed value of the metric, -1 the highest (the table's when the task has
+    none); planned (task, seed) cells with no row are added as such rows."""
+    table = check_scores(scores, [metric])
+    cells = planned_cells(table)
+    added = []
+    for variant in against:
+        mine = table[table["variant"] == variant]
+        if mine.empty:
+            continue
+        present = pd.MultiIndex.from_frame(mine[["task_id", "seed"]])
+        template = mine.iloc[0].to_dict() | dict.fromkeys([m for m in STUDY_METRICS if m in table.columns])
+        added += [template | {"task_id": t, "seed": s, "session_id": f"{variant}/{t}/{s}/absent"}
+                  for t, s in cells.difference(present)]
+    if added:
+        table = pd.concat([table, pd.DataFrame(added)], ignore_index=True)
+    low = table.groupby("task_id")[metric].transform("min").fillna(table[metric].min())
+    high = table.groupby("task_id")[metric].transform("max").fillna(table[metric].max())
+    for variant, sign in against.items():
+        fill = (table["variant"] == variant) & table[metric].isna()
+        table.loc[fill, metric] = (low if sign > 0 else high)[fill]
+    return table

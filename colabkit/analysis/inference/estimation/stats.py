@@ -27,7 +27,7 @@ from colabkit.analysis.scores import METRIC_LABELS, STUDY_METRICS, check_scores,
 from colabkit.store import run_outcomes
 
 STUDY_COLUMNS = ("variant", "structure", "composition", "metric", "n", "n_tasks", "mean", "se_task",
-                 "judge_grade", "judge_reliable", "plan_hash", "plan_status")
+                 "judge_grade", "judge_reliable", "plan_hash", "plan_status", "plan_label")
 
 
 def clustered_standard_error(values: Sequence[float] | pd.Series, clusters: Sequence[object] | pd.Series) -> float:

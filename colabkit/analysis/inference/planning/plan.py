@@ -115,6 +115,17 @@ class AnalysisPlan(BaseModel):
         return plan
 
     @property
+    def label(self) -> str:
+        """The plan in a few words for a caption: its version and hash, and whether it
+        predates the data (from its status)."""
+        if self._status == NO_PLAN:
+            return f"no plan (the default, {self.plan_hash})"
+        head = " ".join(self._status.split(",")[0].split()[:3])
+        if "does not predate the data" in self._status:
+            return f"{head}, does not predate the data"
+        return f"{head}, predates the data" if "predates the data" in self._status else head
+
+    @property
     def plan_hash(self) -> str:
         """The plan's content hash (sha256 of its canonical JSON), shortened to 12 hex digits."""
         return sha256_hex(self)[:12]
@@ -162,9 +173,10 @@ def planned_tests(plan: AnalysisPlan) -> pd.DataFrame:
 
 def with_plan(table: pd.DataFrame, plan: AnalysisPlan) -> pd.DataFrame:
     """`table` with the hash of the plan it was made under (`plan_hash`) and what that plan is
-    (`plan_status`: its version and whether it was written before the first session, or "no
-    plan" when the default was used because none was written)."""
-    return table.assign(plan_hash=plan.plan_hash, plan_status=plan.status)
+    (`plan_status`: its version and whether it predates the data, from the sessions' record,
+    or "no plan" when the default was used because none was written; `plan_label`: the same in
+    a few words, for captions)."""
+    return table.assign(plan_hash=plan.plan_hash, plan_status=plan.status, plan_label=plan.label)
 
 
 def plan_summary(plan: AnalysisPlan) -> pd.DataFrame:

@@ -49,15 +49,13 @@ ROOTS: dict[str, tuple[float, float, float]] = {
 keeps a little, since no edge leads to it)."""
 SHARING: dict[str, dict[str, dict[str, float]]] = {
     "even": {
-        "H1.dr": {"H2.pooled": 0.5, "H1.d": 0.25, "H1.r": 0.25},
-        "H2.dr": {"H2.d": 0.25, "H2.r": 0.25, "H3.synergy-memory": 0.25, "H3.synergy-preassigned": 0.25},
-        "H3.synergy-memory": {"H3.synergy-preassigned": 0.5, "H3.preassigned": 0.25, "H4.w_total": 0.25},
-        "H3.synergy-preassigned": {"H3.synergy-memory": 0.5, "H3.preassigned": 0.25, "H4.w_total": 0.25}},
+        "H1.dr": {"H2.pooled": 0.5, "H1.no-gain": 0.5},
+        "H2.dr": {"H2.d": 0.25, "H2.r": 0.25, "H3.synergy": 0.25, "H2.largest": 0.25},
+        "H3.synergy": {"H2.largest": 1 / 3, "H3.preassigned": 1 / 3, "H4.w_total": 1 / 3}},
     "to power": {
-        "H1.dr": {"H2.pooled": 0.8, "H1.d": 0.1, "H1.r": 0.1},
-        "H2.dr": {"H3.synergy-memory": 0.4, "H3.synergy-preassigned": 0.4, "H2.d": 0.1, "H2.r": 0.1},
-        "H3.synergy-memory": {"H3.synergy-preassigned": 0.6, "H4.w_total": 0.3, "H3.preassigned": 0.1},
-        "H3.synergy-preassigned": {"H3.synergy-memory": 0.6, "H4.w_total": 0.3, "H3.preassigned": 0.1}},
+        "H1.dr": {"H2.pooled": 0.8, "H1.no-gain": 0.2},
+        "H2.dr": {"H3.synergy": 0.6, "H2.largest": 0.2, "H2.d": 0.1, "H2.r": 0.1},
+        "H3.synergy": {"H2.largest": 0.3, "H4.w_total": 0.5, "H3.preassigned": 0.2}},
 }
 """The edges the two sharings set (every other edge as in `PAPER_HYPOTHESES`)."""
 FIRST_WRITTEN, SEARCHED = "0.2/0.4/0.4 even", "0.05/0.95/0 to power"

@@ -10,9 +10,13 @@ one-sample t on task means) and the plan's graph (`graph_reject`), and count.
 **Data shape** (`DataShape`): per session y = location(variant) + task + task x variant +
 noise. "bounded" (the study's: zero/one-inflated scores in [0, 1]) clips that latent at 0 and
 1, with the spreads of `benchmarks/inference.py`'s bounded model (task SD 0.8, interaction SD
-0.3, noise SD 1, in units of 0.57 of the score: about a third of the sessions at 0 or 1 when
-the mean is 0.7); each variant's location is solved so that its *clipped* mean is the planned
-mean. Work counts (W_total, W_human) are rounded at 0 with task SD 2, interaction SD 0.5,
+0.3, noise SD 1, in units of 0.57 of the score: 57% of the sessions at exactly 0 or 1 when
+the mean is 0.7, 50% at 0.5, 61% at 0.76); each variant's location is solved so that its
+*clipped* mean is the planned mean. `BOUNDED_SHAPES` adds two other zero/one-inflated
+shapes with the same means (66% and 36% at 0 or 1 at a mean of 0.7), and
+`colabkit.analysis.inference.power_analysis.pilot` a shape whose spreads are estimated from
+a pilot's sessions. `missing` (in `simulate_p` and what calls it) drops that share of
+sessions at random; every test then uses every pair still available. Work counts (W_total, W_human) are rounded at 0 with task SD 2, interaction SD 0.5,
 noise SD 2 actions. "gaussian" uses the same spreads unclipped (a check against the closed
 form: `power_of`).
 
@@ -41,7 +45,12 @@ from scipy import stats as scipy_stats
 
 from colabkit.analysis.inference.decisions.decide import tost_p
 from colabkit.analysis.inference.planning.graph import graph_reject
-from colabkit.analysis.inference.planning.hypotheses import Hypothesis, study_graph, variant_pairs
+from colabkit.analysis.inference.planning.hypotheses import (
+    Contrast,
+    Hypothesis,
+    hypothesis_contrasts,
+    study_graph,
+)
 from colabkit.analysis.inference.planning.plan import AnalysisPlan
 from colabkit.analysis.reference import seed_paper
 
@@ -60,6 +69,16 @@ class DataShape:
     scale: float = 0.566
     """Latent units per unit of score (bounded: `benchmarks/inference.py`'s one-cut)."""
     count_sds: tuple[float, float, float] = (2.0, 0.5, 2.0)
+
+
+BOUNDED_SHAPES: dict[str, DataShape] = {
+    "bounded (57% at 0/1)": DataShape(),
+    "bounded, heavier at 0/1 (66%), more task x variant spread": DataShape(task_sd=0.4, interaction_sd=0.45,
+                                                                           noise_sd=1.6),
+    "bounded, lighter at 0/1 (36%)": DataShape(task_sd=0.5, interaction_sd=0.2, noise_sd=0.6),
+}
+"""Zero/one-inflated shapes with the same means (share of sessions at exactly 0 or 1 when the
+mean is 0.7): the power table is reported over all of them, not one assumed shape."""
 
 
 def paper_means(variants: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -113,20 +132,51 @@ def _draw(rng: np.random.Generator, means: dict[str, float], metric: str, shape:
     return out
 
 
-def _test_p(h: Hypothesis, task_means: np.ndarray) -> np.ndarray:
-    """The p each replicate's test of `h` contributes to the procedure (`decide.claim_p`)."""
-    g = task_means.shape[1]
-    mean, sd = task_means.mean(axis=1), task_means.std(axis=1, ddof=1)
+def contrast_estimate(parts: Sequence[tuple[float, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(estimate, SE, tasks with a pair) per replicate of a contrast: `parts` are (coefficient,
+    paired differences (reps, tasks, seeds), NaN where a pair is missing); each comparison's
+    mean over its own available pairs, the SE task-clustered (CR1 over the per-task sums of
+    every comparison's influence), as `decide.contrast_test`. Complete data give the
+    one-sample t on the task means exactly."""
+    estimate = np.zeros(parts[0][1].shape[0])
+    influence = np.zeros(parts[0][1].shape[:2])
+    seen = np.zeros(parts[0][1].shape[:2], dtype=bool)
+    for coef, d in parts:
+        present = ~np.isnan(d)
+        n = present.sum(axis=(1, 2))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nansum(d, axis=(1, 2)) / n
+            centred = np.where(present, d - mean[:, None, None], 0.0)
+            influence += coef * centred.sum(axis=2) / n[:, None]
+        estimate += coef * mean
+        seen |= present.any(axis=2)
+    g = seen.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(g / (g - 1) * (influence**2).sum(axis=1))
+    return estimate, se, g
+
+
+def _test_p(h: Hypothesis, estimate: np.ndarray, se: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The p each replicate's test of one contrast of `h` contributes (`decide.claim_p`)."""
+    df = np.maximum(g - 1, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(sd > 0, mean / (sd / math.sqrt(g)), np.sign(mean) * np.inf)
-    p = 2 * scipy_stats.t.sf(np.abs(t), g - 1)
+        t = np.where(se > 0, estimate / se, np.sign(estimate) * np.inf)
+    p = 2 * scipy_stats.t.sf(np.abs(t), df)
     if h.direction == "greater":
         return np.where(t > 0, p, 1.0)
     if h.direction == "less":
         return np.where(t < 0, p, 1.0)
+    if h.direction == "not-greater":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shifted = np.where(se > 0, (estimate - h.margin) / se, np.sign(estimate - h.margin) * np.inf)
+        return np.where(shifted < 0, 2 * scipy_stats.t.sf(np.abs(shifted), df), 1.0)
     if h.direction == "equivalent":
-        return np.array([tost_p(float(x), g, h.margin_sd) for x in t])
+        return np.array([tost_p(float(x), int(n), h.margin_sd) for x, n in zip(t, g)])
     return p
+
+
+def _differences(scores: dict[str, np.ndarray], contrast: Contrast) -> list[tuple[float, np.ndarray]]:
+    return [(coef, scores[a] - scores[b]) for a, b, coef in contrast]
 
 
 def difference_sd(metric: str, shape: DataShape, seeds: int) -> float:
@@ -136,33 +186,77 @@ def difference_sd(metric: str, shape: DataShape, seeds: int) -> float:
     return math.sqrt(2 * sds[1] ** 2 + 2 * sds[2] ** 2 / seeds)
 
 
+def _effect(contrast: Contrast, means: dict[str, dict[str, float]], metric: str) -> float:
+    return float(sum(coef * (means[a][metric] - means[b][metric]) for a, b, coef in contrast))
+
+
+def planned_effect(h: Hypothesis, means: dict[str, dict[str, float]], variants: Sequence[str]) -> float:
+    """`h`'s effect under `means`: its contrast's, or an intersection's least favourable one."""
+    effects = [_effect(c, means, h.metric) for c in hypothesis_contrasts(h, variants)]
+    worst = {"greater": min, "less": max, "not-greater": max}.get(h.direction, lambda e: e[0])
+    return float(worst(effects))
+
+
 def null_true(h: Hypothesis, means: dict[str, dict[str, float]], variants: Sequence[str],
               shape: DataShape = DataShape(), seeds: int = 3) -> bool:
     """Whether `h`'s null holds under the planned `means` (for equivalence: the effect is at
-    least `margin_sd` SDs of the task-mean difference, `difference_sd`)."""
-    effects = [means[a][h.metric] - means[b][h.metric] for a, b in variant_pairs(h, variants)]
-    effect = float(np.mean(effects))
+    least `margin_sd` SDs of the task-mean difference, `difference_sd`; an intersection's
+    when any of its comparisons' does)."""
+    effects = [_effect(c, means, h.metric) for c in hypothesis_contrasts(h, variants)]
     if h.direction == "equivalent":
-        return abs(effect) >= h.margin_sd * difference_sd(h.metric, shape, seeds)
-    return {"greater": effect <= 1e-12, "less": effect >= -1e-12, "two-sided": abs(effect) <= 1e-12}[h.direction]
+        return any(abs(e) >= h.margin_sd * difference_sd(h.metric, shape, seeds) for e in effects)
+    tests = {"greater": lambda e: e <= 1e-12, "less": lambda e: e >= -1e-12,
+             "not-greater": lambda e: e >= h.margin - 1e-12, "two-sided": lambda e: abs(e) <= 1e-12}
+    return any(tests[h.direction](e) for e in effects)
 
 
 def simulate_p(plan: AnalysisPlan, means: dict[str, dict[str, float]], shape: DataShape = DataShape(),
-               tasks: int | None = None, seeds: int | None = None, reps: int = 500, seed: int = 0) -> np.ndarray:
-    """(reps, hypotheses): the p each hypothesis's test contributes to the procedure, per grid."""
+               tasks: int | None = None, seeds: int | None = None, reps: int = 500, seed: int = 0,
+               missing: float = 0.0) -> np.ndarray:
+    """(reps, hypotheses): the p each hypothesis's test contributes to the procedure, per grid;
+    `missing`: the share of sessions missing at random (each test uses every available pair)."""
     tasks, seeds = tasks or plan.planned_tasks, seeds or plan.planned_seeds
     rng = np.random.default_rng(seed)
     hypotheses = plan.hypotheses
     p = np.ones((reps, len(hypotheses)))
     for metric in dict.fromkeys(h.metric for h in hypotheses):
-        wanted = {v for h in hypotheses if h.metric == metric for pair in variant_pairs(h, plan.variants) for v in pair}
+        wanted = {v for h in hypotheses if h.metric == metric for c in hypothesis_contrasts(h, plan.variants)
+                  for a, b, _ in c for v in (a, b)}
         scores = _draw(rng, {v: means[v][metric] for v in sorted(wanted)}, metric, shape, reps, tasks, seeds)
+        if missing > 0:
+            scores = {v: np.where(rng.random(y.shape) < missing, np.nan, y) for v, y in scores.items()}
         for i, h in enumerate(hypotheses):
             if h.metric == metric:
-                pairs = variant_pairs(h, plan.variants)
-                d = sum(scores[a] - scores[b] for a, b in pairs) / len(pairs)
-                p[:, i] = _test_p(h, d.mean(axis=2))
+                ps = [_test_p(h, *contrast_estimate(_differences(scores, c)))
+                      for c in hypothesis_contrasts(h, plan.variants)]
+                p[:, i] = np.nan_to_num(np.max(ps, axis=0), nan=1.0)
     return p
+
+
+def simulated_scores(plan: AnalysisPlan, means: dict[str, dict[str, float]] | None = None,
+                     shape: DataShape = DataShape(), tasks: int | None = None, seeds: int | None = None,
+                     seed: int = 0, missing: float = 0.0) -> pd.DataFrame:
+    """One simulated grid as a score table (one row per session, the analysis layer's
+    columns) for the plan's variants and metrics under `means` (default: the paper's):
+    the same draws `simulate_p` tests, for checks that run the real tables on it."""
+    tasks, seeds = tasks or plan.planned_tasks, seeds or plan.planned_seeds
+    means = means or paper_means(plan.variants)
+    rng = np.random.default_rng(seed)
+    metrics = [m for m in plan.metrics if all(m in means[v] for v in plan.variants)]
+    columns = {m: _draw(rng, {v: means[v][m] for v in plan.variants}, m, shape, 1, tasks, seeds) for m in metrics}
+    rows = []
+    for variant in plan.variants:
+        structure, _, composition = variant.partition("-")
+        for t in range(tasks):
+            for s in range(seeds):
+                values = {m: float(columns[m][variant][0, t, s]) for m in metrics}
+                if variant == "single":
+                    values |= {m: math.nan for m in ("h_init_norm", "w_human") if m in values}
+                if missing and rng.random() < missing:
+                    values = dict.fromkeys(values, math.nan)
+                rows.append({"session_id": f"{variant}/{t}/{s}", "task_id": f"task-{t:03d}", "variant": variant,
+                             "structure": structure, "composition": composition or "none", "seed": s, **values})
+    return pd.DataFrame(rows)
 
 
 def declared_by(p: np.ndarray, hypotheses: Sequence[Hypothesis], alpha: float) -> np.ndarray:
@@ -173,41 +267,41 @@ def declared_by(p: np.ndarray, hypotheses: Sequence[Hypothesis], alpha: float) -
 
 def simulate_declared(plan: AnalysisPlan, means: dict[str, dict[str, float]], shape: DataShape = DataShape(),
                       tasks: int | None = None, seeds: int | None = None, reps: int = 500,
-                      seed: int = 0) -> np.ndarray:
+                      seed: int = 0, missing: float = 0.0) -> np.ndarray:
     """(reps, hypotheses) booleans: which hypotheses the plan's procedure declares in each grid.
 
     The exploratory tests never pass level back to a hypothesis, so the hypotheses' decisions
     are simulated exactly without them."""
-    return declared_by(simulate_p(plan, means, shape, tasks, seeds, reps, seed), plan.hypotheses, plan.alpha)
+    return declared_by(simulate_p(plan, means, shape, tasks, seeds, reps, seed, missing), plan.hypotheses,
+                       plan.alpha)
 
 
 def procedure_power(plan: AnalysisPlan, means: dict[str, dict[str, float]] | None = None,
                     shape: DataShape = DataShape(), tasks: int | None = None, seeds: int | None = None,
-                    reps: int = 500, seed: int = 0) -> pd.DataFrame:
+                    reps: int = 500, seed: int = 0, missing: float = 0.0) -> pd.DataFrame:
     """Per hypothesis: P(declared) by the whole procedure, its Monte Carlo SE, the planned
     effect and whether its null is true under `means` (default: the paper's)."""
     means = means or paper_means(plan.variants)
-    declared = simulate_declared(plan, means, shape, tasks, seeds, reps, seed)
+    declared = simulate_declared(plan, means, shape, tasks, seeds, reps, seed, missing)
     rate = declared.mean(axis=0)
     rows = []
     for i, h in enumerate(plan.hypotheses):
-        pairs = variant_pairs(h, plan.variants)
-        effect = float(np.mean([means[a][h.metric] - means[b][h.metric] for a, b in pairs]))
+        effect = planned_effect(h, means, plan.variants)
         rows.append({"hypothesis": h.name, "metric": h.metric, "direction": h.direction, "planned_effect": effect,
                      "null_true": null_true(h, means, plan.variants, shape, seeds or plan.planned_seeds),
                      "p_declared": float(rate[i]),
                      "mc_se": math.sqrt(rate[i] * (1 - rate[i]) / reps)})
     return pd.DataFrame(rows).assign(tasks=tasks or plan.planned_tasks, seeds=seeds or plan.planned_seeds,
-                                     reps=reps, shape=shape.kind)
+                                     reps=reps, shape=shape.kind, missing=missing)
 
 
 def familywise_error(plan: AnalysisPlan, means: dict[str, dict[str, float]], shape: DataShape = DataShape(),
                      tasks: int | None = None, seeds: int | None = None, reps: int = 500,
-                     seed: int = 0) -> tuple[float, float]:
+                     seed: int = 0, missing: float = 0.0) -> tuple[float, float]:
     """(P(any true null declared), its Monte Carlo SE) under `means`."""
     nulls = np.array([null_true(h, means, plan.variants, shape, seeds or plan.planned_seeds)
                       for h in plan.hypotheses])
-    declared = simulate_declared(plan, means, shape, tasks, seeds, reps, seed)
+    declared = simulate_declared(plan, means, shape, tasks, seeds, reps, seed, missing)
     rate = float((declared[:, nulls].any(axis=1)).mean()) if nulls.any() else 0.0
     return rate, math.sqrt(rate * (1 - rate) / reps)
 
