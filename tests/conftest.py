@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -34,12 +35,56 @@ def pytest_configure(config: pytest.Config) -> None:
     # pydantic ReadOnly warnings (see colabkit.llm.providers) is repeated here.
     config.addinivalue_line("filterwarnings",
                             "ignore:.*using the `ReadOnly` qualifier:UserWarning")
+    # Here, not in pyproject.toml: its hash is the environment's stamp (a change there reinstalls .venv).
+    config.addinivalue_line("markers", "heavy: a further case of a process or real-model proof whose representative "
+                            "case make test runs; left out of make test, run by make test-all and CI (.ci/run)")
+
+
+# Files whose tests share work (helpers.shared_sessions): one unit of work, so one test worker runs
+# them one after the other and the second finds the first's sessions built instead of waiting.
+SHARED_UNITS = {"test_e2e_real_model.py": "embedded-default-dr", "test_eval_real_model.py": "embedded-default-dr"}
+# The longest units (--durations, each alone, December 2026), longest first; then the other files
+# with slow tests, then the rest. `make test` keeps this order (--no-loadscope-reorder: xdist's
+# default starts the files with the most tests first, which put the one-test real-model files
+# last): the workers then end together instead of one starting the longest file when the other
+# is nearly done.
+LONGEST_FIRST = ("embedded-default-dr", "test_fork_real_model.py", "test_e2e_real_model_scaffolded.py",
+                 "test_runner_processes_kill.py", "test_runner_processes.py", "test_e2e_dynamic.py",
+                 "test_runner_simulators.py")
+
+
+def unit_of(file_name: str) -> str:
+    """The unit of work a test file belongs to: its own name unless it shares work."""
+    return SHARED_UNITS.get(file_name, file_name)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The slow files first: the test workers (pytest-xdist, a file at a time) then end together
-    # instead of one worker starting the longest file when the other is nearly done.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    slow_units = {unit_of(item.path.name) for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> int:
+        unit = unit_of(item.path.name)
+        if unit in LONGEST_FIRST:
+            return LONGEST_FIRST.index(unit)
+        return len(LONGEST_FIRST) + (unit not in slow_units)
+
+    items.sort(key=rank)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `--dist loadfile`, a file's tests go to one worker (its module fixtures are built
+    once), and the files of a shared unit too. (xdist's `--dist loadgroup` cannot do it here:
+    it renames test ids in a way pytest 9 ignores.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return SHARED_UNITS.get(Path(file).name, file)
+
+    return UnitScheduling(config, log)
 
 
 def _find_chromium() -> str | None:

@@ -24,7 +24,9 @@ from colabkit.session import SessionSettings
 from colabkit.store import load_events
 from colabkit.team import ACTION_TYPES
 
-pytestmark = pytest.mark.slow
+# heavy: make test keeps the Single and Default-DR sessions on the embedded model
+# (tests/test_e2e_real_model.py) and Dynamic on scripted models; CI runs this one too
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 def test_dynamic_dr_runs_on_the_embedded_model_and_is_scored(tmp_path_factory, tmp_path):

@@ -20,7 +20,9 @@ from colabkit.session import Event
 from colabkit.session.fork import ReplaceMessage, fork_points, replay_view
 from colabkit.store import SessionRecord
 
-pytestmark = pytest.mark.slow
+# heavy: six real-model continuations; make test keeps the fork mechanics on scripted models
+# (tests/test_runner_fork.py), CI runs this one too
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 SEED = 0  # under the AI's clock, the seed whose parent session messages and goes on (seed 1: the AI finishes at once)
 TEXT = "Count the axes per century before you write anything."
 
