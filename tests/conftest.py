@@ -22,6 +22,7 @@ if str(TESTS_DIR) not in sys.path:
 import pytest  # noqa: E402
 from helpers.env import require  # noqa: E402
 from helpers.netguard import install_socket_guard  # noqa: E402
+from helpers.schedule import LONGEST_FIRST, SHARED_UNITS, unit_of  # noqa: E402
 
 
 @pytest.fixture
@@ -40,25 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
                             "case make test runs; left out of make test, run by make test-all and CI (.ci/run)")
 
 
-# Files whose tests share work (helpers.shared_sessions): one unit of work, so one test worker runs
-# them one after the other and the second finds the first's sessions built instead of waiting.
-SHARED_UNITS = {"test_e2e_real_model.py": "embedded-default-dr", "test_eval_real_model.py": "embedded-default-dr"}
-# The longest units (--durations, each alone, December 2026), longest first; then the other files
-# with slow tests, then the rest. `make test` keeps this order (--no-loadscope-reorder: xdist's
-# default starts the files with the most tests first, which put the one-test real-model files
-# last): the workers then end together instead of one starting the longest file when the other
-# is nearly done.
-LONGEST_FIRST = ("embedded-default-dr", "test_fork_real_model.py", "test_e2e_real_model_scaffolded.py",
-                 "test_runner_processes_kill.py", "test_runner_processes.py", "test_e2e_dynamic.py",
-                 "test_runner_simulators.py")
-
-
-def unit_of(file_name: str) -> str:
-    """The unit of work a test file belongs to: its own name unless it shares work."""
-    return SHARED_UNITS.get(file_name, file_name)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # helpers.schedule's order: the longest units first, then files with slow tests, then the rest.
     slow_units = {unit_of(item.path.name) for item in items if item.get_closest_marker("slow")}
 
     def rank(item: pytest.Item) -> int:
@@ -82,7 +66,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class UnitScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = super()._split_scope(nodeid)
-            return SHARED_UNITS.get(Path(file).name, file)
+            return SHARED_UNITS.get(Path(file).name, file)  # helpers.schedule's units
 
     return UnitScheduling(config, log)
 
