@@ -13,9 +13,11 @@ the rest, so the workers end together.
 from __future__ import annotations
 
 SHARED_UNITS = {"test_e2e_real_model.py": "embedded-default-dr", "test_eval_real_model.py": "embedded-default-dr"}
-# Longest first: the real-model and batch-process units (the heavy ones run under make test-all).
-LONGEST_FIRST = ("embedded-default-dr", "test_fork_real_model.py", "test_e2e_real_model_scaffolded.py",
-                 "test_runner_processes_kill.py", "test_runner_processes.py", "test_e2e_dynamic.py",
+# Longest first: the real-model and batch-process units, by the durations in docs/getting-started.md
+# and issue 45 (the heavy ones run under make test-all): Single, Default-DR, colabkit run and the
+# embedded judge's scoring; the batch processes; the fork with three seeds; ...
+LONGEST_FIRST = ("embedded-default-dr", "test_runner_processes.py", "test_fork_real_model.py",
+                 "test_runner_processes_kill.py", "test_e2e_real_model_scaffolded.py", "test_e2e_dynamic.py",
                  "test_runner_simulators.py")
 
 
