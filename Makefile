@@ -31,9 +31,10 @@ DEMO_ARGS ?=
 # slowest tests are printed at the end (`--durations=30`), so CI's log says where the time goes;
 # a `--durations=N` in PYTEST_ARGS overrides it. `make test` leaves out the tests marked `heavy`
 # (more cases of process and real-model proofs whose representative case it runs);
-# `make test-all` (what .ci/run runs) runs every test.
+# Under CI=true (.ci/run) `make test` runs every test, the heavy ones too; `make test-all` does so
+# anywhere.
 TEST_WORKERS ?= 2
-TEST_MARKERS ?= not heavy
+TEST_MARKERS ?= $(if $(filter true,$(CI)),,not heavy)
 TIMED := bash tools/timed.sh
 SETUP_START := $(shell date +%s)
 # `make lab PORT=8890`, `make docs PORT=8001`: each target has its own default port.
