@@ -26,10 +26,15 @@ endif
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 DEMO_ARGS ?=
 # Test files run on this many workers (pytest-xdist; a file's tests stay together, so its
-# module fixtures are built once). The suite is sized for 2 cores. The 30 slowest tests are
-# printed at the end (`--durations=30`), so CI's log says where the time goes; a
-# `--durations=N` in PYTEST_ARGS overrides it.
+# module fixtures are built once; tests/conftest.py joins files that share sessions and starts
+# the longest first, which --no-loadscope-reorder keeps). The suite is sized for 2 cores. The 30
+# slowest tests are printed at the end (`--durations=30`), so CI's log says where the time goes;
+# a `--durations=N` in PYTEST_ARGS overrides it. `make test` leaves out the tests marked `heavy`
+# (more cases of process and real-model proofs whose representative case it runs);
+# Under CI=true (.ci/run) `make test` runs every test, the heavy ones too; `make test-all` does so
+# anywhere.
 TEST_WORKERS ?= 2
+TEST_MARKERS ?= $(if $(filter true,$(CI)),,not heavy)
 TIMED := bash tools/timed.sh
 SETUP_START := $(shell date +%s)
 # `make lab PORT=8890`, `make docs PORT=8001`: each target has its own default port.
@@ -37,7 +42,7 @@ lab: PORT ?= 8888
 docs: PORT ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lab docs setup lock clean
+.PHONY: demo test test-all lab docs setup lock clean
 
 setup: $(STAMP)
 
@@ -74,7 +79,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check colabkit tests benchmarks
 	$(VPY) -m mypy
-	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30 $(PYTEST_ARGS)
+	$(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "$(TEST_MARKERS)" \
+	  --durations=30 $(PYTEST_ARGS)
+
+test-all:
+	@$(MAKE) --no-print-directory test TEST_MARKERS=
 
 # The project's own Jupyter config (jupyter/: allow_root, so a container's root can run it),
 # not the user's; tests/test_lab_root.py starts this recipe's command as root. No browser is

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -21,6 +22,7 @@ if str(TESTS_DIR) not in sys.path:
 import pytest  # noqa: E402
 from helpers.env import require  # noqa: E402
 from helpers.netguard import install_socket_guard  # noqa: E402
+from helpers.schedule import LONGEST_FIRST, SHARED_UNITS, unit_of  # noqa: E402
 
 
 @pytest.fixture
@@ -34,12 +36,39 @@ def pytest_configure(config: pytest.Config) -> None:
     # pydantic ReadOnly warnings (see colabkit.llm.providers) is repeated here.
     config.addinivalue_line("filterwarnings",
                             "ignore:.*using the `ReadOnly` qualifier:UserWarning")
+    # Here, not in pyproject.toml: its hash is the environment's stamp (a change there reinstalls .venv).
+    config.addinivalue_line("markers", "heavy: a further case of a process or real-model proof whose representative "
+                            "case make test runs; left out of make test, run by make test-all and CI (.ci/run)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The slow files first: the test workers (pytest-xdist, a file at a time) then end together
-    # instead of one worker starting the longest file when the other is nearly done.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # helpers.schedule's order: the longest units first, then files with slow tests, then the rest.
+    slow_units = {unit_of(item.path.name) for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> int:
+        unit = unit_of(item.path.name)
+        if unit in LONGEST_FIRST:
+            return LONGEST_FIRST.index(unit)
+        return len(LONGEST_FIRST) + (unit not in slow_units)
+
+    items.sort(key=rank)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `--dist loadfile`, a file's tests go to one worker (its module fixtures are built
+    once), and the files of a shared unit too. (xdist's `--dist loadgroup` cannot do it here:
+    it renames test ids in a way pytest 9 ignores.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return SHARED_UNITS.get(Path(file).name, file)  # helpers.schedule's units
+
+    return UnitScheduling(config, log)
 
 
 def _find_chromium() -> str | None:

@@ -6,29 +6,32 @@ every memory update event consistent with the team act's rules, the session scor
 own structure and its memory-dynamics row in agreement with the log. It is scored without a
 judge (W_total, W_human): the judged metrics run the same pipe on every variant and are tested
 with the embedded judge in `test_eval_real_model.py`; what a living memory adds to them
-(updates kept out of the gate metrics) is tested on scripted sessions.
+(updates kept out of the gate metrics) is tested on scripted sessions. The session is the run's
+shared one (helpers.shared_sessions), scored in a copy of its own.
 """
 
 from __future__ import annotations
 
 import pytest
-from test_e2e_real_model import check_trajectory
+from helpers.embedded_sessions import check_trajectory
+from helpers.shared_sessions import TASK, stored_session
 
 from colabkit.analysis import memory_dynamics
 from colabkit.cli import main
 from colabkit.evaluation import load_scores
-from colabkit.runner import build_session, record_session
+from colabkit.runner import build_session
 from colabkit.session import SessionSettings
 from colabkit.store import load_events
 from colabkit.team import ACTION_TYPES
 
-pytestmark = pytest.mark.slow
+# heavy: make test keeps the Single and Default-DR sessions on the embedded model
+# (tests/test_e2e_real_model.py) and Dynamic on scripted models; CI runs this one too
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
-def test_dynamic_dr_runs_on_the_embedded_model_and_is_scored(tmp_path):
-    spec, task = build_session("demo_archaeology/0/0", "dynamic-dr", 0,
-                               settings=SessionSettings(action_budget=3, max_rounds=1))
-    folder = record_session(spec, task, out=tmp_path)
+def test_dynamic_dr_runs_on_the_embedded_model_and_is_scored(tmp_path_factory, tmp_path):
+    spec, _ = build_session(TASK, "dynamic-dr", 0, settings=SessionSettings(action_budget=3, max_rounds=1))
+    folder = stored_session(tmp_path_factory, tmp_path, "dynamic-dr", budget=3, rounds=1)
     events, record, _ = check_trajectory(folder)
     assert record.memory is not None and [e.action for e in events if e.action == "memory_frozen"] == [
         "memory_frozen"]

@@ -31,8 +31,8 @@ pytestmark = pytest.mark.slow
 # a consolidation, two ratifications, one amending); scaffolded-dr is
 # tests/test_e2e_real_model_scaffolded.py's (the longest of the three: a file of its own).
 @pytest.mark.parametrize(("name", "budget", "rounds"), [("single", 4, 4), ("default-dr", 3, 2)])
-def test_a_session_with_the_embedded_model_writes_a_valid_trajectory(tmp_path, name, budget, rounds):
-    record = embedded_session_is_valid(tmp_path, name, budget, rounds)
+def test_a_session_with_the_embedded_model_writes_a_valid_trajectory(tmp_path_factory, tmp_path, name, budget, rounds):
+    record = embedded_session_is_valid(tmp_path_factory, tmp_path, name, budget, rounds)
     assert record.spec.variant.name == name and record.spec.settings.action_budget == budget
 
 

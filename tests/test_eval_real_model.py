@@ -1,5 +1,7 @@
 """`colabkit score` end to end on a session `colabkit run` made with the embedded model,
-judged by the embedded model too.
+judged by the embedded model too. The session is the run's shared Default-DR one
+(helpers.shared_sessions), whose trajectory tests/test_e2e_real_model.py checks; it is scored
+in a copy of its own.
 
 The 135M judge cannot judge; these tests check the scoring pipe holds against its actual
 answers and reports them as they are: every metric column present, each value a number in
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers.shared_sessions import stored_session
 
 from colabkit.cli import main
 from colabkit.evaluation import available_metrics, load_judgements, load_scores
@@ -31,8 +34,7 @@ FRACTIONS = ("performance", "hms", "h_init_norm", "h_init_zero_rule", "a_profile
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     out = tmp_path_factory.mktemp("scored")
-    assert main(["run", "--task", "demo_archaeology/0/0", "--variant", "default-dr", "--seed", "0",
-                 "--action-budget", "3", "--out", str(out), "--quiet"]) == 0
+    stored_session(tmp_path_factory, out, "default-dr", budget=3, rounds=2)
     return out, *_score(out)
 
 

@@ -4,22 +4,25 @@ The parent is a short Default-R demo session (two steps per side, two rounds; wi
 model's first delivered message is the AI's, in round 1, and R still has a step after it). It
 is forked at the first delivered message, rerouted to the other member, under three seeds,
 plus three controls: every continuation after N is the real model answering anew, and the
-control with the parent's seed reproduces the parent's log exactly.
+control with the parent's seed reproduces the parent's log exactly. The parent is the run's
+shared session (helpers.shared_sessions), forked in a copy of its own.
 """
 
 from __future__ import annotations
 
 import pytest
+from helpers.shared_sessions import stored_session
 
 from colabkit.analysis.counterfactual import counterfactual_table, fork_table, original_values, with_scores
 from colabkit.evaluation import load_scores, score_results
-from colabkit.runner import build_session, record_session
 from colabkit.runner.fork import fork
-from colabkit.session import Event, SessionSettings
+from colabkit.session import Event
 from colabkit.session.fork import ReplaceMessage, fork_points, replay_view
 from colabkit.store import SessionRecord
 
-pytestmark = pytest.mark.slow
+# heavy: six real-model continuations; make test keeps the fork mechanics on scripted models
+# (tests/test_runner_fork.py), CI runs this one too
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 SEED = 0  # under the AI's clock, the seed whose parent session messages and goes on (seed 1: the AI finishes at once)
 TEXT = "Count the axes per century before you write anything."
 
@@ -28,10 +31,8 @@ def events_of(folder) -> list[Event]:
     return [Event.model_validate_json(line) for line in (folder / "events.jsonl").read_text().splitlines()]
 
 
-def test_forking_a_demo_session_at_a_message_with_three_seeds(tmp_path):
-    spec, task = build_session("demo_archaeology/0/0", "default-r", SEED,
-                               settings=SessionSettings(action_budget=3, max_rounds=3))
-    parent = record_session(spec, task, out=tmp_path / "runs")
+def test_forking_a_demo_session_at_a_message_with_three_seeds(tmp_path_factory, tmp_path):
+    parent = stored_session(tmp_path_factory, tmp_path / "runs", "default-r", seed=SEED, budget=3, rounds=3)
     events = events_of(parent)
     # a message the session went on after (under the AI's clock a message at its last step ends it)
     at = next(n for n in fork_points(events) if events[n].action == "send_message" and events[n].status == "ok"

@@ -1,5 +1,6 @@
 """The Makefile's conveniences: setup says what it builds and how long each step took (a
-failing step still fails setup), `make lab` and `make docs` take `PORT=` and open no browser.
+failing step still fails setup), `make lab` and `make docs` take `PORT=` and open no browser,
+`make test` leaves the heavy tests out and CI runs every test.
 
 Setup itself is not run here (it is `make test`'s first step); its progress wrapper
 (tools/timed.sh) is, and `make -n` shows the recipes as make would run them.
@@ -7,8 +8,11 @@ Setup itself is not run here (it is `make test`'s first step); its progress wrap
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+from helpers.schedule import LONGEST_FIRST, SHARED_UNITS, unit_of
 
 REPO = Path(__file__).resolve().parents[1]
 TIMED = REPO / "tools" / "timed.sh"
@@ -51,3 +55,25 @@ def test_lab_and_docs_take_a_port_and_open_no_browser():
     assert "--no-browser --port=8890" in make_n("lab", "PORT=8890")
     assert make_n("docs").endswith("mkdocs serve --no-strict -a 127.0.0.1:8000 --watch colabkit --watch notebooks")
     assert "-a 127.0.0.1:8001" in make_n("docs", "PORT=8001")
+
+
+def test_make_test_leaves_the_heavy_tests_out_and_ci_runs_every_test():
+    def pytest_line(target: str, *variables: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "CI"}  # the caller's CI must not decide the quick line
+        done = subprocess.run(["make", "--no-print-directory", "-n", target, *variables], cwd=REPO,
+                              capture_output=True, text=True, timeout=30, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout[done.stdout.index("-m pytest"):].replace("\\\n", " ")
+
+    quick, everything, in_ci = pytest_line("test"), pytest_line("test-all"), pytest_line("test", "CI=true")
+    for line in (quick, everything, in_ci):  # a file at a time, in conftest's order
+        assert "--dist loadfile --no-loadscope-reorder" in line and "--durations=30" in line
+    assert '-m "not heavy"' in quick and '-m ""' in everything and '-m ""' in in_ci
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").split("\n")
+    assert "set -euo pipefail" in ci and "export CI=true" in ci and "make test" in ci
+
+
+def test_the_schedule_names_test_files_that_exist():
+    files = {p.name for p in (REPO / "tests").glob("test_*.py")}
+    assert set(SHARED_UNITS) <= files
+    assert set(LONGEST_FIRST) <= {unit_of(name) for name in files}

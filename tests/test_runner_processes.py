@@ -43,6 +43,7 @@ def test_two_batches_started_at_once_run_each_session_exactly_once(tmp_path):
     assert os.environ.get("COLABKIT_SCRIPTED") is None  # the child's env stayed the child's
 
 
+@pytest.mark.heavy  # make test keeps one batch-process case (the one above); CI runs this one too
 def test_ctrl_c_stops_a_sessions_only_batch_cleanly_and_a_rerun_finishes_it(tmp_path):
     path = config(tmp_path)
     exp = load_experiment(path)

@@ -14,7 +14,9 @@ from helpers.scripted_plugin import subprocess_env
 from colabkit.runner import load_experiment, read_journal
 from colabkit.store import is_finished, load_sessions, session_dir
 
-pytestmark = pytest.mark.slow  # each batch starts four papermill kernels
+# each batch starts four papermill kernels; heavy: make test keeps one batch-process case (two
+# batches at once, tests/test_runner_processes.py), CI runs this one too
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 def test_a_batch_killed_mid_way_and_rerun_holds_exactly_the_expected_sessions(tmp_path):

@@ -83,6 +83,7 @@ def test_the_shipped_sweep_plans_and_audits_each_simulator(capsys, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # make test keeps the sweep on scripted models (above); CI runs this one too
 def test_a_small_sweep_on_the_embedded_model_runs_and_gives_a_card_per_simulator(tmp_path):
     from colabkit.analysis.realism import card_summary, persona_cards, stored_fingerprints
     from colabkit.runner import run_experiment

@@ -1,17 +1,21 @@
 """Sessions with the real embedded model (`local/smollm2-135m`) and what their stored
 trajectory must satisfy, for tests/test_e2e_real_model.py and
 tests/test_e2e_real_model_scaffolded.py (two files so the test workers, a file each, share
-the model's minutes evenly)."""
+the model's minutes evenly). The sessions are the run's shared ones (helpers.shared_sessions):
+the Default-DR session checked here is the one tests/test_eval_real_model.py scores."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from colabkit.runner import build_session, record_session
+import pytest
+
+from colabkit.runner import build_session
 from colabkit.session import Event, SessionSettings
 from colabkit.store import SessionRecord, load_events, load_sessions
 from colabkit.team import ACTION_TYPES
 from colabkit.workspace import WorkspaceSnapshot
+from helpers.shared_sessions import TASK, stored_session
 
 END_STATES = {"finish", "budget", "idle", "max_rounds"}
 
@@ -41,11 +45,13 @@ def check_trajectory(folder: Path) -> tuple[list[Event], SessionRecord, Workspac
     return events, record, snapshot
 
 
-def embedded_session_is_valid(tmp_path: Path, name: str, budget: int, rounds: int) -> SessionRecord:
-    """Run variant `name` on the demo task with the embedded model; its trajectory holds."""
-    spec, task = build_session("demo_archaeology/0/0", name, 0,
-                               settings=SessionSettings(action_budget=budget, max_rounds=rounds))
-    folder = record_session(spec, task, out=tmp_path)
+def embedded_session_is_valid(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, name: str, budget: int,
+                              rounds: int) -> SessionRecord:
+    """Variant `name` on the demo task with the embedded model (the run's shared session, a copy
+    in `tmp_path`); its trajectory holds."""
+    spec, _ = build_session(TASK, name, 0, settings=SessionSettings(action_budget=budget, max_rounds=rounds))
+    folder = stored_session(tmp_path_factory, tmp_path, name, budget=budget, rounds=rounds)
+    assert folder.name == spec.session_id
     events, record, _ = check_trajectory(folder)
     assert events[0].args["team"] == list(spec.participants)
     # The model may finish before everyone had a turn, so only "ai" is sure to have acted.
