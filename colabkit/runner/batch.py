@@ -28,7 +28,7 @@ from colabkit.runner.executors.one_session import run_one
 from colabkit.runner.executors.slots import MachineSlots
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
 from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome
-from colabkit.runner.recorder import PROVIDER_ENDINGS, needs_run, reopen_for_retry
+from colabkit.runner.recorder import NO_RESULT_ENDINGS, needs_run, reopen_for_retry
 from colabkit.runner.workarea import sweep
 from colabkit.session import SessionSpec
 from colabkit.store import session_dir
@@ -75,8 +75,8 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
     sweep(out)  # workspaces a killed run left behind
     if retry_errors:
         reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC))
-    else:  # a refused or unreachable session is no result: it reruns, like `colabkit run` reruns it
-        reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC), endings=PROVIDER_ENDINGS)
+    else:  # a refused or unreachable session, or one without a kernel, is no result: it reruns, like `colabkit run`'s
+        reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC), endings=NO_RESULT_ENDINGS)
     preflight(spec.model_for(role) for spec, _ in items if needs_run(session_dir(spec, out))
               for role in spec.participants)
     refused: list[str] = []

@@ -40,7 +40,7 @@ from colabkit.runner.estimate import (
 from colabkit.runner.executors.capacity import KernelCap
 from colabkit.runner.experiment import Experiment
 from colabkit.runner.progress import journal_spend, read_journal
-from colabkit.runner.recorder import PROVIDER_ENDINGS, RETRYABLE_ENDINGS, read_record
+from colabkit.runner.recorder import NO_RESULT_ENDINGS, RETRYABLE_ENDINGS, read_record
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.store import is_finished, session_dir
 from colabkit.tasks import Task
@@ -56,7 +56,8 @@ class VariantPlan(BaseModel):
     retryable: int
     """Of the finished, those that crashed (`error`): rerun with --retry-errors."""
     provider_ended: int = 0
-    """Ended by the provider (refusal or outage): rerun by every batch."""
+    """Ended without a result (a provider's refusal or outage, a kernel that would not start):
+    rerun by every batch (`recorder.NO_RESULT_ENDINGS`)."""
 
 
 class CallEstimate(BaseModel):
@@ -127,7 +128,8 @@ class Plan(BaseModel):
         lines = [f"experiment {self.experiment_id}: {self.total} sessions in {self.folder}",
                  f"  already finished: {self.finished} ({self.retryable} ended in error; " +
                  ("retried now)" if retry_errors else "rerun them with --retry-errors)"),
-                 f"  ended by the provider (refused or unreachable): {self.provider_ended}, rerun now",
+                 f"  ended without a result (provider refused or unreachable, no kernel): {self.provider_ended}, "
+                 "rerun now",
                  f"  to run: {todo}"]
         for v in self.variants:
             left = v.sessions - v.finished + (v.retryable if retry_errors else 0)
@@ -168,7 +170,7 @@ def make_plan(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]] | None 
         plan.sessions += 1
         where = session_dir(spec, folder)
         record = read_record(where) if is_finished(where) else None
-        if record is None or record.ended_by in PROVIDER_ENDINGS:
+        if record is None or record.ended_by in NO_RESULT_ENDINGS:
             plan.provider_ended += record is not None
             todo.append(spec)
             continue
