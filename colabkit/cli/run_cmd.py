@@ -40,16 +40,18 @@ if TYPE_CHECKING:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("run", help="run one session and store its trajectory",
                                    description=__doc__.split("\n")[0])
-    parser.add_argument("--task", required=True, metavar="ID", help="task id, e.g. archaeology/3/0")
+    # --task, --seed and --out are required, but checked after --variant (`_required`): a wrong
+    # variant name lists the valid ones even when the other flags are still missing.
+    parser.add_argument("--task", metavar="ID", help="task id, e.g. archaeology/3/0 (required)")
     parser.add_argument("--variant", required=True, metavar="NAME", help="team variant, e.g. single, scaffolded-dr")
     parser.add_argument("--variant-file", type=Path, default=None, metavar="F.yaml",
                         help="a file of inline variants and personas (variants:, personas:); --variant names one")
     # Integers are parsed here, not by argparse, so a bad value is one clear line like any other error.
-    parser.add_argument("--seed", required=True, metavar="N", help="non-negative integer")
+    parser.add_argument("--seed", metavar="N", help="non-negative integer (required)")
     parser.add_argument("--model", metavar="M", help="litellm model string for every role (default: embedded model)")
     parser.add_argument("--data-root", type=Path, default=None, metavar="DIR",
                         help="DiscoveryBench data folder or clone (default: the demo tasks)")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="results folder (required)")
     parser.add_argument("--action-budget", metavar="N", help="task-phase actions of the AI agent, the session's clock, and of each simulated human (default 30)")
     parser.add_argument("--max-rounds", metavar="N", help="rounds before the session ends (default 60)")
     parser.add_argument("--log-prompts", action="store_true",
@@ -58,7 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="also rerun the session if it is stored and ended with error (as colabkit batch "
                              "--retry-errors; a provider's or a missing kernel's end reruns anyway)")
     parser.add_argument("--quiet", action="store_true", help="do not show events as they happen")
-    parser.set_defaults(func=_run)
+    parser.set_defaults(func=_run, run_parser=parser)
 
 
 @overload
@@ -140,13 +142,15 @@ def _run(args: argparse.Namespace) -> int:
     from colabkit.runner.failure_logs import logs_dir
     from colabkit.session import SessionSettings
     from colabkit.store import SessionRecord
+    from colabkit.team import variant
     from colabkit.team.declare import variant_from_file
 
+    chosen = variant_from_file(args.variant_file, args.variant) if args.variant_file else variant(args.variant)
+    _required(args, "--task", "--seed", "--out")
     seed = parse_int(args.seed, "--seed", minimum=0) or 0  # required: never None
     knobs = {"action_budget": parse_int(args.action_budget, "--action-budget", minimum=1),
              "max_rounds": parse_int(args.max_rounds, "--max-rounds", minimum=1)}
     settings = SessionSettings(**{k: v for k, v in knobs.items() if v is not None})
-    chosen = variant_from_file(args.variant_file, args.variant) if args.variant_file else args.variant
     spec, task = build_session(args.task, chosen, seed, model=args.model, data_root=args.data_root,
                                settings=settings)
     runs = will_run(spec, args.out, retry_errors=args.retry_errors)
@@ -172,6 +176,14 @@ def _run(args: argparse.Namespace) -> int:
     if note := plumbing_note(spec.model_for(role).model for role in spec.participants):
         print(note)
     return 0
+
+
+def _required(args: argparse.Namespace, *flags: str) -> None:
+    """argparse's own error for required flags (`colabkit run: error: ...`, exit 2), checked
+    after the variant's name so that a wrong name is answered first, with the valid ones."""
+    missing = [flag for flag in flags if getattr(args, flag.removeprefix("--").replace("-", "_")) is None]
+    if missing:
+        args.run_parser.error(f"the following arguments are required: {', '.join(missing)}")
 
 
 def plumbing_note(models: Iterable[str]) -> str | None:
