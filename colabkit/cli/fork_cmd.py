@@ -58,11 +58,11 @@ def _fork(args: argparse.Namespace) -> int:
     if not (args.session / "events.jsonl").is_file():
         raise ColabkitError(f"{args.session}: not a stored session (no events.jsonl)")
     if args.at is None:
-        rows = describe_points(args.session)
-        for row in rows:
+        points = describe_points(args.session)
+        for row in points:
             print(f"{row['at']:>4}  r{row['round']} {row['participant']:<6} {row['action']:<13} "
                   f"{row['status']:<9} {row['result']}")
-        print(next_step(args.session, rows))
+        print(next_step(args.session, points))
         return 0
     try:
         change = TypeAdapter(Change).validate_json(args.change)
