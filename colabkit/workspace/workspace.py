@@ -149,7 +149,7 @@ class Workspace:
         started cold. Nothing else about the session depends on it.
 
         `logs`: the folder the kernel's log (`KERNEL_LOG`: its start-up output, every start
-        attempt appended) is written to, made when needed; default the workspace's private
+        attempt appended) is written to, made at open; default the workspace's private
         folder, removed with it. A runner passes the session's own folder, so a failed
         start's log outlives the workspace where its error message says it is.
         """
