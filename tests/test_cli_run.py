@@ -107,6 +107,23 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
     assert not any(tmp_path.iterdir())
 
 
+def test_a_wrong_variant_lists_the_variants_before_the_required_flags_are_asked_for(capsys):
+    assert main(["run", "--variant", "nope"]) == 2  # the README's line: no --task, --seed, --out yet
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown variant 'nope'; valid: single, default-d," in err
+    with pytest.raises(SystemExit) as stopped:  # a right variant: argparse's own error for the missing flags
+        main(["run", "--variant", "single", "--task", TASK_ID])
+    assert stopped.value.code == 2
+    assert "colabkit run: error: the following arguments are required: --seed, --out" in capsys.readouterr().err
+
+
+def test_a_discoverybench_task_id_on_the_demo_tasks_is_told_to_add_data_root(tmp_path, capsys):
+    assert main(["run", "--task", "archaeology/3/0", "--variant", "single", "--seed", "0", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown task id 'archaeology/3/0'" in err
+    assert "these are the demo tasks (no --data-root): for a DiscoveryBench task" in err and "pass --data-root DIR" in err
+
+
 # --- colabkit demo (the `make demo` job), with the scripted model -----------------------------
 
 def demo(out, *extra: str) -> int:

@@ -240,6 +240,10 @@ def test_colabkit_fork_lists_points_and_runs_a_change(parent, tmp_path, capsys):
     assert main(["fork", str(parent)]) == 0
     listing = capsys.readouterr().out
     assert f"{R_MESSAGE:>4}  r1 R" in listing and "send_message" in listing
+    last = listing.splitlines()[-1]  # what to do next: the command, with a point of this session
+    assert last.startswith(f"next: colabkit fork {parent} --at N") and "change kinds: none, replace_message" in last
+    first_point = int(listing.splitlines()[0].split()[0])
+    assert f"e.g. --at {first_point})" in last
     use_scripted({}, default=WAIT)
     change = json.dumps({"kind": "replace_message", "to": ["ai"]})
     assert main(["fork", str(parent), "--at", str(R_MESSAGE), "--change", change, "--seeds", "0,1",

@@ -6,14 +6,17 @@ call and no judge call made. litellm is imported with the module (its one-off im
 
 from __future__ import annotations
 
+import re
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import litellm  # noqa: F401  (imported here, outside the timed command)
 import pytest
 from helpers.experiments import write_experiment
 from helpers.faulty_provider import KEY, FaultyProvider
+from helpers.scripted import use_scripted
 
 from colabkit.cli import main
 from colabkit.llm.gateway import Gateway
@@ -44,14 +47,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("dry_run", [False, True])
 def test_a_batch_with_a_missing_key_exits_2_in_seconds_naming_it_with_no_model_or_judge_call(
-        tmp_path, capsys, monkeypatch, counted, dry_run):
+        tmp_path, capsys, monkeypatch, counted):
     server, calls = counted
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     path = write_experiment(tmp_path, "nokey", models={"default": MODEL}, judge=MODEL, variants=["single"])
     started = time.monotonic()
-    assert main(["batch", str(path), "--variants", "single", *(["--dry-run"] if dry_run else [])]) == 2
+    assert main(["batch", str(path), "--variants", "single"]) == 2
     assert time.monotonic() - started < 10
     captured = capsys.readouterr()
     [line] = captured.err.splitlines()
@@ -66,7 +68,7 @@ def test_the_judge_is_preflighted_too_and_named(tmp_path, capsys, monkeypatch, c
     monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     path = write_experiment(tmp_path, "judgekey", models={"default": MODEL}, judge="openai/gpt-4o-mini")
-    assert main(["batch", str(path), "--dry-run"]) == 2
+    assert main(["batch", str(path)]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("colabkit: error: judge: model 'openai/gpt-4o-mini' needs the environment variable "
                            "OPENAI_API_KEY")
@@ -101,3 +103,40 @@ def test_unknown_provider_is_one_line(tmp_path, capsys):
     assert main(["batch", str(path), "--dry-run"]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert "model 'nosuchprovider/x': unknown provider 'nosuchprovider'" in line
+
+
+def test_the_paper_dry_run_needs_no_key_and_prints_the_estimate_with_wall_clock_time(tmp_path, capsys, monkeypatch):
+    from helpers.env import shared_data
+
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    paper = Path(__file__).resolve().parents[1] / "experiments" / "paper.yaml"
+    assert main(["batch", str(paper), "--dry-run", "--data-root", str(shared_data()), "--results", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "to run: 1482" in out and "cost in all: about $" in out
+    assert re.search(r"\n  wall clock: about (\d+ h \d\d min|\d+ min) for 1482 session\(s\) \((\d+ min|\d+ s) each, "
+                     r"\d+ at once\)\n", out), out
+    assert "s per call assumed (a provider; nothing measured yet" in out
+    # the key is what the run will need, named with the run's own line
+    assert (f"to run it (not to plan it): model '{MODEL}' needs the environment variable DEEPSEEK_API_KEY, "
+            "which is not set") in out
+    assert not list(tmp_path.iterdir())  # nothing run or written
+
+
+def test_the_dry_run_warns_when_the_config_asks_for_more_at_once_than_the_machine_holds(tmp_path, capsys,
+                                                                                      monkeypatch):
+    from colabkit.runner import wallclock
+    from colabkit.runner.executors.capacity import KernelCap
+
+    monkeypatch.setattr(wallclock, "machine_kernel_cap", lambda *_: KernelCap(kernels=3, source="derived", cpus=1,
+                                                                              physical_mb=4096, reserved_mb=1024,
+                                                                              typical_would_allow=20))
+    use_scripted({}, default={"thought": "t", "action": "wait"})  # registers the scripted provider; never called
+    path = write_experiment(tmp_path, "busy", variants=["single"], judge="scripted/judge",
+                            concurrency={"sessions": 8, "kernels": 8})
+    assert main(["batch", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: the config asks for 8 sessions at once; this machine holds 3 (derived:" in out
+    path = write_experiment(tmp_path, "fits", variants=["single"], judge="scripted/judge",
+                            concurrency={"sessions": 3, "kernels": 3})
+    assert main(["batch", str(path), "--dry-run"]) == 0
+    assert "WARNING" not in capsys.readouterr().out

@@ -48,6 +48,21 @@ def observation(valid: tuple[str, ...], requests: tuple[str, ...] = (), team=("a
                        valid_actions=valid, standing_actions=valid)
 
 
+def test_a_shortened_briefing_says_plainly_that_the_person_sees_the_models_cut():
+    from colabkit.seat.view import BRIEFING_CUT_NOTE, observation_html
+    from colabkit.session.prompting.views import clip
+    from colabkit.team.briefing import SHORTENED_NOTE, private_briefing
+
+    note = "This briefing is shortened exactly as the model in this seat gets it"
+    assert BRIEFING_CUT_NOTE.startswith(note)
+    whole = private_briefing("D", TASK, max_chars=None)
+    shortened = private_briefing("D", TASK, max_chars=400)  # as the compact profile cuts it
+    assert shortened.endswith(SHORTENED_NOTE)
+    for cut in (shortened, clip(whole, 300)):
+        assert note in observation_html(observation(("wait",)).model_copy(update={"briefing": cut}))
+    assert note not in observation_html(observation(("wait",)).model_copy(update={"briefing": whole}))
+
+
 def step_form(obs: Observation, schema: type | None = None) -> tuple[StepForm, Presentation]:
     from colabkit.session.actions import StepSchema
 

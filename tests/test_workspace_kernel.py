@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.env import require
 
-from colabkit.errors import ColabkitError
-from colabkit.workspace import Limits, Workspace, WorkspaceSnapshot, isolation, quota, warm
+from colabkit.workspace import KernelUnavailable, Limits, Workspace, WorkspaceSnapshot, isolation, quota, warm
 
 CSV = "year,capital,region\n2000,1.5,north\n2001,2.5,south\n2002,4.0,north\n"
 
@@ -309,22 +308,27 @@ def test_a_kernel_started_in_the_background_serves_the_first_cell(task_file, tmp
     assert [e.kind for e in ws.events] == ["kernel_started"]
 
 
-def test_a_background_kernel_start_that_fails_is_raised_at_the_first_cell_and_recorded(task_file, tmp_path,
-                                                                                       monkeypatch):
+def test_a_background_kernel_start_that_fails_twice_is_raised_at_the_first_cell_and_recorded(task_file, tmp_path,
+                                                                                             monkeypatch):
+    tries = []
+
     async def broken(self):
+        tries.append(self)
         raise RuntimeError("no kernel today")
 
     monkeypatch.setattr("colabkit.workspace.workspace.SandboxedKernel.start", broken)
+    monkeypatch.setattr("colabkit.workspace.workspace.KERNEL_RETRY_PAUSE_S", 0.0)
 
     async def scenario():
         ws = await Workspace.open([task_file], root=tmp_path, start_kernel="background")
-        with pytest.raises(ColabkitError, match="failed to start: RuntimeError: no kernel today"):
+        with pytest.raises(KernelUnavailable, match="did not start in 2 attempts; the last: RuntimeError: no kernel today"):
             await ws.execute("print(1)", author="ai")
         await ws.close()
         return ws
 
     ws = asyncio.run(scenario())
-    assert ws.cells == [] and [e.kind for e in ws.events] == ["kernel_start_failed"]
+    assert len(tries) == 2  # retried once, as infrastructure
+    assert ws.cells == [] and [e.kind for e in ws.events] == ["kernel_start_retry", "kernel_start_failed"]
 
 
 def test_closing_while_the_kernel_still_starts_leaves_no_kernel_process(task_file, tmp_path):

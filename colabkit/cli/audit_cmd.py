@@ -16,7 +16,12 @@ only (seconds: for a hook). Without CONFIG, `--variants` (default: all 13) on `-
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from colabkit.runner.audit import AuditReport
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -62,5 +67,23 @@ def _audit(args: argparse.Namespace) -> int:
     for arm, report in reports.items():
         if arm:
             print(f"== arm {arm}")
-        print(report.render())
+        print(render_explained(report))
     return 0 if all(report.ok for report in reports.values()) else 1
+
+
+def hunt_gloss() -> str:
+    """What the hunt's lines mean, printed just above them."""
+    from colabkit.runner.audit import INVARIANTS
+
+    return ("(the hunt: generated scenarios played through the real engine in every variant, each member's steps "
+            "scripted by the audit's own test double: no model, no key; a run is one scenario in one variant; the "
+            f"invariants ({', '.join(INVARIANTS)}) say what may never differ between a variant and its Default "
+            "twin beyond what its structure declares; a violation is shrunk to a minimal scenario. --quick plays "
+            "the known scenarios only, --examples N more generated ones)")
+
+
+def render_explained(report: AuditReport) -> str:
+    """The report as `AuditReport.render` writes it, with the hunt explained where it is printed."""
+    if report.hunt is None:
+        return report.render()
+    return f"{dataclasses.replace(report, hunt=None).render()}\n\n{hunt_gloss()}\n{report.hunt.render()}"

@@ -4,8 +4,10 @@ Executes `run_variant` once per variant with papermill (parallel processes), the
 and `annotate_gates`, then `ablations`; the executed notebooks land in
 `<results>/<experiment>/notebooks/`. Run it again and it resumes: finished sessions and
 scores are kept. Every model and the judge are preflighted first (a missing key, an unknown
-provider, an unreachable api_base: one line, exit 2, nothing run or spent). `--dry-run` prints the plan (sessions to run, already done, model calls and
-a cost estimate) and runs nothing; `--sessions-only` runs the sessions in this process
+provider, an unreachable api_base: one line, exit 2, nothing run or spent). `--dry-run` prints
+the plan (sessions to run, already done, model calls, a cost and a wall-clock estimate) and
+runs nothing; it needs no key (planning comes before getting one): a missing key is named as
+what the run will need, and the run stops on it with the same line; `--sessions-only` runs the sessions in this process
 without notebooks (the folder still gets its `experiment.yaml`, as with the notebooks).
 """
 
@@ -46,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _batch(args: argparse.Namespace) -> int:
     from colabkit.errors import ColabkitError
     from colabkit.runner import load_experiment, run_experiment
-    from colabkit.runner.batch import preflight_experiment
+    from colabkit.runner.batch import missing_keys, preflight_experiment
     from colabkit.runner.build import model_config
     from colabkit.runner.pipeline import (
         REPO_NOTEBOOKS,
@@ -63,7 +65,8 @@ def _batch(args: argparse.Namespace) -> int:
     if args.variants is not None and not variants:
         raise ColabkitError(f"--variants names no variant: {args.variants!r}")
     items = exp.sessions(variants)
-    preflight_experiment(exp, items)  # before anything is planned, run or spent: one line, exit 2
+    # before anything is planned, run or spent: one line, exit 2 (a plan needs no key)
+    preflight_experiment(exp, items, keys=not args.dry_run)
     plan = make_plan(exp, items)
     print(plan.render(retry_errors=args.retry_errors), flush=True)
     for arm in exp.arms:  # settings arms (`Experiment.arms`): the grid once per arm
@@ -76,6 +79,8 @@ def _batch(args: argparse.Namespace) -> int:
     if exp.uses_embedded_model():
         print(PLUMBING_NOTE, flush=True)
     if args.dry_run:
+        for line in missing_keys(exp, items):
+            print(f"  to run it (not to plan it): {line}")
         stages = (f"run_variant x {len(variants or exp.variants)} ({exp.concurrency.notebooks} at once), then score + "
                   f"annotate_gates, then ablations{' + realism' if wants_realism(exp) else ''}")
         print(f"  notebooks: {stages} -> {exp.folder() / 'notebooks'}")

@@ -36,6 +36,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_fork)
 
 
+def next_step(session: Path, rows: list[dict]) -> str:
+    """What to do after the list: the command that forks at one of its points."""
+    from colabkit.session.fork import CHANGE_KINDS
+
+    if not rows:
+        return "no fork points: the session has no task-phase step that starts a turn"
+    return (f"next: colabkit fork {session} --at N (N from the first column, e.g. --at {rows[0]['at']}) "
+            f"--change '{{\"kind\": \"flip_decision\"}}' --seeds 0,1,2 runs the change and its controls; "
+            f"change kinds: {', '.join(CHANGE_KINDS)} (docs/forks.md)")
+
+
 def _fork(args: argparse.Namespace) -> int:
     from pydantic import TypeAdapter, ValidationError
 
@@ -47,9 +58,11 @@ def _fork(args: argparse.Namespace) -> int:
     if not (args.session / "events.jsonl").is_file():
         raise ColabkitError(f"{args.session}: not a stored session (no events.jsonl)")
     if args.at is None:
-        for row in describe_points(args.session):
+        points = describe_points(args.session)
+        for row in points:
             print(f"{row['at']:>4}  r{row['round']} {row['participant']:<6} {row['action']:<13} "
                   f"{row['status']:<9} {row['result']}")
+        print(next_step(args.session, points))
         return 0
     try:
         change = TypeAdapter(Change).validate_json(args.change)

@@ -41,10 +41,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _score(args: argparse.Namespace) -> int:
     import warnings
 
-    from tqdm import tqdm
-
     from colabkit.evaluation import judge_config, load_scores, score_results
     from colabkit.evaluation.storage import finished_sessions
+    from colabkit.runner.progress import progress_bar
     from colabkit.runner.recorded import data_root_for
 
     repeats = parse_int(args.repeats, "--repeats", minimum=1) if args.repeats is not None else None
@@ -62,7 +61,7 @@ def _score(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"scoring {args.results} (a judged job first checks the judge on known answers)",
               file=sys.stderr, flush=True)
-    bar = None if args.quiet else tqdm(total=0, unit="score", file=sys.stderr)
+    bar = None if args.quiet else progress_bar(0, desc="scores", unit="score")[0]  # no \r ticks into a log
 
     def progress(done: int, total: int) -> None:
         if bar is not None:

@@ -29,17 +29,35 @@ HAS_DEFAULT = {"OLLAMA_API_BASE"}
 REACH_TIMEOUT_S = 3.0
 
 
-def preflight(configs: Iterable[ModelConfig]) -> None:
-    """Raise a one-line `ColabkitError` for the first model in `configs` that cannot run here."""
+def preflight(configs: Iterable[ModelConfig], *, keys: bool = True) -> None:
+    """Raise a one-line `ColabkitError` for the first model in `configs` that cannot run here.
+
+    `keys=False` checks everything but the provider keys (what a plan needs: the provider
+    known, its address reachable); `missing_key` says what a run will still need."""
     seen: set[ModelConfig] = set()
     for config in configs:
         if config not in seen:
             seen.add(config)
-            check_model(config)
+            check_model(config, keys=keys)
 
 
-def check_model(config: ModelConfig) -> None:
-    """Raise a one-line `ColabkitError` if `config`'s model cannot be called here."""
+def missing_key(config: ModelConfig) -> str | None:
+    """The one-line error a run of `config`'s model stops on for want of a key, else None
+    (a local or registered model needs none; an unknown provider is `check_model`'s error)."""
+    if config.provider == LOCAL_PROVIDER or is_custom(config.provider):
+        return None
+    found = litellm_module().validate_environment(model=config.model, api_key=config.extra.get("api_key"),
+                                                  api_base=config.api_base)
+    missing = [name for name in found.get("missing_keys", []) if name not in HAS_DEFAULT]
+    if not missing:
+        return None
+    what = f"variable {missing[0]}, which is" if len(missing) == 1 else f"variables {', '.join(missing)}, which are"
+    return f"model {config.model!r} needs the environment {what} not set"
+
+
+def check_model(config: ModelConfig, *, keys: bool = True) -> None:
+    """Raise a one-line `ColabkitError` if `config`'s model cannot be called here (with
+    `keys=False`, a missing provider key is let through)."""
     litellm = litellm_module()
     if config.provider == LOCAL_PROVIDER:
         from colabkit.llm.local import locate_gguf
@@ -57,12 +75,9 @@ def check_model(config: ModelConfig) -> None:
         what = f"unknown provider {config.provider!r}" if config.provider else "no provider"
         raise ColabkitError(f"model {config.model!r}: {what}; write it as '<provider>/<model>' with a "
                             "provider litellm knows (https://docs.litellm.ai/docs/providers)") from None
-    api_key = config.extra.get("api_key")
-    found = litellm.validate_environment(model=config.model, api_key=api_key, api_base=config.api_base)
-    missing = [name for name in found.get("missing_keys", []) if name not in HAS_DEFAULT]
-    if missing:
-        what = f"variable {missing[0]}, which is" if len(missing) == 1 else f"variables {', '.join(missing)}, which are"
-        raise ColabkitError(f"model {config.model!r} needs the environment {what} not set")
+    problem = missing_key(config) if keys else None
+    if problem:
+        raise ColabkitError(problem)
     check_reachable(config)
 
 

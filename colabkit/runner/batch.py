@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from colabkit.errors import ColabkitError
-from colabkit.llm.preflight import preflight
+from colabkit.llm.preflight import missing_key, preflight
 from colabkit.runner.executors.capacity import machine_kernel_cap
 from colabkit.runner.executors.dask_executor import run_on_dask
 from colabkit.runner.executors.one_session import run_one
 from colabkit.runner.executors.slots import MachineSlots
 from colabkit.runner.experiment import Experiment, LLMBudget, load_experiment
 from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome
-from colabkit.runner.recorder import PROVIDER_ENDINGS, needs_run, reopen_for_retry
+from colabkit.runner.recorder import NO_RESULT_ENDINGS, needs_run, reopen_for_retry
 from colabkit.runner.workarea import sweep
 from colabkit.session import SessionSpec
 from colabkit.store import session_dir
@@ -45,18 +45,31 @@ class ProviderRefused(ColabkitError):
     stopped are rerun by the next batch."""
 
 
-def preflight_experiment(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]]) -> None:
+def preflight_experiment(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]], *, keys: bool = True) -> None:
     """Check every model the sessions of `items` talk to, and the judge when a metric asks one,
     before any session or judge call: a missing key, an unknown provider or an unreachable
-    `api_base` is one `ColabkitError` line naming the model and the variable (see `preflight`)."""
-    from colabkit.evaluation import scorers_for
-
-    preflight(spec.model_for(role) for spec, _ in items for role in spec.participants)
-    if any(scorer.uses_judge for scorer in scorers_for(list(exp.metrics))):
+    `api_base` is one `ColabkitError` line naming the model and the variable (see `preflight`).
+    `keys=False` (a plan: the dry run) lets missing keys through; `missing_keys` lists them."""
+    preflight((spec.model_for(role) for spec, _ in items for role in spec.participants), keys=keys)
+    if _judged(exp):
         try:
-            preflight([exp.judge_config()])
+            preflight([exp.judge_config()], keys=keys)
         except ColabkitError as exc:
             raise ColabkitError(f"judge: {exc}") from None
+
+
+def missing_keys(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]]) -> list[str]:
+    """The one-line errors a run of `items` (and its judge) would stop on for want of a key."""
+    configs = {spec.model_for(role) for spec, _ in items for role in spec.participants}
+    lines = sorted({line for config in configs if (line := missing_key(config))})
+    judge = missing_key(exp.judge_config()) if _judged(exp) else None
+    return lines + ([f"judge: {judge}"] if judge and judge not in lines else [])
+
+
+def _judged(exp: Experiment) -> bool:
+    from colabkit.evaluation import scorers_for
+
+    return any(scorer.uses_judge for scorer in scorers_for(list(exp.metrics)))
 
 
 async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, sessions: int = 4,
@@ -75,8 +88,8 @@ async def arun_sessions(items: Sequence[tuple[SessionSpec, Task]], *, out: Path 
     sweep(out)  # workspaces a killed run left behind
     if retry_errors:
         reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC))
-    else:  # a refused or unreachable session is no result: it reruns, like `colabkit run` reruns it
-        reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC), endings=PROVIDER_ENDINGS)
+    else:  # a refused or unreachable session, or one without a kernel, is no result: it reruns, like `colabkit run`'s
+        reopen_for_retry([spec for spec, _ in items], out, before=datetime.now(UTC), endings=NO_RESULT_ENDINGS)
     preflight(spec.model_for(role) for spec, _ in items if needs_run(session_dir(spec, out))
               for role in spec.participants)
     refused: list[str] = []

@@ -75,5 +75,12 @@ def build_session(
     shipped demo tasks (`suite`, if given, is used instead of loading the tasks again).
     """
     spec = build_spec(task_id, variant, seed, models={"default": model} if model else None, settings=settings)
-    task = (suite or load_tasks(data_root)).get(task_id)  # the whole suite: an unknown id lists near ones
+    try:
+        task = (suite or load_tasks(data_root)).get(task_id)  # the whole suite: an unknown id lists near ones
+    except ColabkitError as exc:
+        if suite is None and data_root is None:  # the demo tasks: a DiscoveryBench id needs its data
+            raise ColabkitError(f"{exc}; these are the demo tasks (no --data-root): for a DiscoveryBench task "
+                                "such as archaeology/3/0 pass --data-root DIR (a clone of "
+                                "https://github.com/allenai/discoverybench)") from None
+        raise
     return spec, task

@@ -128,6 +128,9 @@ class Measured(BaseModel):
     cached_share: float
     cost: float
     """Per session, USD paid (0 when only replays were seen)."""
+    seconds_per_call: float | None = None
+    """Mean latency of a paid call in the sessions' logs (None: none logged, or an older line);
+    the dry run's wall-clock estimate reads it (`runner.wallclock`)."""
 
 
 def settings_key(spec: SessionSpec) -> str:

@@ -9,8 +9,10 @@ experiment's finished sessions of those settings, else the per-role step model
 (`estimate.session_model`; its assumptions are printed one per line). The upper bound spends
 every budget: the AI's, each human's cap, `STEP_OVERHEAD` for waits and repairs, and the
 memory build. Prices are litellm's, the provider's cache rate on the cached share of the
-prompt where its table has one; the bound prices every token at the full rate.
-After a batch `compare` sets the estimate beside what was spent, per stage.
+prompt where its table has one; the bound prices every token at the full rate. The wall
+clock comes from the calls' measured latencies, the sessions at once and this machine's
+cores (`runner.wallclock`), with a warning when the config asks for more at once than the
+machine holds. After a batch `compare` sets the estimate beside what was spent, per stage.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from colabkit.runner.estimate import (
 from colabkit.runner.executors.capacity import KernelCap
 from colabkit.runner.experiment import Experiment
 from colabkit.runner.progress import journal_spend, read_journal
-from colabkit.runner.recorder import PROVIDER_ENDINGS, RETRYABLE_ENDINGS, read_record
+from colabkit.runner.recorder import NO_RESULT_ENDINGS, RETRYABLE_ENDINGS, read_record
+from colabkit.runner.wallclock import WallClock, logged_latency, wall_clock
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.store import is_finished, session_dir
 from colabkit.tasks import Task
@@ -56,7 +59,8 @@ class VariantPlan(BaseModel):
     retryable: int
     """Of the finished, those that crashed (`error`): rerun with --retry-errors."""
     provider_ended: int = 0
-    """Ended by the provider (refusal or outage): rerun by every batch."""
+    """Ended without a result (a provider's refusal or outage, a kernel that would not start):
+    rerun by every batch (`recorder.NO_RESULT_ENDINGS`)."""
 
 
 class CallEstimate(BaseModel):
@@ -102,6 +106,8 @@ class Plan(BaseModel):
     executor: str = "local"
     assumptions: list[str] = []
     """The step model's assumptions, when some session's figures come from it."""
+    wall: WallClock | None = None
+    """How long the sessions to run take (`runner.wallclock`), and whether the machine holds them."""
 
     @property
     def total(self) -> int:
@@ -127,7 +133,8 @@ class Plan(BaseModel):
         lines = [f"experiment {self.experiment_id}: {self.total} sessions in {self.folder}",
                  f"  already finished: {self.finished} ({self.retryable} ended in error; " +
                  ("retried now)" if retry_errors else "rerun them with --retry-errors)"),
-                 f"  ended by the provider (refused or unreachable): {self.provider_ended}, rerun now",
+                 f"  ended without a result (provider refused or unreachable, no kernel): {self.provider_ended}, "
+                 "rerun now",
                  f"  to run: {todo}"]
         for v in self.variants:
             left = v.sessions - v.finished + (v.retryable if retry_errors else 0)
@@ -143,6 +150,8 @@ class Plan(BaseModel):
                  else "per Dask worker (each worker also runs at most its threads)")
         lines.append(f"  sessions at once: {cap} (concurrency.sessions {self.sessions_at_once}; live kernels "
                      f"{self.kernel_cap.describe()}), {where}")
+        if self.wall is not None and self.executor == "local":
+            lines += self.wall.render(todo)
         return "\n".join(lines)
 
     def _total(self, todo: int) -> str:
@@ -168,7 +177,7 @@ def make_plan(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]] | None 
         plan.sessions += 1
         where = session_dir(spec, folder)
         record = read_record(where) if is_finished(where) else None
-        if record is None or record.ended_by in PROVIDER_ENDINGS:
+        if record is None or record.ended_by in NO_RESULT_ENDINGS:
             plan.provider_ended += record is not None
             todo.append(spec)
             continue
@@ -180,10 +189,14 @@ def make_plan(exp: Experiment, items: Sequence[tuple[SessionSpec, Task]] | None 
     chosen = todo or [spec for spec, _ in items]
     sessions, modelled = _session_estimate(exp, chosen, measured, done)
     judge = _judge_estimate(exp, chosen, measured, folder, sum(len(t) for t in done.values()), sessions)
+    seconds = [m.seconds_per_call for spec in chosen if (m := measured.get(settings_key(spec))) and m.seconds_per_call]
+    wall = wall_clock(folder, chosen, calls_per_session=sessions.calls_per_session,
+                      sessions_at_once=exp.concurrency.sessions, kernel_cap=exp.kernel_cap(),
+                      measured_seconds=sum(seconds) / len(seconds) if seconds else None)
     return Plan(experiment_id=exp.experiment_id, folder=folder, variants=list(per_variant.values()),
                 sessions=sessions, judge=judge, sessions_at_once=exp.concurrency.sessions,
                 kernel_cap=exp.kernel_cap(), executor=exp.executor.kind,
-                assumptions=assumptions() if modelled else [])
+                assumptions=assumptions() if modelled else [], wall=wall)
 
 
 def _session_estimate(exp: Experiment, specs: list[SessionSpec], measured: dict[str, Measured],
@@ -365,10 +378,13 @@ def _ran_since(items: Sequence[tuple[SessionSpec, Task]], folder: Path, started:
 def _measured(exp: Experiment, ran: list, judge: Spend) -> list[Measured]:
     """Per settings key, the mean figures of the sessions that ran; the judge's per session."""
     groups: dict[str, list] = defaultdict(list)
+    specs: dict[str, list[SessionSpec]] = defaultdict(list)
     for spec, record in ran:
         groups[settings_key(spec)].append(record.totals)
+        specs[settings_key(spec)].append(spec)
     entries = []
     for key, totals in groups.items():
+        latency = logged_latency(exp.folder(), specs[key])
         calls = sum(t.llm_calls for t in totals)
         sent = sum(t.prompt_tokens for t in totals if t.suite_replays == 0)
         entries.append(Measured(
@@ -376,7 +392,8 @@ def _measured(exp: Experiment, ran: list, judge: Spend) -> list[Measured]:
             prompt_tokens=sum(t.prompt_tokens for t in totals) / max(calls, 1),
             completion_tokens=sum(t.completion_tokens for t in totals) / max(calls, 1),
             cached_share=sum(t.provider_cached_tokens for t in totals) / sent if sent else CACHED_SHARE,
-            cost=sum(t.paid_cost or 0.0 for t in totals) / len(totals)))
+            cost=sum(t.paid_cost or 0.0 for t in totals) / len(totals),
+            seconds_per_call=latency[0] if latency else None))
     judged = judge.requests + judge.suite_replays
     if ran and judged:
         metrics = [s.name for s in scorers_for(list(exp.metrics)) if s.uses_judge]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -119,8 +120,46 @@ class Progress:
         close_bar(self.bar, self._handle)
 
 
+LINE_EVERY_S = 30.0
+"""How often a progress line is written where output is not a terminal (`LineBar`)."""
+
+
+class LineBar:
+    """A progress bar for output that is not a terminal (a log file, a pipe, CI): a plain
+    line (`desc: n/total unit, postfix`) when something changed and `LINE_EVERY_S` passed,
+    and one at the end. tqdm there redraws with carriage returns on every tick: a batch's
+    log filled with 58 KB of them. The same calls as the tqdm bar its callers use."""
+
+    def __init__(self, total: int, *, desc: str, unit: str, file: Any = None) -> None:
+        self.total, self.desc, self.unit, self.n = total, desc, unit, 0
+        self.file = file
+        self.postfix = ""
+        self._written = ""
+        self._at = time.monotonic()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        self.refresh(final=False)
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        self.postfix = text
+        if refresh:
+            self.refresh(final=False)
+
+    def refresh(self, final: bool = False) -> None:
+        line = f"{self.desc}: {self.n}/{self.total} {self.unit}" + (f", {self.postfix}" if self.postfix else "")
+        if line == self._written or not (final or time.monotonic() - self._at >= LINE_EVERY_S):
+            return
+        print(line, file=self.file or sys.stderr, flush=True)
+        self._written, self._at = line, time.monotonic()
+
+    def close(self) -> None:
+        self.refresh(final=True)
+
+
 def progress_bar(total: int, *, desc: str, unit: str, enabled: bool = True) -> tuple[Any, Any]:
-    """(a tqdm.auto bar, the display handle of its notebook widget or None).
+    """(a tqdm.auto bar, the display handle of its notebook widget or None); where stderr is
+    not a terminal (and not a notebook), a `LineBar`, which writes no carriage returns.
 
     tqdm's notebook widget shows its text form (what a rendered notebook keeps) as it was
     when first displayed; displaying it under a display id lets `close_bar` send the final
@@ -129,6 +168,8 @@ def progress_bar(total: int, *, desc: str, unit: str, enabled: bool = True) -> t
     from tqdm.auto import tqdm
 
     notebook = enabled and any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
+    if enabled and not notebook and not sys.stderr.isatty():
+        return LineBar(total, desc=desc, unit=unit), None
     if not notebook:
         return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, dynamic_ncols=True), None
     from IPython.display import display

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from colabkit.errors import ColabkitError
 from colabkit.llm import Budget, Gateway, logging_prompts
+from colabkit.runner.failure_logs import logs_dir, settle_logs
 from colabkit.runner.workarea import SessionLock, clear_session_work, session_work_dir
 from colabkit.session import Event, SessionResult, SessionSpec, run_session
 from colabkit.session.events import INFRASTRUCTURE_ENDINGS
@@ -53,6 +54,10 @@ PROVIDER_ENDINGS: frozenset[str] = frozenset({"provider_error", "provider_unavai
 """Ends a provider caused (a refusal; an outage past the retry bound): no result at all, so
 every batch and `colabkit run` reruns them without being asked (the response cache replays
 what was paid), and a batch that sees one stops starting sessions (its circuit breaker)."""
+NO_RESULT_ENDINGS: frozenset[str] = PROVIDER_ENDINGS | {"kernel_unavailable"}
+"""Ends that are no result at all, rerun by every batch and `colabkit run` without being
+asked: the provider's, and a workspace kernel that would not start (retried once within the
+session first). Only the provider's open the circuit breaker: a kernel is this machine's."""
 
 
 _FILES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="colabkit-record")
@@ -193,15 +198,19 @@ async def _run_locked(spec: SessionSpec, task: Task, *, out: Path, folder: Path,
     try:
         with JsonlEventSink(folder / EVENTS_FILE) as sink, keeping_prompts as prompts:
             target = sink if progress is None else _Tee(sink, progress)
-            result = await run_session(spec, task, gateway=gateway, sink=target,
+            result = await run_session(spec, task, gateway=gateway, sink=target, logs=logs_dir(folder),
                                        workdir_root=session_work_dir(out, spec.session_id), seats=seats)
             sink.finalise()
+    except Exception as exc:  # no record: the folder stays unfinished (rerun), its logs say why
+        await blocking(settle_logs, folder, None, exc, pool=_FILES)
+        raise
     finally:
         if own_gateway:
             gateway.close()  # releases the on-disk cache; a batch opens many gateways
         await blocking(clear_session_work, out, spec.session_id, pool=_FILES)
     finished = datetime.now(UTC)
     prompts_text = None if prompts is None else prompts.jsonl()
+    await blocking(settle_logs, folder, result, pool=_FILES)
     await blocking(_store, result, out, folder, started, finished, prompts_text, pool=_FILES)
 
 

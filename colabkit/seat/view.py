@@ -23,6 +23,7 @@ from typing import Any
 from colabkit.session.prompting.observation import Observation
 from colabkit.session.prompting.views import message_line, request_for_signatory, request_line
 from colabkit.session.seats.policy import Question
+from colabkit.team.briefing import SHORTENED_NOTE
 from colabkit.team.memory import SLOTS
 
 STYLE = """<style>
@@ -47,6 +48,22 @@ def _section(title: str, body: str, cls: str) -> str:
     return f'<div class="{cls}"><h4>{html.escape(title)}</h4>{body}</div>'
 
 
+BRIEFING_CUT_NOTE = (
+    "This briefing is shortened exactly as the model in this seat gets it: the session runs under the "
+    "compact observation profile (made for the embedded model's small context), which caps every "
+    "briefing. A person in a seat sees what the model it replaces would see, so the two compare like "
+    "for like; a session with a capable model (the full profile) shows the whole text.")
+"""Said under a briefing the session's profile shortened (docs/seats.md: the decision)."""
+_CLIPPED = re.compile(r" \.\.\.\[\+\d+ chars\]$")
+"""The mark `views.clip` ends a text with when the profile's character cap cut it."""
+
+
+def _cut_note(briefing: str) -> str:
+    """The plain note for a shortened briefing (its own note, or the profile's clip mark); else ""."""
+    cut = SHORTENED_NOTE in briefing or bool(_CLIPPED.search(briefing))
+    return f'<p class="ck-cut"><i>{html.escape(BRIEFING_CUT_NOTE)}</i></p>' if cut else ""
+
+
 def observation_html(obs: Observation) -> str:
     """The persona's observation laid out for a person (see the module docstring)."""
     parts = [STYLE, '<div class="ck-seat">']
@@ -55,7 +72,8 @@ def observation_html(obs: Observation) -> str:
                  f"Round {obs.round}, {obs.actions_left} actions left for {html.escape(obs.budget_holder)}.</div>")
     if obs.query:
         parts.append(_section("Task", _pre(obs.query), "ck-task"))
-    parts.append(_section("Your private briefing", _pre(obs.briefing or "(none)"), "ck-briefing"))
+    parts.append(_section("Your private briefing", _pre(obs.briefing or "(none)") + _cut_note(obs.briefing),
+                          "ck-briefing"))
     if obs.memory is not None:
         title, _, body = obs.memory.partition("\n")
         parts.append(_section(title or "Team memory", _pre(body), "ck-memory"))

@@ -42,11 +42,12 @@ version 1."""
 CLOSING_PASS: Final = "closing_pass"
 """The engine's closing pass: its system event's action, and the args key marking its steps."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "provider_unavailable",
-                  "error"]
+                  "kernel_unavailable", "error"]
 """How a session ended; the one definition every layer imports."""
-INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "provider_error", "provider_unavailable"})
+INFRASTRUCTURE_ENDINGS: frozenset[str] = frozenset({"error", "provider_error", "provider_unavailable",
+                                                    "kernel_unavailable"})
 """Endings that say nothing about the team (a crash, a provider refusal, a provider out of
-reach past the retry bound): the runner's
+reach past the retry bound, a workspace kernel that would not start however often tried): the runner's
 `--retry-errors` reruns them and the score tables leave their metrics missing. A session
 that reaches its spending cap (`llm_budget`) is not one of them: how much a team spends is
 its own doing, so the cap's end is the team's outcome, scored from its editor like any other

@@ -13,7 +13,9 @@ provider's one-line error, instead of spending the action budget on failed steps
 `ProviderUnavailable` (no answer within the gateway's retry bound: connection refused or reset,
 DNS, TLS, read timeouts, 429/5xx) ends it with ended_by "provider_unavailable", its events so
 far kept (an outage, not the team's doing: the next batch reruns it, replaying what was paid
-from the response cache); any other exception is a bug, and still ends it with ended_by "error"
+from the response cache); a workspace kernel that would not start, retried once
+(`KernelUnavailable`), ends it with ended_by "kernel_unavailable" (the host's doing: rerun
+like an outage); any other exception is a bug, and still ends it with ended_by "error"
 and a `session_end` event carrying the exception, so a batch never loses a session silently.
 """
 
@@ -36,7 +38,7 @@ from colabkit.session.settings import ENGINE_RULES, SessionSpec
 from colabkit.session.totals import Totals, session_totals
 from colabkit.tasks import Task
 from colabkit.team import MemoryRecord
-from colabkit.workspace import IsolationReport, Workspace, WorkspaceSnapshot
+from colabkit.workspace import IsolationReport, KernelUnavailable, Workspace, WorkspaceSnapshot
 
 
 class SessionResult(BaseModel):
@@ -66,7 +68,7 @@ class SessionResult(BaseModel):
 
 async def run_session(
     spec: SessionSpec, task: Task, *, gateway: Gateway, sink: EventSink, workdir_root: Path | None = None,
-    seats: Mapping[str, Seat] | None = None, fork: ReplayHook | None = None,
+    seats: Mapping[str, Seat] | None = None, fork: ReplayHook | None = None, logs: Path | None = None,
 ) -> SessionResult:
     """Run `spec` on `task`, emitting every event to `sink`; return how it ended.
 
@@ -74,7 +76,8 @@ async def run_session(
     spec by `person.person_model`; every other participant is its model. Raises only for
     problems before anything can run (a task that does not match the spec, a person seat
     nobody holds, a workspace that cannot open: logged as a `session_end` error event
-    first); everything after that ends in a `SessionResult`.
+    first); everything after that ends in a `SessionResult`. `logs` is where the workspace
+    writes its kernel's log (`Workspace.open`; default its private folder).
     """
     if spec.task_id != task.id:
         raise ColabkitError(f"session spec is for task {spec.task_id!r} but task {task.id!r} was given")
@@ -87,7 +90,7 @@ async def run_session(
     try:
         # The kernel starts while the first model calls are asked (a cell waits for it).
         ws = await Workspace.open([d.path for d in task.datasets], root=workdir_root, limits=spec.settings.limits,
-                                  start_kernel="background")
+                                  start_kernel="background", logs=logs)
     except Exception as exc:
         log.emit(phase="task", round=0, participant=SYSTEM, action="session_end", status="error",
                  args={"ended_by": "error"}, result=f"workspace failed to open: {type(exc).__name__}: {exc}")
@@ -106,6 +109,8 @@ async def run_session(
             ended_by, detail, calls = "provider_unavailable", {"error": str(exc)}, tuple(exc.records)
         except ProviderError as exc:  # the failed call's records stay in the log: attempts are data
             ended_by, detail, calls = "provider_error", {"error": str(exc)}, tuple(exc.records)
+        except KernelUnavailable as exc:  # the host's doing, like an outage: rerun later, never an outcome
+            ended_by, detail = "kernel_unavailable", {"error": str(exc)}
         except Exception as exc:  # a bug: end the session closed and recorded, never silently
             ended_by = "error"
             detail = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}

@@ -24,6 +24,7 @@ from colabkit.store.atomic import (
 from colabkit.store.layout import (
     CACHE_DIR,
     EVENTS_FILE,
+    LOGS_DIR,
     PROMPTS_FILE,
     SESSION_FILE,
     SNAPSHOT_FILE,
@@ -39,6 +40,7 @@ from colabkit.store.sink import JsonlEventSink
 __all__ = [
     "CACHE_DIR",
     "EVENTS_FILE",
+    "LOGS_DIR",
     "PROMPTS_FILE",
     "RUN_OUTCOME_COLUMNS",
     "SESSION_FILE",

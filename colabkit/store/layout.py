@@ -6,6 +6,8 @@ Layout of a results folder `out/`::
     out/<session id>/snapshot.json   the workspace at the end
     out/<session id>/session.json    the SessionRecord, written last: its presence = finished
     out/<session id>/prompts.jsonl   the rendered prompts, only when asked for (`log_prompts`)
+    out/<session id>/logs/           kernel, workspace and host logs, kept only when the session
+                                     failed or its kernel needed a second start (`LOGS_DIR`)
     out/llm-cache/                   model answers, so a rerun replays instead of recomputing
     out/.work/                       private work area of running sessions (never data)
 
@@ -24,6 +26,7 @@ SNAPSHOT_FILE = "snapshot.json"
 PROMPTS_FILE = "prompts.jsonl"
 CACHE_DIR = "llm-cache"
 WORK_DIR = ".work"
+LOGS_DIR = "logs"
 
 
 def session_dir(spec: SessionSpec, out: Path | str) -> Path:

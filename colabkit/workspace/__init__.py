@@ -11,12 +11,13 @@ from colabkit.workspace.quota import release_mounts
 from colabkit.workspace.workspace import (
                                           CellResult,
                                           FileRecord,
+                                          KernelUnavailable,
                                           Workspace,
                                           WorkspaceEvent,
                                           WorkspaceSnapshot,
 )
 
 __all__ = [
-    "CellResult", "Chat", "Editor", "EditorVersion", "FileRecord", "IsolationReport", "Limits",
+    "CellResult", "Chat", "Editor", "EditorVersion", "FileRecord", "IsolationReport", "KernelUnavailable", "Limits",
     "Message", "Workspace", "WorkspaceEvent", "WorkspaceSnapshot", "release_mounts",
 ]

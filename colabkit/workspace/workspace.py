@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Final, Literal
 
@@ -31,6 +31,18 @@ from colabkit.workspace.quota import POLL_S, DiskQuota
 from colabkit.workspace.warm import KernelStart
 
 SNAPSHOT_SCHEMA_VERSION: Final = 3
+KERNEL_LOG: Final = "kernel.log"
+KERNEL_START_ATTEMPTS: Final = 2
+"""How often a workspace tries to start its kernel before it gives up (`KernelUnavailable`).
+A start that fails once (a warm fork and its cold fallback under a loaded machine) is an
+accident of the host, not of the session: the second try usually starts it."""
+KERNEL_RETRY_PAUSE_S: Final = 1.0
+"""The pause before the second try: a failure that was the host's moment may pass."""
+
+
+class KernelUnavailable(ColabkitError):
+    """The workspace could not start its kernel (or fill its folder) after every attempt:
+    infrastructure, never the team's doing (the session ends "kernel_unavailable", rerun)."""
 
 
 class CellResult(BaseModel):
@@ -93,7 +105,7 @@ class Workspace:
 
     def __init__(self, *, base: Path, owns_base: bool, layout: Layout, data_files: tuple[str, ...],
                  limits: Limits, sandbox: Sandbox, notes: tuple[str, ...],
-                 clock: Callable[[], float], kernel_start: KernelStart = "auto"):
+                 clock: Callable[[], float], kernel_start: KernelStart = "auto", logs: Path | None = None):
         self._base, self._owns_base, self._layout = base, owns_base, layout
         self._quota: DiskQuota | None = None  # `_fill` makes it: at open, or first in the background start
         self._notes = notes
@@ -108,7 +120,7 @@ class Workspace:
         self.editor = Editor(clock)
         self.cells: list[CellResult] = []
         self.events: list[WorkspaceEvent] = []
-        self._kernel = SandboxedKernel(sandbox, layout, limits, base / "kernel.log", kernel_start)
+        self._kernel = SandboxedKernel(sandbox, layout, limits, (logs or base) / KERNEL_LOG, kernel_start)
         self._lock = asyncio.Lock()
         self._closed = False
         self._final_files: tuple[tuple[FileRecord, ...], int] | None = None
@@ -119,7 +131,7 @@ class Workspace:
     async def open(cls, data_files: Sequence[Path], *, root: Path | None = None,
                    limits: Limits = Limits(), isolation: IsolationChoice = "auto",
                    clock: Callable[[], float] = time.time, start_kernel: Literal["now", "background"] = "now",
-                   kernel_start: KernelStart | None = None) -> Workspace:
+                   kernel_start: KernelStart | None = None, logs: Path | None = None) -> Workspace:
         """Copy the files read-only into a private folder and start the sandboxed kernel.
 
         With `start_kernel="background"` only the sandbox and the folders are made before it
@@ -135,6 +147,11 @@ class Workspace:
         starts it cold otherwise; warm refuses a cold start; cold never uses the template.
         The isolation report records which it was, and why a kernel that could not be warm
         started cold. Nothing else about the session depends on it.
+
+        `logs`: the folder the kernel's log (`KERNEL_LOG`: its start-up output, every start
+        attempt appended) is written to, made at open; default the workspace's private
+        folder, removed with it. A runner passes the session's own folder, so a failed
+        start's log outlives the workspace where its error message says it is.
         """
         start_mode = warm.mode(kernel_start)
         sources = check_sources(data_files)
@@ -143,9 +160,11 @@ class Workspace:
         # at once keeps its event loop, and the model requests waiting on it, moving.
         sandbox, notes, base, layout = await blocking(
             lay_out, root, isolation, start_mode != "cold", undo=lambda made: discard(*made[2:]))
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
         ws = cls(base=base, owns_base=root is None, layout=layout,
                  data_files=tuple(p.name for p in sources), limits=limits, sandbox=sandbox,
-                 notes=notes, clock=clock, kernel_start=start_mode)
+                 notes=notes, clock=clock, kernel_start=start_mode, logs=logs)
         if start_kernel == "background":
             ws._starting = asyncio.create_task(ws._fill_and_start(sources))
             return ws
@@ -176,6 +195,26 @@ class Workspace:
         await self._start_kernel()
 
     async def _start_kernel(self) -> None:
+        await self._in_attempts(self._start_kernel_once)
+
+    async def _in_attempts(self, start: Callable[[], Awaitable[None]]) -> None:
+        """Start (or restart) the kernel, trying again after a failed start up to
+        `KERNEL_START_ATTEMPTS` in all; each failure but the last is a `kernel_start_retry`
+        event, the last raises `KernelUnavailable` naming the kernel's log (every attempt
+        appends to it)."""
+        for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+            try:
+                await start()
+                return
+            except Exception as exc:  # whatever stopped it: the attempt is the host's, not the session's
+                reason = f"{type(exc).__name__}: {exc}"
+                if attempt == KERNEL_START_ATTEMPTS:
+                    raise KernelUnavailable(f"the workspace kernel did not start in {attempt} attempts; the last: "
+                                            f"{reason} (its log: {self._kernel.log_path})") from exc
+                self._event("kernel_start_retry", None, f"attempt {attempt} failed: {reason}")
+                await asyncio.sleep(KERNEL_RETRY_PAUSE_S)
+
+    async def _start_kernel_once(self) -> None:
         # at most one cold start per core, four warm ones; the waiting first (`slots`)
         async with slots.start_slot(self._kernel.expected_start(), ticket=self, hurried=self._needed):
             started = time.monotonic()
@@ -194,8 +233,10 @@ class Workspace:
             slots.hurry(self)
         try:
             await self._starting
-        except Exception as exc:
-            raise ColabkitError(f"the workspace kernel failed to start: {type(exc).__name__}: {exc}") from exc
+        except KernelUnavailable:
+            raise
+        except Exception as exc:  # the folder could not be filled: the host's doing too
+            raise KernelUnavailable(f"the workspace kernel failed to start: {type(exc).__name__}: {exc}") from exc
 
     async def __aenter__(self) -> Workspace:
         return self
@@ -274,7 +315,7 @@ class Workspace:
 
     async def _recover(self, index: int, reason: str) -> int:
         """Restart the kernel and silently re-run earlier successful cells; return how many."""
-        await self._kernel.restart()
+        await self._in_attempts(self._kernel.restart)
         self._event("restarted", index, reason)
         replayed = 0
         for cell in self.cells:
@@ -287,7 +328,7 @@ class Workspace:
                 continue
             self._event("replay_failed", cell.index, outcome.detail or outcome.status)
             if outcome.status == "died" or (outcome.status == "timeout" and not outcome.interrupted):
-                await self._kernel.restart()
+                await self._in_attempts(self._kernel.restart)
                 self._event("restarted", index, "replay broke the kernel; its state is empty")
                 return 0
         self._event("replayed", index, f"{replayed} cell(s)")
