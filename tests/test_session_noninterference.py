@@ -178,3 +178,31 @@ def test_nothing_proposed_after_a_finish_lands_once_it_takes_effect(tmp_path):
             assert "H-AFTER" not in [v.text for v in result.snapshot.editor_versions], name
         assert ends["preassigned-r"] == ends["default-r"] == ("finish", "H-BEFORE"), closing_only
 
+
+
+def test_one_rule_keeps_machinery_out_of_initiative_work_and_the_tasks_steps():
+    """`Event.kind` sorts every event once; initiative, work and the totals all read it: an effect
+    applied in the closing pass is work, every decision and the build are nobody's step."""
+    from helpers.trajectories import Trajectory
+
+    from colabkit.evaluation.metrics.work import work
+    from colabkit.session.events import CLOSING_PASS
+    from colabkit.session.totals import session_totals
+
+    t = Trajectory(("ai", "R"))
+    start, build = t.start(), t.build_step("R")
+    cell = t.run("ai", "x = 1")
+    early = t.request("ai", "edit_result", "R", text="H0")
+    decision = t.decide("R", early, approve=True)
+    late = t.request("ai", "edit_result", "R", text="H1")
+    closing = t.decide("R", late, approve=True, closing=True)
+    applied = t.events[-1].model_copy(update={"args": {**t.events[-1].args, CLOSING_PASS: True}})  # as the engine marks it
+    t.events[-1] = applied
+    end = t.end()
+    kinds = {e.seq: e.kind for e in t.events}
+    assert [kinds[e.seq] for e in (start, build, cell, decision, closing, applied, end)] == [
+        "system", "machinery", "step", "machinery", "machinery", "effect", "system"]
+    assert initiated_events(t.events) == {"ai": 3}  # the cell and two proposals; no decision
+    assert work(t.events, t.team).by_member == {"ai": 3, "R": 0}  # the cell and both edits took effect
+    totals = session_totals(t.events, SessionSettings(), {"ai": "ai", "R": "human"}, rounds=1)
+    assert (totals.ai_actions, totals.human_actions, totals.decisions, totals.closing_decisions) == (3, 0, 1, 1)

@@ -142,10 +142,10 @@ class Event(BaseModel):
             return "machinery"
         if self.participant == SYSTEM:
             return "machinery" if self.action in MACHINERY_SYSTEM_ACTIONS else "system"
+        if self.proposer is not None and self.participant == self.proposer:
+            return "effect"  # in the task or the closing pass: the workspace changed either way
         if self.args.get(CLOSING_PASS) or self.action in DECISION_ACTIONS:
             return "machinery"
-        if self.proposer is not None and self.participant == self.proposer:
-            return "effect"
         return "step"
 
     @property
@@ -156,6 +156,12 @@ class Event(BaseModel):
     @property
     def event_id(self) -> str:
         return f"{self.session_id}-{self.seq:05d}"
+
+
+def is_decision(event: Event) -> bool:
+    """Whether `event` is an approve/reject on a request: machinery (`Event.kind`), counted only by
+    the metrics that say they count decisions (`h_init_events_all`, `a_profile_with_decisions`)."""
+    return event.kind == "machinery" and event.action in DECISION_ACTIONS
 
 
 class EventSink(Protocol):

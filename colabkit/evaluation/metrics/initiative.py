@@ -60,7 +60,7 @@ from colabkit.evaluation.metrics.process import (
 )
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
-from colabkit.session.events import DECISION_ACTIONS, Event
+from colabkit.session.events import Event, is_decision
 from colabkit.team import AI_ID
 
 METRIC = "initiative"
@@ -256,7 +256,7 @@ def initiated_events(events: Sequence[Event], *, decisions: bool = False) -> Cou
     rejections (machinery: in the task and the closing pass)."""
     return Counter(e.participant for e in events
                    if e.phase == "task" and e.action not in _NOT_INITIATED and e.status != "failed_step"
-                   and (e.kind == "step" or (decisions and e.kind == "machinery" and e.action in DECISION_ACTIONS)))
+                   and (e.kind == "step" or (decisions and is_decision(e))))
 
 
 @register_scorer
