@@ -21,6 +21,13 @@ takes effect after them: the editor is read once the pass is over. Only a signat
 answers keep failing leaves a request open; it expires (`request_expired`, counted by action
 in `Totals`, and the `session_end` event says how many).
 
+Noninterference by construction (issue 42; docs/fidelity.md): what a structure does not declare
+is computed without it. Every event has a kind (`Event.kind`): a member's step, an approved
+action's effect, machinery (the build, decisions, the closing pass) or the system's; machinery
+spends no human's step, is charged apart from the task's cap (`spend`), and is kept out of
+initiative and work. An approved action waits only on the earlier requests it depends on
+(`Gatekeeper.waits_on`); once a finish takes effect, what was proposed after it is void.
+
 Forks (`colabkit.session.fork`): with `fork=ForkReplay(...)` the same engine replays a
 stored session's first N events and continues from there with one change. The hook is
 called at three points only (a turn's start, the model answer of a turn, a cell's result)
@@ -31,10 +38,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from colabkit.llm import Budget, CallRecord, Gateway
+from colabkit.llm import CallRecord, Gateway
 from colabkit.session.actions import (
     DECISIONS,
     Action,
@@ -62,6 +69,7 @@ from colabkit.session.scheduler import Scheduler, closing_order, round_order
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import Answer, step_messages, step_schema
 from colabkit.session.settings import SessionSpec
+from colabkit.session.spend import Spend
 from colabkit.session.structure.base import Board
 from colabkit.session.structure.gating import Gatekeeper, Request
 from colabkit.session.structure.registry import composition
@@ -100,7 +108,7 @@ class _Session:
         self.closing = False  # in the closing pass (`closing_pass`)
         self.editor_seq = -1  # the log position at which the edit now in the editor was proposed
         self.finished = False  # a finish has taken effect: the session ends "finish" (`closing_pass`)
-        self.machinery_budget: Budget | None = None  # what machinery spent (`charge`), apart from the task's cap
+        self.spend = Spend(gateway)  # the task's cap, the machinery's account, the build's budget
 
     async def play(self) -> EndedBy:
         """The structures' build phase (if any), then task rounds until an end."""
@@ -120,17 +128,9 @@ class _Session:
         return await self.rounds()
 
     async def build(self) -> None:
-        """The structures' build phase, charged to its own declared budget (`BuildBudget`), never
-        to the task's cap: machinery (`Event.kind`); it shares only the task cap's parent."""
-        declared = self.spec.settings.build_budget
-        task_budget = self.gateway.budget
-        parent = task_budget.parent if task_budget is not None else None
-        self.gateway.budget = Budget(max_tokens=declared.max_tokens, max_cost=declared.max_cost, parent=parent) \
-            if declared is not None else (Budget(parent=parent) if task_budget is not None else None)
-        try:
+        """The structures' build phase, on its own declared budget, never the task's cap (`spend`)."""
+        with self.spend.build(self.spec.settings.build_budget):
             await self.structure.build(self)
-        finally:
-            self.gateway.budget = task_budget
 
     async def rounds(self) -> EndedBy:
         """Task rounds until an end (after `start_task`); under the AI's clock its budget ends the
@@ -156,18 +156,6 @@ class _Session:
         (with a placeholder build) to show what each participant is given.
         """
         self.structure.start(self)
-
-    def charge(self, calls: Sequence[CallRecord], *, machinery: bool) -> None:
-        """Charge a turn's calls to the task's cap, or (machinery: a decision, the closing pass) to
-        the machinery's account, which shares only the task cap's parent (an experiment's cap):
-        the one rule (`Event.kind`) that keeps machinery out of the task's spend."""
-        account = self.gateway.budget
-        if account is None:
-            return
-        if machinery:
-            account = self.machinery_budget = self.machinery_budget or Budget(parent=account.parent)
-        for call in calls:
-            account.charge(call)
 
     def has_requests(self, pid: str) -> bool:
         """Whether a held request or a structure's own request waits for `pid`'s decision."""
@@ -255,18 +243,13 @@ class _Session:
         if override is not None:  # a fork's changed step at its fork point
             reply: SeatAnswer[StepSchema] = SeatAnswer(Answer(override, ()))
         else:  # a person's seat answers the same question, shown the same observation (`seats`)
-            task_budget, self.gateway.budget = self.gateway.budget, None  # charged below, by the step's kind
-            try:
-                if task_budget is not None and not self.closing:
-                    task_budget.check()  # the task's cap binds before a turn, as the gateway's would
+            with self.spend.turn(closing=self.closing):  # charged once the step's kind is known
                 reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid),
                                                                         messages, schema, self.spec.seed, self.team,
                                                                         observation))
-            finally:
-                self.gateway.budget = task_budget
             value = reply.answer.value
-            self.charge(reply.answer.records,
-                        machinery=self.closing or (value is not None and value.action in DECISION_ACTIONS))
+            self.spend.charge(reply.answer.records,
+                              machinery=self.closing or (value is not None and value.action in DECISION_ACTIONS))
         step, person = reply.answer.value, ({"person": reply.person} if reply.person is not None else {})
         if step is None:
             self.emit(pid, INVALID_OUTPUT, "failed_step", result=reply.answer.error or "",
@@ -290,7 +273,7 @@ class _Session:
         waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
         self.emit(SYSTEM, CLOSING_PASS, "info", args={"ended_by": ended_by, "signatories": waiting, "open": bound},
                   result=f"closing pass before the {ended_by} end: {', '.join(waiting)} decide {bound} open requests")
-        self.closing = True  # its steps are machinery: past the task's cap, charged apart (`ask`)
+        self.closing = True  # its steps are machinery: past the task's cap, charged apart (`spend`)
         try:
             for _ in range(bound):
                 waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
