@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from colabkit.session.actions import Action, InvalidAction
+from colabkit.session.rules import GATE_COST
 from colabkit.team import GateRule, GateTable, MemoryRecord, VariantConfig
 
 GATE_RULES_TITLE = "Gate rules"
@@ -61,7 +62,7 @@ def gate_rules_text(table: GateTable | None, source: str, participant: str) -> s
     """
     if table is None or source not in SET_BY:
         return None
-    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO}"]
+    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO} {GATE_COST}"]
     lines += [f"- {rule.describe()}" for rule in table.rules] or ["- none: every action takes effect at once"]
     held = [rule.action for rule in table.rules if rule.signatory == participant]
     if held:
