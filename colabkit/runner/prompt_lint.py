@@ -124,6 +124,7 @@ def _cells(session: _Session, code: Sequence[tuple[str, str]]) -> None:
     for author, source in code:
         ws.cells.append(CellResult(index=len(ws.cells), author=author, code=source, status="ok", output=_LONG,
                                    error=None, images=(), truncated=False, restarted=False, duration_s=0.1))
+        session.emit(author, "execute_code", "ok", args={"code": source}, cell_index=len(ws.cells) - 1)
 
 
 def _script(session: _Session) -> None:

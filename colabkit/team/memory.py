@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from colabkit.hashing import sha256_hex
+from colabkit.team.datachange import DATA_CHANGING_RULE
 from colabkit.team.gates import GATEABLE_ACTIONS, NOTE_MAX_CHARS, GateRule, GateScope, GateTable
 from colabkit.team.personas import Persona
 from colabkit.team.textfit import fit_all
@@ -274,7 +275,7 @@ def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLO
             f"{GATES_LINE} which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
             "signs each, the scope (all, or data_changing: only execute_code that changes data) and an "
             "optional note for the signatory. A member's own actions are never held by its own gate; "
-            "unlisted actions stay ungated." + (f" {gate_cost}" if gate_cost else "")
+            f"unlisted actions stay ungated. {DATA_CHANGING_RULE}" + (f" {gate_cost}" if gate_cost else "")
         )
     lines.append(
         "Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "

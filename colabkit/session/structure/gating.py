@@ -32,7 +32,7 @@ from typing import Literal
 
 from colabkit.session.actions import Action, InvalidAction
 from colabkit.session.rules import GATE_COST
-from colabkit.team import GateRule, GateTable, MemoryRecord, VariantConfig
+from colabkit.team import DATA_CHANGING_RULE, GateRule, GateTable, MemoryRecord, VariantConfig
 
 GATE_RULES_TITLE = "Gate rules"
 SET_BY = {"self": "Set by: the team, agreed in the Shared Group Memory before the task.",
@@ -41,6 +41,8 @@ _GATE_RULE_INTRO = ("An action listed here takes effect only after its signatory
                     "held as a request. Nobody's own action is held by a gate they sign. Other actions take "
                     "effect at once.")
 
+EXISTING_NAMES_SHOWN = 40
+"""At most this many existing names are listed in the gate rules (the rest are counted)."""
 RequestStatus = Literal["pending", "approved", "rejected", "expired"]
 
 
@@ -53,17 +55,24 @@ def gate_table(variant: VariantConfig, memory: MemoryRecord | None) -> GateTable
     return None
 
 
-def gate_rules_text(table: GateTable | None, source: str, participant: str) -> str | None:
+def gate_rules_text(table: GateTable | None, source: str, participant: str,
+                    existing: Sequence[str] = ()) -> str | None:
     """The gate-rules section `participant` sees, or None when the variant gates nothing.
 
     `source` is the variant's `gate_source` ("self" or "preassigned"); it only picks the
-    "Set by" line. The rules are listed as `GateRule.describe` writes them, then the gates
-    `participant` signs, if any.
+    "Set by" line. The rules are listed as `GateRule.describe` writes them, then, where a rule
+    holds data-changing code only, what that means (`DATA_CHANGING_RULE`) and the names that
+    exist now (`existing`, the engine's own list), so a member can tell before proposing a cell
+    whether it will be held; then the gates `participant` signs, if any.
     """
     if table is None or source not in SET_BY:
         return None
     lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO} {GATE_COST}"]
     lines += [f"- {rule.describe()}" for rule in table.rules] or ["- none: every action takes effect at once"]
+    if any(rule.scope == "data_changing" for rule in table.rules):
+        names = ", ".join(existing[:EXISTING_NAMES_SHOWN]) + (
+            f" and {len(existing) - EXISTING_NAMES_SHOWN} more" if len(existing) > EXISTING_NAMES_SHOWN else "")
+        lines += [DATA_CHANGING_RULE, f"Names that exist now: {names or 'none yet'}."]
     held = [rule.action for rule in table.rules if rule.signatory == participant]
     if held:
         lines.append(f"You sign: {', '.join(held)} (by anyone else); approve or reject each such request.")
@@ -98,12 +107,13 @@ class Gatekeeper:
         self.team = tuple(team)
         self.requests: dict[str, Request] = {}
 
-    def rule_for(self, action: Action, proposer: str) -> GateRule | None:
-        """The rule holding this action, or None when it takes effect at once."""
+    def rule_for(self, action: Action, proposer: str, existing: Sequence[str] = ()) -> GateRule | None:
+        """The rule holding this action (with the names `existing` before it), or None when it
+        takes effect at once."""
         # Decisions and waits are never gated (GateRule refuses them), so no regress.
         if self.table is None or len(self.team) < 2:
             return None
-        return self.table.rule_for(action.type, proposer, content=action.payload)
+        return self.table.rule_for(action.type, proposer, content=action.payload, existing=existing)
 
     def open(self, action: Action, proposer: str, rule: GateRule, round: int) -> Request:
         """Hold `action` as a new pending request routed to the rule's signatory."""
