@@ -25,6 +25,8 @@ valid now). Sessions recorded under the earlier rules (1) keep their identities 
 reused, resumed or rerun as sessions of these."""
 Side = Literal["ai", "human"]  # a persona's role is its side
 Termination = Literal["ai_budget", "either_side", "all_sides"]
+MemoryProposals = Literal["sequential", "independent"]
+"""How the memory build's proposals are written (see `SessionSettings.memory_proposals`)."""
 """When spent budgets end a session (see `SessionSettings.termination`)."""
 END_RULES: dict[str, str] = {
     "ai_budget": "The session ends when the AI agent (ai) has taken all its steps (every turn of the AI agent is "
@@ -67,7 +69,11 @@ class SessionSettings(BaseModel):
     `idle_rounds` is K in "everyone waited or had nothing new for K consecutive rounds" and
     `max_rounds` a cap on rounds, both under the Co-Gym rules only.
     `context_window` overrides the models' window (tokens) the observation profile is
-    derived from.
+    derived from. `memory_proposals` is how the Shared Group Memory's proposals are written:
+    "sequential" (the default: each member sees the proposals made before it, in a seed-drawn
+    order) or "independent" (nobody sees another's proposal; the consolidation sees them all);
+    docs/fidelity.md gives the reason for the default. It is in the identity when it is not
+    the default.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -80,6 +86,8 @@ class SessionSettings(BaseModel):
     max_rounds: int = Field(default=60, ge=1)
     context_window: int | None = Field(default=None, ge=1)
     limits: Limits = Limits()
+    # Left out of the identity at its default, so sessions stored before it existed keep theirs.
+    memory_proposals: MemoryProposals = Field(default="sequential", exclude_if=lambda value: value == "sequential")
 
     def budget_for(self, side: Side) -> int:
         """The task-phase steps `side` ("ai" or "human") may take: under "ai_budget" each human's

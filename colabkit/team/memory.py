@@ -249,11 +249,12 @@ LIVING_RULE = ("Then the memory is in force for the task; during it any member m
 
 
 def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLOT_MAX_CHARS, *,
-                living: bool = False, budgets: str = "", gate_cost: str = "") -> str:
+                living: bool = False, budgets: str = "", gate_cost: str = "", independent: bool = False) -> str:
     """What the build is, the same text for every member at every stage of it.
 
     `living` (the Dynamic variants) changes only the last sentence: the memory stays in force
     but members may propose updates during the task, applied when every other member approves.
+    `independent` says that nobody sees another's proposal (`SessionSettings.memory_proposals`).
 
     Every call of the build shows this before what its stage adds, and the stage's own
     request (`build_request`) comes last, so a member's later call repeats its earlier
@@ -278,7 +279,9 @@ def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLO
             f"unlisted actions stay ungated. {DATA_CHANGING_RULE}" + (f" {gate_cost}" if gate_cost else "")
         )
     lines.append(
-        "Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "
+        "Steps: every member proposes " + ("(nobody sees another's proposal); " if independent else
+                                          "(each seeing the proposals made before it); ")
+        + "the AI agent merges the proposals into one draft; every simulated human "
         "accepts the draft or names one amendment; the AI agent applies the amendments once. "
         + (LIVING_RULE if living else "Then the memory is frozen for the whole task.")
     )
