@@ -418,7 +418,7 @@ def test_the_signatory_reads_the_teams_whole_note_and_the_proposer_the_reason_as
     rule = GateRule(action="execute_code", signatory="D", scope="data_changing", note=note)
     gates = Gatekeeper(GateTable(rules=(rule,)), TEAM)
     action = to_action(step("execute_code", "df = df.dropna()"), "ai", TEAM)
-    request = gates.open(action, "ai", gates.rule_for(action, "ai"), round=1)
+    request = gates.open(action, "ai", gates.rule_for(action, "ai", existing=("df",)), round=1)
     assert f"(rule: data-changing code only; note: {note})" in observe("D", gatekeeper=gates).render()
     reason = "the rows dropped here are the 1950s samples we need; " * 6  # ~320 characters
     gates.decide(request.request_id, "D", "rejected", reason)

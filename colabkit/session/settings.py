@@ -29,6 +29,8 @@ budget). Sessions recorded under earlier rules keep their identities and are nev
 resumed or rerun as sessions of these."""
 Side = Literal["ai", "human"]  # a persona's role is its side
 Termination = Literal["ai_budget", "either_side", "all_sides"]
+MemoryProposals = Literal["sequential", "independent"]
+"""How the memory build's proposals are written (see `SessionSettings.memory_proposals`)."""
 """When spent budgets end a session (see `SessionSettings.termination`)."""
 END_RULES: dict[str, str] = {
     "ai_budget": "The session ends when the AI agent (ai) has taken all its steps (every turn of the AI agent is "
@@ -88,6 +90,11 @@ class SessionSettings(BaseModel):
     `context_window` overrides the models' window (tokens) the observation profile is
     derived from. `build_budget` is the build phase's own cap: a build is never charged to
     the task's cap (the session's spending cap, set by the runner).
+    `memory_proposals` is how the Shared Group Memory's proposals are written:
+    "sequential" (the default: each member sees the proposals made before it, in a seed-drawn
+    order) or "independent" (nobody sees another's proposal; the consolidation sees them all);
+    docs/fidelity.md gives the reason for the default. It is in the identity when it is not
+    the default.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -103,6 +110,8 @@ class SessionSettings(BaseModel):
     build_budget: BuildBudget | None = Field(default=None, exclude_if=lambda budget: budget is None)
     """The build phase's own declared cap (`BuildBudget`); None: none of its own. Left out of the
     dump (and so of every identity) while None, so sessions without it keep their identities."""
+    # Left out of the identity at its default, so sessions stored before it existed keep theirs.
+    memory_proposals: MemoryProposals = Field(default="sequential", exclude_if=lambda value: value == "sequential")
 
     def budget_for(self, side: Side) -> int:
         """The task-phase steps `side` ("ai" or "human") may take: under "ai_budget" each human's

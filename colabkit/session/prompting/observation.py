@@ -26,7 +26,9 @@ in `views.py`.
 The order serves prefix caching (a provider's, or the embedded model's per-caller
 context): a step's prompt should equal the participant's previous prompt plus what
 happened since, so only the new part is billed and prefilled at full price. The stable
-parts (briefing, memory, team, the valid actions) come first, then the timeline, which
+parts (briefing, memory, team, the valid actions: exactly the answer schema's actions, so
+they change only when a request opens or closes for the participant or its budget is spent)
+come first, then the timeline, which
 grows by appending: code cells and chat messages in the order they happened. Under "full"
 (`ObservationProfile.timeline`) the timeline also holds the participant's activity list and
 its own thoughts (each where it was formed, before the cell or message it led to), the most
@@ -122,7 +124,7 @@ class Observation(BaseModel):
     timeline: bool  # the full profile's layout (`ObservationProfile.timeline`)
     feedback: str
     valid_actions: tuple[str, ...]
-    standing_actions: tuple[str, ...]  # what it may do while its side has budget (the timeline layout lists these)
+    standing_actions: tuple[str, ...]  # what it may do while its side has budget (a person's form reads these)
     updates_for_me: tuple[str, ...] = ()  # a living memory's open updates awaiting this participant's answer
     my_updates: tuple[str, ...] = ()  # the updates it proposed, with their fate
 
@@ -142,12 +144,9 @@ class Observation(BaseModel):
         members = ", ".join(f"{pid} ({name})" for pid, name in zip(self.team, self.names))
         parts.append(f"# Team\nYou are {self.participant}. Team: {members}."
                      + (f"\n{self.end_rule}" if self.end_rule else ""))
-        # Before what grows, so the same every step; approve/reject (valid only while a request
-        # is addressed to you) are explained with the requests, near the end.
-        decisions = [a for a in self.valid_actions if a in _DECISIONS]
-        # The timeline layout lists the same actions all session; a spent budget is said at the end.
-        listed = self.standing_actions if self.timeline else [a for a in self.valid_actions if a not in _DECISIONS]
-        help_lines = action_help(listed, self.participant, self.team, self.open_ids)
+        # Exactly the actions the answer's schema offers (its enum), approve/reject included while
+        # a request is open for you: one list, so the text and the grammar cannot disagree.
+        help_lines = action_help(self.valid_actions, self.participant, self.team, self.open_ids)
         reply = "Reply with JSON: thought, action, content, to (one of the valid actions above)."
         # In the timeline layout the reply format, the same every step, is said here, so the
         # prompt ends on what changes: round and budget.
@@ -166,9 +165,7 @@ class Observation(BaseModel):
             rest = (f"\n({self.other_requests_for_me} older requests for you not shown; they come next)"
                     if self.other_requests_for_me else "")
             parts.append("# Approval requests for you (newest first; approve or reject each)\n"
-                         + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest
-                         + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team,
-                                                                           self.open_ids)))
+                         + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest)
         if self.my_requests:  # structure bookkeeping: never an entry of the common timeline
             parts.append("# Your requests\n" + "\n".join(request_line(r) for r in self.my_requests))
         if self.updates_for_me:

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from colabkit.session.actions import Action, InvalidAction
-from colabkit.team import GateRule, GateTable, MemoryRecord, VariantConfig
+from colabkit.session.rules import GATE_COST
+from colabkit.team import DATA_CHANGING_RULE, GateRule, GateTable, MemoryRecord, VariantConfig
 
 GATE_RULES_TITLE = "Gate rules"
 BOOKKEEPING_TITLE = "Requests and decisions"
@@ -54,6 +55,8 @@ _GATE_RULE_INTRO = ("An action listed here takes effect only after its signatory
 _ORDERED = ("execute_code", "edit_result")
 """Held actions whose effects build on the earlier ones of their kind: cells read the kernel state
 earlier cells leave; an edit replaces the editor an earlier edit wrote."""
+EXISTING_NAMES_SHOWN = 40
+"""At most this many existing names are listed in the gate rules (the rest are counted)."""
 RequestStatus = Literal["pending", "approved", "rejected", "expired", "voided"]
 
 
@@ -66,17 +69,24 @@ def gate_table(variant: VariantConfig, memory: MemoryRecord | None) -> GateTable
     return None
 
 
-def gate_rules_text(table: GateTable | None, source: str, participant: str) -> str | None:
+def gate_rules_text(table: GateTable | None, source: str, participant: str,
+                    existing: Sequence[str] = ()) -> str | None:
     """The gate-rules section `participant` sees, or None when the variant gates nothing.
 
     `source` is the variant's `gate_source` ("self" or "preassigned"); it only picks the
-    "Set by" line. The rules are listed as `GateRule.describe` writes them, then the gates
-    `participant` signs, if any.
+    "Set by" line. The rules are listed as `GateRule.describe` writes them, then, where a rule
+    holds data-changing code only, what that means (`DATA_CHANGING_RULE`) and the names that
+    exist now (`existing`, the engine's own list), so a member can tell before proposing a cell
+    whether it will be held; then the gates `participant` signs, if any.
     """
     if table is None or source not in SET_BY:
         return None
-    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO}"]
+    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO} {GATE_COST}"]
     lines += [f"- {rule.describe()}" for rule in table.rules] or ["- none: every action takes effect at once"]
+    if any(rule.scope == "data_changing" for rule in table.rules):
+        names = ", ".join(existing[:EXISTING_NAMES_SHOWN]) + (
+            f" and {len(existing) - EXISTING_NAMES_SHOWN} more" if len(existing) > EXISTING_NAMES_SHOWN else "")
+        lines += [DATA_CHANGING_RULE, f"Names that exist now: {names or 'none yet'}."]
     held = [rule.action for rule in table.rules if rule.signatory == participant]
     if held:
         lines.append(f"You sign: {', '.join(held)} (by anyone else); approve or reject each such request.")
@@ -112,12 +122,13 @@ class Gatekeeper:
         self.team = tuple(team)
         self.requests: dict[str, Request] = {}
 
-    def rule_for(self, action: Action, proposer: str) -> GateRule | None:
-        """The rule holding this action, or None when it takes effect at once."""
+    def rule_for(self, action: Action, proposer: str, existing: Sequence[str] = ()) -> GateRule | None:
+        """The rule holding this action (with the names `existing` before it), or None when it
+        takes effect at once."""
         # Decisions and waits are never gated (GateRule refuses them), so no regress.
         if self.table is None or len(self.team) < 2:
             return None
-        return self.table.rule_for(action.type, proposer, content=action.payload)
+        return self.table.rule_for(action.type, proposer, content=action.payload, existing=existing)
 
     def open(self, action: Action, proposer: str, rule: GateRule, round: int, seq: int = 0) -> Request:
         """Hold `action` as a new pending request routed to the rule's signatory."""
