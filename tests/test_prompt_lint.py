@@ -94,7 +94,7 @@ def test_an_unresolvable_id_is_found(gated):
     assert _found(_with_user(prompt, "# Result editor", "See req-99 and cell 40.\n\n# Result editor"), "ids") == [
         "req-99 is named but no such request exists", "cell 40 is named but the notebook has 2 cells"]
     schema = copy.deepcopy(prompt.schema)
-    schema["properties"]["to"]["enum"].append("req-1")  # req-1 is D's to sign, not R's
+    schema["properties"]["to"].setdefault("enum", []).append("req-1")  # req-1 is D's to sign, not R's
     assert _found(replace(prompt, schema=schema), "ids") == ["req-1 is on offer in `to` but not open for R"]
 
 
@@ -129,8 +129,8 @@ def test_the_co_gym_rules_are_stated_as_the_scheduler_counts_them():
     spec = build_spec(task.id, "default-dr", 0, settings=SessionSettings(termination="either_side",
                                                                           human_action_budget=12))
     prompts = {p.where: p for p in render_all(spec, task)}
-    assert "Steps shared by D and R: 12 for the task (every turn but a wait is one; a wait is free)." in \
+    assert "Steps shared by D and R: 12 for the task (every turn but a wait or a decision on a request is one; waits and decisions are free)." in \
         prompts["default-dr/D/step"].user
-    assert "Your steps: 30 for the task (every turn but a wait is one; a wait is free)." in \
+    assert "Your steps: 30 for the task (every turn but a wait or a decision on a request is one; waits and decisions are free)." in \
         prompts["default-dr/ai/step"].user
     assert lint(list(prompts.values())) == []

@@ -2,7 +2,7 @@
 
 Every sentence a prompt states about budgets and costs is written here from the engine's own
 objects, never typed twice: what a member's steps are and whether its wait spends one (the
-`Scheduler` of the session: `budget_for`, `holder`, `budgeted_wait`), and what a gated action
+`Scheduler` of the session: `budget_for`, `holder`, `clocked`), and what a gated action
 costs in turns (the same scheduler rules, for the build's gate choice and the task's gate
 rules). So the text and the behaviour cannot disagree, and `colabkit prompts lint` checks the
 numbers a prompt states against the scheduler it came from.
@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from colabkit.session.scheduler import Scheduler
 from colabkit.session.settings import SessionSettings, Side
 
-GATE_COST = ("A held action costs its proposer the step that proposes it and its signatory the step that decides "
-             "it; it takes effect only when approved, at the signatory's next turn (the turn order is drawn afresh "
+GATE_COST = ("A held action costs its proposer the step that proposes it; deciding it costs its signatory no "
+             "step (but every turn of the AI agent is a step of its budget); it takes effect only when approved, at the signatory's next turn (the turn order is drawn afresh "
              "every round, so that may be the next round: one more step of the AI agent's).")
 """What a gate costs in turns, as `Scheduler` and the engine's held requests make it (a decision
 is its signatory's step, `Scheduler.record_step`; a request is decided when its signatory is
@@ -34,7 +34,9 @@ def _members(pids: Sequence[str]) -> str:
 
 
 def _wait_clause(sched: Scheduler, pid: str) -> str:
-    return "every turn is one, a wait included" if sched.budgeted_wait(pid) else "every turn but a wait is one; a wait is free"
+    if sched.clocked(pid):
+        return "every turn is one, a wait or a decision on a request included"
+    return "every turn but a wait or a decision on a request is one; waits and decisions are free"
 
 
 def budget_line(sched: Scheduler, pid: str) -> str:
