@@ -23,7 +23,7 @@ from colabkit.session.structure.base import Context, Structure, View
 from colabkit.session.structure.build_phase import build_memory
 from colabkit.session.structure.gating import BOOKKEEPING_TITLE, GATE_RULES_TITLE, gate_rules_text
 from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
-from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS, GateRule, GateTable, names_defined
+from colabkit.team import GATEABLE_ACTIONS, GateRule, GateTable, names_defined
 
 MEMORY_TITLE = "Shared Group Memory"
 
