@@ -206,3 +206,16 @@ def test_one_rule_keeps_machinery_out_of_initiative_work_and_the_tasks_steps():
     assert work(t.events, t.team).by_member == {"ai": 3, "R": 0}  # the cell and both edits took effect
     totals = session_totals(t.events, SessionSettings(), {"ai": "ai", "R": "human"}, rounds=1)
     assert (totals.ai_actions, totals.human_actions, totals.decisions, totals.closing_decisions) == (3, 0, 1, 1)
+
+
+def test_the_build_phase_has_its_own_declared_budget_and_reaching_it_leaves_the_tasks_cap_untouched(tmp_path):
+    """A build budget of 1 token binds in the build: the session ends `llm_budget` there, before any
+    task step, and nothing is charged to the task's cap."""
+    from colabkit.session.settings import BuildBudget
+
+    task_cap = Budget(max_tokens=10**9)
+    result, events, _ = run(tmp_path, "memory-r", {}, budget=task_cap, action_budget=4,
+                            build_budget=BuildBudget(max_tokens=1))
+    assert result.ended_by == "llm_budget" and "token budget reached" in events[-1].result
+    assert not [e for e in events if e.phase == "task" and e.participant != "system"] and task_cap.spent_tokens == 0
+    assert result.spec.settings.build_budget == BuildBudget(max_tokens=1)  # declared, recorded with the session

@@ -46,6 +46,8 @@ GATE_RULES_TITLE = "Gate rules"
 BOOKKEEPING_TITLE = "Requests and decisions"
 """The section of a member's view listing requests and decisions (structure bookkeeping, issue
 42): after the common part, in a budget of its own (`prompting.observation`)."""
+HELD_SECTIONS = ("Approval requests for you", "Your requests", BOOKKEEPING_TITLE)
+"""The sections held requests bring to a member's view (a structure with `holds` declares them)."""
 SET_BY = {"self": "Set by: the team, agreed in the Shared Group Memory before the task.",
           "preassigned": "Set by: assigned to the team before the task."}
 _GATE_RULE_INTRO = ("An action listed here takes effect only after its signatory approves it; until then it is "

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from colabkit.session.actions import MEMORY_UPDATE, Action
 from colabkit.session.structure.base import Context, Structure, View
 from colabkit.session.structure.build_phase import build_memory
-from colabkit.session.structure.gating import BOOKKEEPING_TITLE, GATE_RULES_TITLE, gate_rules_text
+from colabkit.session.structure.gating import GATE_RULES_TITLE, HELD_SECTIONS, gate_rules_text
 from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
 from colabkit.team import GATEABLE_ACTIONS, GateRule, GateTable, names_defined
 
@@ -66,7 +66,7 @@ class _Gates(Structure):
     """A gate table in force: its section for every member, its rules holding actions."""
 
     source: ClassVar[str]
-    sections = (GATE_RULES_TITLE, "Approval requests for you", "Your requests", BOOKKEEPING_TITLE)
+    sections = (GATE_RULES_TITLE, *HELD_SECTIONS)
     holds = GATEABLE_ACTIONS
 
     def view(self, ctx: Context, pid: str) -> View:
