@@ -25,6 +25,8 @@ valid now). Sessions recorded under the earlier rules (1) keep their identities 
 reused, resumed or rerun as sessions of these."""
 Side = Literal["ai", "human"]  # a persona's role is its side
 Termination = Literal["ai_budget", "either_side", "all_sides"]
+GateLatency = Literal["in_turn", "at_once"]
+"""When a signatory is asked to decide a request addressed to it (`SessionSettings.gate_latency`)."""
 MemoryProposals = Literal["sequential", "independent"]
 """How the memory build's proposals are written (see `SessionSettings.memory_proposals`)."""
 """When spent budgets end a session (see `SessionSettings.termination`)."""
@@ -72,8 +74,11 @@ class SessionSettings(BaseModel):
     derived from. `memory_proposals` is how the Shared Group Memory's proposals are written:
     "sequential" (the default: each member sees the proposals made before it, in a seed-drawn
     order) or "independent" (nobody sees another's proposal; the consolidation sees them all);
-    docs/fidelity.md gives the reason for the default. It is in the identity when it is not
-    the default.
+    docs/fidelity.md gives the reason for the default. `gate_latency` is when a signatory
+    decides a request addressed to it: "in_turn" (the default) at its next turn of the round
+    order, as one of its steps; "at_once" right after the proposal, in a decision step that is
+    machinery (off its budget; it may wait and decide in turn instead). Both are in the
+    identity when they are not the default.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,6 +93,7 @@ class SessionSettings(BaseModel):
     limits: Limits = Limits()
     # Left out of the identity at its default, so sessions stored before it existed keep theirs.
     memory_proposals: MemoryProposals = Field(default="sequential", exclude_if=lambda value: value == "sequential")
+    gate_latency: GateLatency = Field(default="in_turn", exclude_if=lambda value: value == "in_turn")
 
     def budget_for(self, side: Side) -> int:
         """The task-phase steps `side` ("ai" or "human") may take: under "ai_budget" each human's

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from colabkit.session.actions import MEMORY_UPDATE
-from colabkit.session.events import CLOSING_PASS, SYSTEM, Event
+from colabkit.session.events import AT_ONCE, CLOSING_PASS, SYSTEM, Event
 from colabkit.session.settings import SessionSettings, Side
 
 
@@ -122,7 +122,9 @@ def session_totals(
     # Every participant event is a step of its own, except an approved action taking effect
     # as its proposer's (participant == proposer): that step was the signatory's decision.
     # Closing-pass steps are off budget (`CLOSING_PASS`), so they are counted on their own.
-    steps = [e for e in task if e.participant != SYSTEM and e.participant != e.proposer and not closing_step(e)]
+    # Decision steps at once (`AT_ONCE`, `gate_latency: at_once`) are machinery too: off budget.
+    steps = [e for e in task if e.participant != SYSTEM and e.participant != e.proposer and not closing_step(e)
+             and not e.args.get(AT_ONCE)]
     acted = [e for e in steps if e.action != "wait"]
     expired = [e for e in task if e.action == "request_expired"]
 

@@ -91,6 +91,7 @@ class Observation(BaseModel):
     budget_holder: str
     ai_actions_left: int | None = None  # the AI agent's steps left, shown to every other member (None: the AI itself)
     closing: bool = False  # the engine's closing pass: the session has ended, only open requests are decided
+    deciding: bool = False  # a decision step right after a proposal (`gate_latency: at_once`), off budget
     end_rule: str = ""  # when the session ends (`SessionSettings.end_rule`), the same text in every variant
     query: str  # "" when the briefing already states it
     briefing: str
@@ -175,6 +176,11 @@ class Observation(BaseModel):
                          "request is decided; then the result editor is submitted."
                          + ("" if self.timeline else f"\n{reply}"))
             return "\n\n".join(parts)
+        if self.deciding:
+            parts.append(f"# Now (round {self.round}: a decision step)\nA request for you was just proposed. This "
+                         "step is not one of your steps: approve or reject it now, or wait to decide it at your own "
+                         "turn." + ("" if self.timeline else f"\n{reply}"))
+            return "\n\n".join(parts)
         spent = self.timeline and not set(self.valid_actions) - set(_DECISIONS)
         ai_left = "" if self.ai_actions_left is None else f"; {self.ai_actions_left} for the AI agent (ai)"
         parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder}{ai_left})"
@@ -226,6 +232,7 @@ def build_observation(
     ai_actions_left: int | None = None,
     end_rule: str = "",
     closing: bool = False,
+    deciding: bool = False,
     briefing: str,
     workspace: Any,
     memory: str | None = None,
@@ -287,6 +294,7 @@ def build_observation(
         ai_actions_left=ai_actions_left,
         end_rule=end_rule,
         closing=closing,
+        deciding=deciding,
         query=clip(unstated_query(query, briefing), profile.query_chars),
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,

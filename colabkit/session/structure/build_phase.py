@@ -37,7 +37,7 @@ from typing import Any
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
 from colabkit.session.prompting.views import clip, unstated_query
-from colabkit.session.rules import GATE_COST, task_budgets
+from colabkit.session.rules import gate_cost, task_budgets
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import ask, prompt_messages
 from colabkit.session.settings import SessionSpec
@@ -98,7 +98,7 @@ class _Build:
     def messages(self, pid: str, stage: BuildStage, extra: list[str]) -> list[dict[str, str]]:
         rules = build_rules(self.team, self.with_gates, self.profile.slot_chars, living=self.variant.memory_updates,
                             budgets=task_budgets(self.spec.settings, {p.id: p.role for p in self.team}),
-                            gate_cost=GATE_COST, independent=self.independent)
+                            gate_cost=gate_cost(self.spec.settings), independent=self.independent)
         request = build_request(stage, self.with_gates, self.profile.slot_chars)
         return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
                                _user_text(self.query, self.briefings[pid], rules, extra, request))
