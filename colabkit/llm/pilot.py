@@ -109,5 +109,5 @@ class PilotProvider(CustomLLM):
         model_response.choices[0].message.content = text.strip()
         model_response.choices[0].finish_reason = "stop"
         model_response.model = f"{PILOT_PROVIDER}/{model}"
-        model_response.usage = Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+        model_response.usage = Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)  # type: ignore[attr-defined]
         return model_response
