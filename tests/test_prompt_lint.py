@@ -134,3 +134,12 @@ def test_the_co_gym_rules_are_stated_as_the_scheduler_counts_them():
     assert "Your steps: 30 for the task (every turn but a wait is one; a wait is free)." in \
         prompts["default-dr/ai/step"].user
     assert lint(list(prompts.values())) == []
+
+
+def test_the_rules_page_is_what_the_engine_renders(capsys):
+    """docs/rules.md is `colabkit prompts rules`: cut from prompts the engine renders, so it cannot drift."""
+    assert main(["prompts", "rules"]) == 0
+    page = capsys.readouterr().out
+    assert (REPO / "docs" / "rules.md").read_text() == page
+    assert "Your steps: 30 for the task (every turn is one, a wait included)." in page
+    assert "- approve: to = one of the requests open for you" in page  # the list the schema offers
