@@ -150,8 +150,10 @@ class Observation(BaseModel):
         parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
-            rest = (f"\n({self.other_requests_for_me} older requests for you not shown; they come next)"
-                    if self.other_requests_for_me else "")
+            listed = {r.request_id for r in self.requests_for_me}
+            older = [i for i in self.open_ids if i.startswith("req-") and i not in listed]  # every id `to` may name
+            rest = (f"\n({self.other_requests_for_me} older requests for you not shown: {', '.join(older)}; they "
+                    "come next)" if self.other_requests_for_me else "")
             parts.append("# Approval requests for you (newest first; approve or reject each)\n"
                          + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest)
         # In the timeline layout a decided request is an entry of the timeline; only open ones wait here.
