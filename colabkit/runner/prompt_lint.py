@@ -107,7 +107,6 @@ class Recorder:
     def __init__(self, variant: Any) -> None:
         self.variant = variant
         self.calls: list[tuple[str, list[dict[str, str]], type[BaseModel]]] = []
-        self.budget = None
 
     async def structured(self, config: ModelConfig, messages: list[dict[str, str]], schema: type[Any], *,
                          caller: str, sample: int = 0) -> tuple[Any, list[Any]]:
