@@ -25,6 +25,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     lint.add_argument("--data-root", type=Path, metavar="DIR",
                       help="DiscoveryBench root (replaces the config's tasks.data_root)")
     lint.set_defaults(func=_lint)
+    rules = commands.add_parser("rules", help="print the rules as a member reads them (docs/rules.md)")
+    rules.set_defaults(func=_rules)
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -34,3 +36,10 @@ def _lint(args: argparse.Namespace) -> int:
     report = lint_experiment(load_experiment(args.config, data_root=args.data_root), task_id=args.task)
     print(report.render())
     return 0 if report.ok else 1
+
+
+def _rules(args: argparse.Namespace) -> int:
+    from colabkit.runner.rules_page import rules_page
+
+    print(rules_page(), end="")
+    return 0

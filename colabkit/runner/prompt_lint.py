@@ -7,8 +7,8 @@ question is captured where the engine puts it to a model (`Recorder` stands in f
 gateway and answers with fixed placeholders). A scripted history (`_script`: cells, messages,
 an edited result, and every request and memory update a structure holds, each addressed to
 its signatory) then gives each seat of each variant its task step, its decision-only step (its
-budget spent, with a request open for it) and its closing step. So what is checked is what a
-model would be sent.
+budget spent, with a request open for it), its closing step and, under `gate_latency: at_once`,
+its decision step right after a proposal. So what is checked is what a model would be sent.
 
 The checks (`CHECKS`), each one `Finding` per defect:
 
@@ -48,8 +48,8 @@ from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS, MemorySlots, Ratificat
 from colabkit.team.memory import SLOTS
 from colabkit.workspace import CellResult
 
-KINDS = ("propose", "consolidate", "ratify", "amend", "step", "decision-only", "closing")
-TASK_KINDS = ("step", "decision-only", "closing")
+KINDS = ("propose", "consolidate", "ratify", "amend", "step", "decision-only", "closing", "decision-at-once")
+"""Every kind of prompt; "decision-at-once" exists only under `gate_latency: at_once`."""
 CLIP_SLACK = 24
 """Room a clipped section may take past its budget: the marker saying how much was cut."""
 _LONG = "The hoards hold more axes in some centuries than in others; " * 20
@@ -107,7 +107,6 @@ class Recorder:
     def __init__(self, variant: Any) -> None:
         self.variant = variant
         self.calls: list[tuple[str, list[dict[str, str]], type[BaseModel]]] = []
-        self.budget = None
 
     async def structured(self, config: ModelConfig, messages: list[dict[str, str]], schema: type[Any], *,
                          caller: str, sample: int = 0) -> tuple[Any, list[Any]]:
@@ -193,6 +192,10 @@ def render_all(spec: SessionSpec, task: Task) -> list[Rendered]:
             session.closing = True
             out.append(_task_prompt(session, recorder, pid, "closing"))
             session.closing = False
+            if settings.gate_latency == "at_once":
+                session.deciding = True
+                out.append(_task_prompt(session, recorder, pid, "decision-at-once"))
+                session.deciding = False
     return out
 
 

@@ -52,6 +52,7 @@ from colabkit.session.actions import (
     valid_actions,
 )
 from colabkit.session.events import (
+    AT_ONCE,
     CLOSING_PASS,
     DECISION_ACTIONS,
     INVALID_OUTPUT,
@@ -110,6 +111,7 @@ class _Session:
         self.editor_seq = -1  # the log position at which the edit now in the editor was proposed
         self.finished = False  # a finish has taken effect: the session ends "finish" (`closing_pass`)
         self.spend = Spend(gateway)  # the task's cap, the machinery's account, the build's budget
+        self.deciding = False  # in a decision step right after a proposal (`decide_at_once`)
 
     async def play(self) -> EndedBy:
         """The structures' build phase (if any), then task rounds until an end."""
@@ -174,7 +176,7 @@ class _Session:
     def offered(self, pid: str) -> tuple[str, ...]:
         """What `pid` may do now (`actions.valid_actions`): its schema's enum and its help."""
         return valid_actions(pid, self.team, has_requests=self.has_requests(pid),
-                             decisions_only=self.closing or self.sched.actions_left(pid) == 0,
+                             decisions_only=self.closing or self.deciding or self.sched.actions_left(pid) == 0,
                              added=self.structure.actions, clock=self.sched.clock, closing=self.closing)
 
     def observe(self, pid: str) -> Observation:
@@ -198,6 +200,7 @@ class _Session:
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
             closing=self.closing,
+            deciding=self.deciding,
             valid_actions=self.offered(pid),
             standing_actions=valid_actions(pid, self.team, has_requests=False, added=self.structure.actions,
                                            clock=self.sched.clock),
@@ -211,6 +214,8 @@ class _Session:
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
         if self.closing and participant != SYSTEM:  # a closing-pass step (`closing_pass`), marked as such
             fields["args"] = {**(fields.get("args") or {}), CLOSING_PASS: True}
+        if self.deciding and participant != SYSTEM:  # a decision step at once (`decide_at_once`), likewise
+            fields["args"] = {**(fields.get("args") or {}), AT_ONCE: True}
         self.log.emit(phase="task", round=self.round, participant=participant, action=action, status=status, **fields)
 
     async def turn(self, pid: str) -> EndedBy | None:
@@ -332,8 +337,24 @@ class _Session:
             ref = GateRuleRef(action=rule.action, scope=rule.scope, note=rule.note, signatory=rule.signatory)
             self.emit(pid, action.type, "pending", args=action.args(), request_id=request.request_id,
                       signatory=request.signatory, gate_rule=ref, result=held, **fields)
+            if self.spec.settings.gate_latency == "at_once":
+                return await self.decide_at_once(request.signatory)
             return False
         return await self.apply(action, pid, **fields)
+
+    async def decide_at_once(self, pid: str) -> bool:
+        """`gate_latency: at_once`: the signatory of a request just made decides now, in a step
+        that is machinery (off its budget, decisions or a wait only, marked `AT_ONCE`), so a
+        request's delay does not depend on the round's order; a wait (or a failed answer)
+        leaves it to the signatory's own turn. True when an approved finish took effect."""
+        self.deciding = True
+        try:
+            observation = self.observe(pid)
+            step, fields = await self.ask(pid, observation)
+            return step is not None and await self.act(pid, step, spent=True, offered=observation.valid_actions,
+                                                       **fields)
+        finally:
+            self.deciding = False
 
     async def decide(self, pid: str, action: Action, **fields: Any) -> bool:
         """A signatory's approve/reject; approved actions then take effect as their proposers', in

@@ -44,6 +44,9 @@ until no request is open; under "ai_budget" an AI wait is a step of its budget, 
 was written by version 1."""
 CLOSING_PASS: Final = "closing_pass"
 """The engine's closing pass: its system event's action, and the args key marking its steps."""
+AT_ONCE: Final = "decided_at_once"
+"""The args key marking a decision step taken right after a proposal (`gate_latency: at_once`):
+machinery, off its signatory's budget."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "provider_unavailable",
                   "error"]
 """How a session ended; the one definition every layer imports."""

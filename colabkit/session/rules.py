@@ -11,7 +11,8 @@ numbers a prompt states against the scheduler it came from.
   "Team" section, after the end rule; the same text in a variant and its Default twin).
 - `task_budgets(settings, sides)`: every member's steps, for the build phase (where gates are
   chosen before anyone has a budget in view).
-- `GATE_COST`: what a held action costs, in the build's gate choice and the task's gate rules.
+- `gate_cost(settings)`: what a held action costs, in the build's gate choice and the task's
+  gate rules (under the setting's `gate_latency`).
 """
 
 from __future__ import annotations
@@ -21,12 +22,24 @@ from collections.abc import Mapping, Sequence
 from colabkit.session.scheduler import Scheduler
 from colabkit.session.settings import SessionSettings, Side
 
-GATE_COST = ("A held action costs its proposer the step that proposes it; deciding it costs its signatory no "
-             "step (but every turn of the AI agent is a step of its budget); it takes effect only when approved, at the signatory's next turn (the turn order is drawn afresh "
-             "every round, so that may be the next round: one more step of the AI agent's).")
-"""What a gate costs in turns, as `Scheduler` and the engine's held requests make it (a decision
-is its signatory's step, `Scheduler.record_step`; a request is decided when its signatory is
-next asked, in the round order of `round_order`)."""
+GATE_COSTS = {
+    "in_turn": "A held action costs its proposer the step that proposes it; its signatory decides it at its next "
+               "turn, a decision that spends none of its steps but takes that turn (every turn of the AI agent is "
+               "a step of its budget); it takes effect only when approved (the turn order is drawn afresh every "
+               "round, so that may be the next round: one more step of the AI agent's).",
+    "at_once": "A held action costs its proposer the step that proposes it; its signatory is asked to decide it at "
+               "once, in a decision step that is not one of its steps (it may wait and decide it at its own turn "
+               "instead); approved, it takes effect before anyone else acts.",
+}
+"""What a gate costs in turns under each `SessionSettings.gate_latency`, as the engine makes it
+(a decision is machinery, `Event.kind`: it spends no budget, `Scheduler.record_step`; in turn it
+is asked in the round order of `round_order`, at once in the engine's decision step right after
+the proposal)."""
+
+
+def gate_cost(settings: SessionSettings) -> str:
+    """What a held action costs in turns under `settings` (the build's gate choice, the gate rules)."""
+    return GATE_COSTS[settings.gate_latency]
 
 
 def _members(pids: Sequence[str]) -> str:

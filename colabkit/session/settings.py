@@ -29,6 +29,8 @@ budget). Sessions recorded under earlier rules keep their identities and are nev
 resumed or rerun as sessions of these."""
 Side = Literal["ai", "human"]  # a persona's role is its side
 Termination = Literal["ai_budget", "either_side", "all_sides"]
+GateLatency = Literal["in_turn", "at_once"]
+"""When a signatory is asked to decide a request addressed to it (`SessionSettings.gate_latency`)."""
 MemoryProposals = Literal["sequential", "independent"]
 """How the memory build's proposals are written (see `SessionSettings.memory_proposals`)."""
 """When spent budgets end a session (see `SessionSettings.termination`)."""
@@ -93,8 +95,11 @@ class SessionSettings(BaseModel):
     `memory_proposals` is how the Shared Group Memory's proposals are written:
     "sequential" (the default: each member sees the proposals made before it, in a seed-drawn
     order) or "independent" (nobody sees another's proposal; the consolidation sees them all);
-    docs/fidelity.md gives the reason for the default. It is in the identity when it is not
-    the default.
+    docs/fidelity.md gives the reason for the default. `gate_latency` is when a signatory
+    decides a request addressed to it: "in_turn" (the default) at its next turn of the round
+    order, as one of its steps; "at_once" right after the proposal, in a decision step that is
+    machinery (off its budget; it may wait and decide in turn instead). Both are in the
+    identity when they are not the default.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -112,6 +117,7 @@ class SessionSettings(BaseModel):
     dump (and so of every identity) while None, so sessions without it keep their identities."""
     # Left out of the identity at its default, so sessions stored before it existed keep theirs.
     memory_proposals: MemoryProposals = Field(default="sequential", exclude_if=lambda value: value == "sequential")
+    gate_latency: GateLatency = Field(default="in_turn", exclude_if=lambda value: value == "in_turn")
 
     def budget_for(self, side: Side) -> int:
         """The task-phase steps `side` ("ai" or "human") may take: under "ai_budget" each human's

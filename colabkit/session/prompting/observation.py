@@ -99,6 +99,7 @@ class Observation(BaseModel):
     budget_holder: str
     ai_actions_left: int | None = None  # the AI agent's steps left, shown to every other member (None: the AI itself)
     closing: bool = False  # the engine's closing pass: the session has ended, only open requests are decided
+    deciding: bool = False  # a decision step right after a proposal (`gate_latency: at_once`), off budget
     end_rule: str = ""  # when the session ends (`SessionSettings.end_rule`), the same text in every variant
     query: str  # "" when the briefing already states it
     briefing: str
@@ -162,8 +163,10 @@ class Observation(BaseModel):
         parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
-            rest = (f"\n({self.other_requests_for_me} older requests for you not shown; they come next)"
-                    if self.other_requests_for_me else "")
+            listed = {r.request_id for r in self.requests_for_me}
+            older = [i for i in self.open_ids if i.startswith("req-") and i not in listed]  # every id `to` may name
+            rest = (f"\n({self.other_requests_for_me} older requests for you not shown: {', '.join(older)}; they "
+                    "come next)" if self.other_requests_for_me else "")
             parts.append("# Approval requests for you (newest first; approve or reject each)\n"
                          + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest)
         if self.my_requests:  # structure bookkeeping: never an entry of the common timeline
@@ -185,6 +188,11 @@ class Observation(BaseModel):
                          "budget: approve or reject a request open for you. The session ends once every open "
                          "request is decided; then the result editor is submitted."
                          + ("" if self.timeline else f"\n{reply}"))
+            return "\n\n".join(parts)
+        if self.deciding:
+            parts.append(f"# Now (round {self.round}: a decision step)\nA request for you was just proposed. This "
+                         "step is not one of your steps: approve or reject it now, or wait to decide it at your own "
+                         "turn." + ("" if self.timeline else f"\n{reply}"))
             return "\n\n".join(parts)
         spent = self.timeline and not set(self.valid_actions) - set(_DECISIONS)
         ai_left = "" if self.ai_actions_left is None else f"; {self.ai_actions_left} for the AI agent (ai)"
@@ -234,6 +242,7 @@ def build_observation(
     ai_actions_left: int | None = None,
     end_rule: str = "",
     closing: bool = False,
+    deciding: bool = False,
     briefing: str,
     workspace: Any,
     memory: str | None = None,
@@ -303,6 +312,7 @@ def build_observation(
         ai_actions_left=ai_actions_left,
         end_rule=end_rule,
         closing=closing,
+        deciding=deciding,
         query=clip(unstated_query(query, briefing), profile.query_chars),
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,

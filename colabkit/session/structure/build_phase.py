@@ -37,9 +37,9 @@ from typing import Any
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
 from colabkit.session.prompting.views import clip, unstated_query
-from colabkit.session.rules import GATE_COST, task_budgets
+from colabkit.session.rules import gate_cost, task_budgets
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
-from colabkit.session.seats.react import ask, prompt_messages
+from colabkit.session.seats.react import prompt_messages
 from colabkit.session.settings import SessionSpec
 from colabkit.team import (
     BuildStage,
@@ -98,15 +98,15 @@ class _Build:
     def messages(self, pid: str, stage: BuildStage, extra: list[str]) -> list[dict[str, str]]:
         rules = build_rules(self.team, self.with_gates, self.profile.slot_chars, living=self.variant.memory_updates,
                             budgets=task_budgets(self.spec.settings, {p.id: p.role for p in self.team}),
-                            gate_cost=GATE_COST, independent=self.independent)
+                            gate_cost=gate_cost(self.spec.settings), independent=self.independent)
         request = build_request(stage, self.with_gates, self.profile.slot_chars)
         return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
                                _user_text(self.query, self.briefings[pid], rules, extra, request))
 
     def member(self, pid: str, stage: BuildStage, extra: list[str], schema: type[Any]) -> Any:
-        """A member's answer from its seat (its model, or the person holding it)."""
-        question = Question(pid, "ratify" if stage == "ratify" else "propose", self.spec.model_for(pid),
-                            self.messages(pid, stage, extra), schema, self.sample, self.variant.team)
+        """A member's answer from its seat (its model, or the person holding it, the AI's included)."""
+        question = Question(pid, stage, self.spec.model_for(pid), self.messages(pid, stage, extra), schema,
+                            self.sample, self.variant.team)
         return answer(self.seats, self.gateway, question)
 
     def proposals_block(self, proposals: Mapping[str, MemorySlots]) -> list[str]:
@@ -147,16 +147,15 @@ class _Build:
         return proposals
 
     async def consolidate(self, proposals: dict[str, MemorySlots]) -> tuple[MemorySlots, str]:
-        answer = await ask(self.gateway, self.spec.model_for("ai"),
-                           self.messages("ai", "consolidate", self.proposals_block(proposals)),
-                           self.schema, caller="ai", sample=self.sample)
+        reply: SeatAnswer[Any] = await self.member("ai", "consolidate", self.proposals_block(proposals), self.schema)
+        answer, person = reply.answer, _person(reply)
         if answer.value is not None:
             self.log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="ok",
                           args=answer.value.model_dump(mode="json"), result="consolidation recorded",
-                          llm_calls=answer.records)
+                          llm_calls=answer.records, **person)
             return answer.value, "consolidation"
         self.log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="failed_step",
-                      result=answer.error or "", llm_calls=answer.records)
+                      result=answer.error or "", llm_calls=answer.records, **person)
         fallback = "ai" if "ai" in proposals else next(iter(proposals), None)
         if fallback is not None:
             return proposals[fallback], f"fallback: proposal of {fallback}"
@@ -190,16 +189,17 @@ class _Build:
         return answers, amendments
 
     async def amend(self, draft: MemorySlots, amendments: dict[str, str]) -> MemorySlots | None:
-        shown = self.amendments_block(draft, amendments)
-        answer = await ask(self.gateway, self.spec.model_for("ai"), self.messages("ai", "amend", shown),
-                           self.schema, caller="ai", sample=self.sample)
+        reply: SeatAnswer[Any] = await self.member("ai", "amend", self.amendments_block(draft, amendments),
+                                                   self.schema)
+        answer, person = reply.answer, _person(reply)
         if answer.value is None:
             self.log.emit(phase="build", round=4, participant="ai", action=AMEND, status="failed_step",
-                          args={"amendments": amendments}, result=answer.error or "", llm_calls=answer.records)
+                          args={"amendments": amendments}, result=answer.error or "", llm_calls=answer.records,
+                          **person)
             return None
         self.log.emit(phase="build", round=4, participant="ai", action=AMEND, status="ok",
                       args={"amendments": amendments, "memory": answer.value.model_dump(mode="json")},
-                      result=f"{len(amendments)} amendment(s) applied", llm_calls=answer.records)
+                      result=f"{len(amendments)} amendment(s) applied", llm_calls=answer.records, **person)
         return answer.value
 
 

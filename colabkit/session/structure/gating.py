@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from colabkit.session.actions import Action, InvalidAction
-from colabkit.session.rules import GATE_COST
 from colabkit.team import DATA_CHANGING_RULE, GateRule, GateTable, MemoryRecord, VariantConfig
 
 GATE_RULES_TITLE = "Gate rules"
@@ -72,18 +71,19 @@ def gate_table(variant: VariantConfig, memory: MemoryRecord | None) -> GateTable
 
 
 def gate_rules_text(table: GateTable | None, source: str, participant: str,
-                    existing: Sequence[str] = ()) -> str | None:
+                    existing: Sequence[str] = (), cost: str = "") -> str | None:
     """The gate-rules section `participant` sees, or None when the variant gates nothing.
 
     `source` is the variant's `gate_source` ("self" or "preassigned"); it only picks the
     "Set by" line. The rules are listed as `GateRule.describe` writes them, then, where a rule
     holds data-changing code only, what that means (`DATA_CHANGING_RULE`) and the names that
     exist now (`existing`, the engine's own list), so a member can tell before proposing a cell
-    whether it will be held; then the gates `participant` signs, if any.
+    whether it will be held; then the gates `participant` signs, if any. `cost` is what a held
+    action costs in turns (`colabkit.session.rules.gate_cost`), after the intro.
     """
     if table is None or source not in SET_BY:
         return None
-    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO} {GATE_COST}"]
+    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO}" + (f" {cost}" if cost else "")]
     lines += [f"- {rule.describe()}" for rule in table.rules] or ["- none: every action takes effect at once"]
     if any(rule.scope == "data_changing" for rule in table.rules):
         names = ", ".join(existing[:EXISTING_NAMES_SHOWN]) + (

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from colabkit.session.actions import MEMORY_UPDATE, Action
+from colabkit.session.rules import gate_cost
 from colabkit.session.structure.base import Context, Structure, View
 from colabkit.session.structure.build_phase import build_memory
 from colabkit.session.structure.gating import GATE_RULES_TITLE, HELD_SECTIONS, gate_rules_text
@@ -70,7 +71,8 @@ class _Gates(Structure):
     holds = GATEABLE_ACTIONS
 
     def view(self, ctx: Context, pid: str) -> View:
-        return {"gate_rules": gate_rules_text(ctx.board.gates, self.source, pid, kernel_names(ctx))}
+        return {"gate_rules": gate_rules_text(ctx.board.gates, self.source, pid, kernel_names(ctx),
+                                              gate_cost(ctx.spec.settings))}
 
     def hold(self, ctx: Context, action: Action, proposer: str) -> GateRule | None:
         return held_by(ctx.board.gates, ctx.team, action, proposer, kernel_names(ctx))
