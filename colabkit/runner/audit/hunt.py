@@ -31,6 +31,7 @@ from colabkit.runner.audit.invariants import Violation, check_all, is_gate_twin
 from colabkit.runner.audit.player import play, scenario_spec
 from colabkit.runner.audit.probe import history, same_rendering
 from colabkit.runner.audit.scenario import STUDY_SEATS, TEAMS, Policy, Scenario, scenarios
+from colabkit.runner.audit.trace import default_twin, same_trace
 from colabkit.session import SessionSpec
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
@@ -125,7 +126,9 @@ class _Player:
                       and _is_default(s.variant))]
         if self.focus is not None:
             focused = [s.variant for s in self.specs if s.variant.name in self.focus]
-            wanted = [s for s in wanted if s.variant.name in self.focus or any(is_gate_twin(s.variant, f) for f in focused)
+            twins = {t.name for f in focused if (t := default_twin(f, [s.variant for s in self.specs])) is not None}
+            wanted = [s for s in wanted if s.variant.name in self.focus | twins
+                      or any(is_gate_twin(s.variant, f) for f in focused)
                       or (not s.variant.structures and any(f.structures and f.humans == s.variant.humans
                                                            for f in focused))]
         return wanted
@@ -142,7 +145,7 @@ class _Player:
         for run in runs:
             self.acted.setdefault(run.variant, set()).update(
                 e.participant for e in run.events if e.phase == "task" and e.llm_calls)
-        found = check_all(scenario, runs, self.termination)
+        found = check_all(scenario, runs, self.termination) + same_trace(runs)
         probe = replace(scenario, budget=PROBE_BUDGET)  # room for the whole history before any budget ends it
         found += same_rendering([scenario_spec(s, probe) for s in self.specs], task, probe)
         actors = {actor for actor, _, _ in history(probe)}

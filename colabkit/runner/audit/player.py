@@ -51,6 +51,11 @@ from colabkit.workspace.editor import Editor
 
 PROVIDER = "colabkit-audit"
 MALFORMED = "{not json: a malformed answer"
+PROMPT_CHARGE, ANSWER_CHARGE = 300, 20
+"""The tokens the double charges for every request, whatever its length: a structure's sections
+lengthen a prompt by design, so with a charge by length twins would meet a cap at different
+turns; with one charge per request, a cap that binds at a different turn is the engine's
+accounting (what it charges to the task), which the audit compares (`trace`)."""
 _REQUESTS = re.compile(r"^# (?:Approval requests|Memory updates) for you[^\n]*\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _VALID = re.compile(r"^# Valid actions\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _REQUEST_ID = re.compile(r"\b((?:req|upd)-\d+)\b")
@@ -89,14 +94,14 @@ class PolicyDouble(CustomLLM):
         role = model.rsplit("/", 1)[-1]
         if role == "default":  # a declared seat (no model role of its own): the caller names it
             role = str(((litellm_params or {}).get("metadata") or {}).get("caller", role)).partition(":")[0]
-        self.calls.append({"role": role, "messages": copy.deepcopy(messages), "params": dict(optional_params)})
-        text = self.answer(role, messages, schema_of(optional_params))
+        call = {"role": role, "messages": copy.deepcopy(messages), "params": dict(optional_params)}
+        self.calls.append(call)
+        text = call["answer"] = self.answer(role, messages, schema_of(optional_params))
         model_response.choices[0].message.content = text
         model_response.choices[0].finish_reason = "stop"
         model_response.model = f"{PROVIDER}/{model}"
-        words = sum(len(str(m.get("content", "")).split()) for m in messages)
-        model_response.usage = Usage(prompt_tokens=words, completion_tokens=len(text.split()),  # type: ignore[attr-defined]
-                                     total_tokens=words + len(text.split()))
+        model_response.usage = Usage(prompt_tokens=PROMPT_CHARGE, completion_tokens=ANSWER_CHARGE,  # type: ignore[attr-defined]
+                                     total_tokens=PROMPT_CHARGE + ANSWER_CHARGE)
         return model_response
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
