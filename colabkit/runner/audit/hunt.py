@@ -110,8 +110,8 @@ class _Player:
     """Plays scenarios in the arm's variants, remembering verdicts (shrinking asks again)."""
 
     def __init__(self, specs: Sequence[SessionSpec], tasks: Mapping[str, Task], report: HuntReport,
-                 shrink_seconds: float, workdir_root: Path | None) -> None:
-        self.specs, self.tasks, self.report = list(specs), tasks, report
+                 shrink_seconds: float, workdir_root: Path | None, wire: bool = True) -> None:
+        self.specs, self.tasks, self.report, self.wire = list(specs), tasks, report, wire
         self.termination = specs[0].settings.termination
         self.shrink_seconds, self.workdir_root = shrink_seconds, workdir_root
         self.focus: set[str] | None = None  # once found: only the variants involved
@@ -140,7 +140,7 @@ class _Player:
         if self.found_at is not None and time.monotonic() - self.found_at > self.shrink_seconds:
             return []  # shrinking has had its time: keep the smallest violation found so far
         task = self.tasks[scenario.task_id]
-        specs = [scenario_spec(s, scenario) for s in self.variants(scenario)]
+        specs = [scenario_spec(s, scenario, self.wire) for s in self.variants(scenario)]
         runs = [play(spec, task, scenario, self.workdir_root) for spec in specs]
         for run in runs:
             self.acted.setdefault(run.variant, set()).update(
@@ -199,9 +199,10 @@ def unplayed(specs: Sequence[SessionSpec], acted: Mapping[str, set[str]]) -> dic
 
 def hunt(specs: Sequence[SessionSpec], tasks: Mapping[str, Task], *, arm: str = "", examples: int = 20,
          real: bool = False, shrink_seconds: float = 60.0, workdir_root: Path | None = None,
-         known: Sequence[Scenario] | None = None) -> HuntReport:
+         known: Sequence[Scenario] | None = None, wire: bool = True) -> HuntReport:
     """Search `specs`' variants (one arm: the same settings) for a violation (module docstring);
-    `known` replaces the explicit scenarios played first (default: `known_scenarios`)."""
+    `known` replaces the explicit scenarios played first (default: `known_scenarios`); `wire`:
+    the double is reached over HTTP (`wire.RecordingServer`), else in-process."""
     try:
         from hypothesis import HealthCheck, Phase, example, given, settings
     except ImportError as exc:  # pragma: no cover - the locked environment has it
@@ -209,7 +210,7 @@ def hunt(specs: Sequence[SessionSpec], tasks: Mapping[str, Task], *, arm: str = 
     if not specs:
         raise ColabkitError("the audit needs at least one variant")
     report = HuntReport(arm=arm, variants=tuple(s.variant.name for s in specs))
-    player = _Player(specs, tasks, report, shrink_seconds, workdir_root)
+    player = _Player(specs, tasks, report, shrink_seconds, workdir_root, wire)
     task_ids = tuple(tasks)
     beyond = teams(specs)
     study = known_scenarios(task_ids[0])

@@ -39,7 +39,8 @@ from typing import Any
 from colabkit.runner.audit.invariants import Violation
 from colabkit.runner.audit.player import Run, schema_of
 from colabkit.runner.batch import run_sync
-from colabkit.session.events import SYSTEM
+from colabkit.session.actions import valid_actions
+from colabkit.session.events import SYSTEM, Event
 from colabkit.session.structure.base import Structure
 from colabkit.session.structure.registry import structures_for
 from colabkit.session.totals import closing_step
@@ -69,10 +70,13 @@ class Declared:
     holds: frozenset[str] = frozenset()
     decides: bool = False
     builds: bool = False
+    fields: frozenset[str] = frozenset()
+    """Answer fields that are the added actions' own (a team's `to`: the recipients of its messages)."""
 
     def __or__(self, other: Declared) -> Declared:
         return Declared(self.sections | other.sections, self.actions | other.actions, self.targets | other.targets,
-                        self.holds | other.holds, self.decides or other.decides, self.builds or other.builds)
+                        self.holds | other.holds, self.decides or other.decides, self.builds or other.builds,
+                        self.fields | other.fields)
 
     @property
     def own_actions(self) -> frozenset[str]:
@@ -148,6 +152,8 @@ def _schema(params: dict[str, Any], dec: Declared) -> str:
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
             out = {k: strip(v) for k, v in node.items()}
+            if isinstance(out.get("properties"), dict):
+                out["properties"] = {k: v for k, v in out["properties"].items() if k not in dec.fields}
             if isinstance(out.get("description"), str):  # help text: its clauses naming the structure's actions go
                 out["description"] = ", ".join(clause for clause in out["description"].split(", ")
                                                if not any(a in clause for a in dec.own_actions))
@@ -169,17 +175,25 @@ def _answer_action(answer: str) -> str:
     return str(value.get("action", "")) if isinstance(value, dict) else ""
 
 
-def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, like: Trace | None = None) -> Trace:
+def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, like: Trace | None = None,
+             teammates: tuple[str, ...] = ()) -> Trace:
     """`run`'s trace projected by `dec` (the union of both twins' declared parts); `like`: the
-    variant's trace, whose holds say where the twin's shared channels are compared too."""
+    variant's trace, whose holds say where the twin's shared channels are compared too. With
+    `teammates` (a team's run beside the single agent's) their first step but a wait is where
+    the shared channels part, for good."""
     trace = Trace(run.variant)
     events = run.events
     applied: dict[str, str] = {e.request_id: e.status for e in events if e.request_id and e.proposer and e.status not in
                ("pending", "approved", "rejected") and e.participant == e.proposer and not e.decision}
-    trace.held = any(e.status == "pending" for e in events) if like is None else like.held
-    trace.unapplied = any(e.status == "pending" and e.request_id not in applied for e in events) \
-        if like is None else like.unapplied
-    first_hold = min((e.seq for e in events if e.status == "pending"), default=None)
+
+    def parts(e: Event) -> bool:
+        if teammates:
+            return e.phase == "task" and e.participant in teammates and e.action != "wait" and bool(e.llm_calls)
+        return e.status == "pending"
+    trace.held = any(parts(e) for e in events) if like is None else like.held
+    trace.unapplied = (any(e.status == "pending" and e.request_id not in applied for e in events)
+                       or (trace.held and bool(teammates))) if like is None else like.unapplied
+    first_hold = min((e.seq for e in events if parts(e)), default=None)
     ch = trace.channels
     # turns: each seat's steps, the structure's turns (decisions, its actions, the build) left out
     for e in events:
@@ -331,9 +345,50 @@ def default_twin(variant: VariantConfig, candidates: Sequence[VariantConfig]) ->
                  and [(p.id, p.prompt) for p in c.team_personas()] == personas), None)
 
 
+def composition_declared(team: tuple[str, ...], clock: bool) -> Declared:
+    """What a team adds to the single agent's prompts: the sections the rendering audit lets the
+    team change (`render.RULES`, cause "team"), the actions the engine offers a team's AI and not
+    a lone one (`actions.valid_actions`) and, with messages, their recipients (`to`)."""
+    from colabkit.runner.audit.render import RULES
+
+    sections = {key.partition(": ")[2] for key, rule in RULES.items()
+                if key.startswith("task: ") and "team" in rule.presence | rule.text}
+    added = set(valid_actions("ai", team, has_requests=False, clock=clock)) - set(
+        valid_actions("ai", ("ai",), has_requests=False, clock=clock))
+    return Declared(sections=frozenset(sections - {"Valid actions"}), actions=frozenset(added),
+                    fields=frozenset({"to"}) if "send_message" in added else frozenset())
+
+
+def team_vs_single(runs: Sequence[Run]) -> list[Violation]:
+    """Each team Default's AI against the single agent, on the parts their prompts share: the AI's
+    requests, turns and charges and how the session ended (the shared sections until a teammate
+    does something but wait)."""
+    single = next((r for r in runs if not r.spec.variant.humans), None)
+    if single is None:
+        return []
+    out = []
+    for run in runs:
+        variant = run.spec.variant
+        if not variant.humans or structures_for(variant):
+            continue
+        dec = composition_declared(variant.team, run.spec.settings.termination == "ai_budget")
+        tb = trace_of(run, dec, teammates=variant.humans)
+        ta = trace_of(single, dec, like=tb)
+        keep = ("requests ai", "turns ai", "charges ai", "end")
+        for t in (ta, tb):
+            t.channels = {k: v for k, v in t.channels.items() if k in keep}
+            if "end" in t.channels and tb.unapplied:
+                t.channels["end"] = t.channels["end"][:1]
+        found = diff(ta, tb)
+        if found:
+            out.append(Violation("same-trace", (single.variant, run.variant), "the AI: " + "; ".join(found)))
+    return out
+
+
 def same_trace(runs: Sequence[Run]) -> list[Violation]:
-    """Each variant's run against its Default twin's, projected (see the module docstring)."""
-    out: list[Violation] = []
+    """Each variant's run against its Default twin's, projected (see the module docstring), and
+    each team Default's AI against the single agent's (`team_vs_single`)."""
+    out: list[Violation] = team_vs_single(runs)
     cache: dict[str, dict[str, Any]] = {}
     by_name = {r.variant: r for r in runs}
     for run in runs:
