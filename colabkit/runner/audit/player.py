@@ -100,7 +100,8 @@ class PolicyDouble(CustomLLM):
         model_response.choices[0].message.content = text
         model_response.choices[0].finish_reason = "stop"
         model_response.model = f"{PROVIDER}/{model}"
-        model_response.usage = Usage(**self.usage())  # type: ignore[attr-defined]
+        model_response.usage = Usage(prompt_tokens=PROMPT_CHARGE, completion_tokens=ANSWER_CHARGE,  # type: ignore[attr-defined]
+                                     total_tokens=PROMPT_CHARGE + ANSWER_CHARGE)
         return model_response
 
     def record(self, role: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
