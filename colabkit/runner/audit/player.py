@@ -146,8 +146,9 @@ class PolicyDouble(CustomLLM):
         self._failing.discard(role)
         kind, _, index = policy.move(k, role).partition(":")
         i = int(index or 0)
-        if kind == "fail":
-            self._failing.add(role)
+        if kind in ("fail", "slip"):  # slip: the repair answers with the next move
+            if kind == "fail":
+                self._failing.add(role)
             return MALFORMED
         if kind == "code":
             return _step("execute_code", CODE[i % len(CODE)])

@@ -374,11 +374,17 @@ def team_vs_single(runs: Sequence[Run]) -> list[Violation]:
         dec = composition_declared(variant.team, run.spec.settings.termination == "ai_budget")
         tb = trace_of(run, dec, teammates=variant.humans)
         ta = trace_of(single, dec, like=tb)
-        keep = ("requests ai", "turns ai", "charges ai", "end")
+        # the AI's first action a lone agent has not (a message): the two part there for good
+        added = next((e.seq for e in run.events if e.participant == "ai" and e.action in dec.actions), None)
+        before = [e for e in run.events if e.participant == "ai" and e.phase == "task" and e.llm_calls
+                  and (added is None or e.seq < added)]
+        upto = {"requests ai": sum(len(e.llm_calls) for e in before), "turns ai": len(before),
+                "charges ai": sum(len(e.llm_calls) for e in before)}
         for t in (ta, tb):
-            t.channels = {k: v for k, v in t.channels.items() if k in keep}
-            if "end" in t.channels and tb.unapplied:
-                t.channels["end"] = t.channels["end"][:1]
+            t.channels = {k: v[:upto[k]] if added is not None and k in upto else v
+                          for k, v in t.channels.items() if k in (*upto, "end")}
+            if "end" in t.channels and (tb.unapplied or added is not None):
+                t.channels["end"] = t.channels["end"][:1] if added is None else []
         found = diff(ta, tb)
         if found:
             out.append(Violation("same-trace", (single.variant, run.variant), "the AI: " + "; ".join(found)))
