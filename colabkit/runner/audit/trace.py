@@ -184,7 +184,7 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
     trace = Trace(run.variant)
     events = run.events
     applied: dict[str, str] = {e.request_id: e.status for e in events if e.request_id and e.proposer and e.status not in
-               ("pending", "approved", "rejected") and e.participant == e.proposer and not e.decision}
+               ("pending", "approved", "rejected") and e.participant == e.proposer}
 
     def parts(e: Event) -> bool:
         if teammates:
