@@ -4,7 +4,8 @@ checked against the invariants (`invariants`, `probe`), a violation shrunk to a 
 For each scenario (`scenario.scenarios`, drawn by `hypothesis`) the variants of the arm
 whose team is the scenario's (with the single agent, and for a team of several the
 one-seat Defaults of its seats, so a seat is compared across compositions) are played
-through the engine (`player.play`) and checked; the same-rendering probe
+through the engine (`player.play`, the double over HTTP: `wire`) and checked, each variant's
+whole trace against its Default twin's first (`trace.same_trace`); the same-rendering probe
 (`probe.same_rendering`) renders the scenario's history in every variant of the arm. The
 issue's known failure patterns (`known_scenarios`) are played first, as explicit examples, and
 again by each team of declared seats in the arm (`seated`); then `examples` generated ones
