@@ -38,6 +38,7 @@ from typing import Any
 
 from colabkit.runner.audit.invariants import Violation
 from colabkit.runner.audit.player import Run, schema_of
+from colabkit.runner.audit.rules import RULES
 from colabkit.runner.batch import run_sync
 from colabkit.session.actions import valid_actions
 from colabkit.session.events import SYSTEM, Event
@@ -347,10 +348,8 @@ def default_twin(variant: VariantConfig, candidates: Sequence[VariantConfig]) ->
 
 def composition_declared(team: tuple[str, ...], clock: bool) -> Declared:
     """What a team adds to the single agent's prompts: the sections the rendering audit lets the
-    team change (`render.RULES`, cause "team"), the actions the engine offers a team's AI and not
+    team change (`rules.RULES`, cause "team"), the actions the engine offers a team's AI and not
     a lone one (`actions.valid_actions`) and, with messages, their recipients (`to`)."""
-    from colabkit.runner.audit.render import RULES
-
     sections = {key.partition(": ")[2] for key, rule in RULES.items()
                 if key.startswith("task: ") and "team" in rule.presence | rule.text}
     added = set(valid_actions("ai", team, has_requests=False, clock=clock)) - set(
