@@ -45,6 +45,7 @@ OWN_SECTIONS = {
     "Gate rules": "the gate table in force and who set it (gated variants)",
     "Approval requests for you": "requests held for this member (gated variants)",
     "Your requests": "this member's held requests (gated variants)",
+    "Requests and decisions": "requests held and decided, in view of this member (gated variants)",
     "Memory updates for you": "memory updates awaiting this member (Dynamic)",
     "Your memory updates": "this member's memory updates (Dynamic)",
 }

@@ -36,7 +36,7 @@ from colabkit.runner.audit.rules import CAUSES, NO_CAUSE, RULES, Rule
 from colabkit.session import SessionSpec
 from colabkit.session.prompting.preview import ParticipantPreview, Prompt, preview
 from colabkit.session.structure.base import Structure
-from colabkit.session.structure.gating import SET_BY
+from colabkit.session.structure.gating import HELD_SECTIONS, SET_BY
 from colabkit.session.structure.registry import plugin_structures
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
@@ -58,8 +58,6 @@ NORMATIVE_CUES = frozenset({"must", "should", "sound", "correct", "respect", "ri
 """Words that tell a persona what a good answer is: a knowledge line names what it knows, only."""
 
 
-HELD_SECTIONS = ("Approval requests for you", "Your requests")
-"""The sections a plugin's holds bring (the held requests, as the engine shows them)."""
 PLUGIN = "structure:"
 """The cause of a plugin structure's own differences: `structure:<name>` (its options with it)."""
 

@@ -28,12 +28,20 @@ context): a step's prompt should equal the participant's previous prompt plus wh
 happened since, so only the new part is billed and prefilled at full price. The stable
 parts (briefing, memory, team, the valid actions) come first, then the timeline, which
 grows by appending: code cells and chat messages in the order they happened. Under "full"
-(`ObservationProfile.timeline`) the timeline also holds the participant's activity list,
-its decided requests and its own thoughts (each where it was formed, before the cell or
-message it led to), the most recent that fit one budget as large as the chat's; after it
-come only what is current: the result editor, open requests, a failed last step, round
-and budget. Under "compact" the activity list, the requests, the `notes` most recent
-thoughts and the last step's outcome are sections after the timeline. `benchmarks/prompts.py`
+(`ObservationProfile.timeline`) the timeline also holds the participant's activity list and
+its own thoughts (each where it was formed, before the cell or message it led to), the most
+recent that fit one budget as large as the chat's; after it come only what is current: the
+result editor, open requests, a failed last step, round and budget. Under "compact" the
+activity list, the `notes` most recent thoughts and the last step's outcome are sections
+after the timeline.
+
+Common part and structure part (issue 42): the activity list holds only common lines, what a
+Default twin shows too (a member's own steps that took effect, and an approved action taking
+effect, shown as its twin's step without the request id). Structure bookkeeping (requests
+held, decisions, closing steps: `Event.kind`) never takes room from a common line: it is the
+section "Requests and decisions" after the common part, with a budget of its own (the
+activity list's under "compact", the chat's under "full"), and a member's own requests are
+the section "Your requests" (the profile's `requests` most recent), never timeline entries. `benchmarks/prompts.py`
 measures the reuse this gives. `view_key` hashes only the shared-world part, so the
 scheduler can tell whether a participant has anything new in view.
 """
@@ -68,10 +76,10 @@ from colabkit.session.prompting.views import (
     request_view,
     unstated_query,
 )
-from colabkit.session.structure.gating import Gatekeeper, Request
+from colabkit.session.structure.gating import BOOKKEEPING_TITLE, Gatekeeper, Request
 
 _DECISIONS = ("approve", "reject")
-_WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
+_WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity", "bookkeeping",
                  "editor", "requests_for_me", "other_requests_for_me", "my_requests", "memory", "updates_for_me", "my_updates",
                  "sections"}
 
@@ -102,6 +110,8 @@ class Observation(BaseModel):
     older_cells: int
     activity: tuple[ActivityView, ...]
     older_activity: int
+    bookkeeping: tuple[ActivityView, ...] = ()  # requests and decisions (machinery), apart from `activity`
+    older_bookkeeping: int = 0
     requests_for_me: tuple[RequestView, ...]  # newest first
     other_requests_for_me: int = 0  # open for it but cut by the profile (the oldest)
     open_ids: tuple[str, ...] = ()  # every request and memory update open for it: what approve/reject may name
@@ -147,6 +157,9 @@ class Observation(BaseModel):
         parts.append(self._timeline())
         if not self.timeline:
             parts.append(_section("Activity", self.older_activity, "actions", [a.line for a in self.activity]))
+        if self.bookkeeping:  # after the common part, in a budget of its own (`build_observation`)
+            parts.append(_section(BOOKKEEPING_TITLE, self.older_bookkeeping, "lines",
+                                  [a.line for a in self.bookkeeping]))
         parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
@@ -156,10 +169,8 @@ class Observation(BaseModel):
                          + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest
                          + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team,
                                                                            self.open_ids)))
-        # In the timeline layout a decided request is an entry of the timeline; only open ones wait here.
-        waiting = [r for r in self.my_requests if not self.timeline or r.status == "pending"]
-        if waiting:
-            parts.append("# Your requests\n" + "\n".join(request_line(r) for r in waiting))
+        if self.my_requests:  # structure bookkeeping: never an entry of the common timeline
+            parts.append("# Your requests\n" + "\n".join(request_line(r) for r in self.my_requests))
         if self.updates_for_me:
             parts.append("# Memory updates for you (approve or reject each; to = the update id)\n"
                          + "\n".join(f"- {line}" for line in self.updates_for_me))
@@ -189,16 +200,13 @@ class Observation(BaseModel):
         """Code cells and chat messages (under "full" also the activity list and the participant's
         own thoughts) in one list, oldest first: a new one is appended at its end."""
         thoughts, activity = (self.scratchpad, self.activity) if self.timeline else ((), ())
-        decided = [r for r in self.my_requests if r.status != "pending"] if self.timeline else []
         items = sorted([(c.time, 0, c.index, cell_text(c)) for c in self.cells]
                        + [(m.time, 1, m.index, message_line(m)) for m in self.messages]
                        + [(a.time, 2, i, f"[activity] {a.line}") for i, a in enumerate(activity)]
-                       + [(r.time, 2, -1, f"[your request decided] {request_line(r)}") for r in decided]
                        + [(t.time, 3, i, f"[your private thought, r{t.round} -> {t.action}] {t.text}")
                           for i, t in enumerate(thoughts)])
         kinds = [(True, "chat", self.older_messages, "messages"),
                  (self.timeline, "activity", self.older_activity, "actions"),
-                 (self.timeline, "your requests", self.older_requests, "requests"),
                  (self.timeline, "your private thoughts", self.older_thoughts, "thoughts")]
         names = ["code cells"] + [name for shown, name, _, _ in kinds if shown]
         title = (", ".join(names[:-1]) + " and " + names[-1]).capitalize()
@@ -262,17 +270,25 @@ def build_observation(
     # Delivered messages and run cells are already shown in full in their own sections.
     done = [e for e in task_events if e.action != "wait" and e.status != "failed_step"
             and not (e.action in ("send_message", "execute_code") and e.status in ("ok", "error"))]
-    lines = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time)
-             for e in (done if sees_all else [e for e in done if e.participant == participant])]
+    seen = done if sees_all else [e for e in done if e.participant == participant]
+    # The common part (issue 42): a member's own steps that took effect and approved actions
+    # taking effect, what a Default twin shows too; a request, a decision and every closing
+    # step are structure bookkeeping (`Event.kind`), kept apart in a budget of their own.
+    common = [e for e in seen if e.kind in ("step", "effect") and e.status != "pending"]
+    lines = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time) for e in common]
+    booked = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time)
+              for e in seen if e.kind == "machinery" or e.status == "pending"]
     decided_at = {e.request_id: e.time for e in task_events if e.action in _DECISIONS and e.status != "failed_step"}
     proposed = [request_view(r, profile, time=decided_at.get(r.request_id, 0.0))
                 for r in gatekeeper.proposed_by(participant)]
     notes = [t.clipped(profile.note_chars) for t in scratchpad]
     if profile.timeline:
-        activity, my_requests, thoughts = _own_history(lines, proposed, notes, profile.chat_chars)
+        activity, thoughts = _own_history(lines, notes, profile.chat_chars)
+        bookkeeping = recent(booked, None, profile.chat_chars, lambda a: len(a.line) + 20)[0]
     else:  # the most recent few of each, in sections after the timeline
-        activity, my_requests, thoughts = (recent(lines, profile.activity)[0], recent(proposed, profile.requests)[0],
-                                           recent(notes, profile.notes)[0])
+        activity, thoughts = recent(lines, profile.activity)[0], recent(notes, profile.notes)[0]
+        bookkeeping = recent(booked, profile.activity)[0]
+    my_requests = recent(proposed, profile.requests)[0]
 
     for_me = gatekeeper.addressed_to(participant)[::-1]  # newest first: the profile cuts the oldest
 
@@ -304,6 +320,8 @@ def build_observation(
         older_cells=older_cells,
         activity=tuple(activity),
         older_activity=len(lines) - len(activity),
+        bookkeeping=tuple(bookkeeping),
+        older_bookkeeping=len(booked) - len(bookkeeping),
         requests_for_me=tuple(request_view(r, profile, depends_on(r)) for r in for_me[: profile.requests]),
         other_requests_for_me=max(len(for_me) - profile.requests, 0),
         open_ids=tuple(r.request_id for r in for_me) + tuple(update_ids),
@@ -324,21 +342,17 @@ def build_observation(
     )
 
 
-def _own_history(activity: Sequence[ActivityView], requests: Sequence[RequestView], thoughts: Sequence[Thought],
-                 budget: int | None) -> tuple[list[ActivityView], list[RequestView], list[Thought]]:
-    """The timeline layout's share of the participant's own history: its activity lines, decided
-    requests and thoughts, the most recent that fit `budget` together (trimmed like the chat,
-    within one budget as large as the chat's); open requests are kept whatever their age."""
-    def size(entry: ActivityView | RequestView | Thought) -> int:
-        if isinstance(entry, ActivityView):
-            return len(entry.line) + 20
-        return len(request_line(entry)) + 20 if isinstance(entry, RequestView) else len(entry.text) + 40
+def _own_history(activity: Sequence[ActivityView], thoughts: Sequence[Thought],
+                 budget: int | None) -> tuple[list[ActivityView], list[Thought]]:
+    """The timeline layout's share of the participant's own history: its activity lines and its
+    thoughts, the most recent that fit `budget` together (trimmed like the chat, within one
+    budget as large as the chat's). Only common lines: structure bookkeeping has its own budget."""
+    def size(entry: ActivityView | Thought) -> int:
+        return len(entry.line) + 20 if isinstance(entry, ActivityView) else len(entry.text) + 40
 
-    history: list[ActivityView | RequestView | Thought] = sorted(
-        [*activity, *(r for r in requests if r.status != "pending"), *thoughts], key=lambda entry: entry.time)
+    history: list[ActivityView | Thought] = sorted([*activity, *thoughts], key=lambda entry: entry.time)
     kept = {id(entry) for entry in recent(history, None, budget, size)[0]}
-    return ([a for a in activity if id(a) in kept], [r for r in requests if r.status == "pending" or id(r) in kept],
-            [t for t in thoughts if id(t) in kept])
+    return [a for a in activity if id(a) in kept], [t for t in thoughts if id(t) in kept]
 
 
 def _feedback(event: Event, shown_cells: set[int]) -> str:

@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 from colabkit.session.actions import MEMORY_UPDATE, Action
 from colabkit.session.structure.base import Context, Structure, View
 from colabkit.session.structure.build_phase import build_memory
-from colabkit.session.structure.gating import GATE_RULES_TITLE, gate_rules_text
+from colabkit.session.structure.gating import GATE_RULES_TITLE, HELD_SECTIONS, gate_rules_text
 from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
-from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS, GateRule, GateTable
+from colabkit.team import GATEABLE_ACTIONS, GateRule, GateTable
 
 MEMORY_TITLE = "Shared Group Memory"
 
@@ -56,7 +56,7 @@ class _Gates(Structure):
     """A gate table in force: its section for every member, its rules holding actions."""
 
     source: ClassVar[str]
-    sections = (GATE_RULES_TITLE, "Approval requests for you", "Your requests")
+    sections = (GATE_RULES_TITLE, *HELD_SECTIONS)
     holds = GATEABLE_ACTIONS
 
     def view(self, ctx: Context, pid: str) -> View:
@@ -92,7 +92,6 @@ class MemoryUpdates(Structure):
     name = "memory-updates"
     sections = (MEMORY_TITLE, "Memory updates for you", "Your memory updates")
     actions = (MEMORY_UPDATE,)
-    targets = UPDATE_SLOTS
 
     def start(self, ctx: Context) -> None:
         if ctx.board.memory is not None:
