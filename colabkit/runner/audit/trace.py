@@ -12,10 +12,10 @@ A run's **trace** (`trace_of`) is everything observable, per channel:
 - `metrics`: every metric the suite computes without a judge (`scorer.Scorer.uses_judge`).
 
 The **projection** (`project`) is read mechanically from the two variants' compositions
-(`declared`: `Structure.sections`, `actions`, `targets`, `holds`, `builds` and whether a
+(`declared`: `Structure.sections`, `actions`, `holds`, `builds` and whether a
 structure decides requests of its own), never from a list kept by hand: the build phase's
 requests, turns and charges; the structure's sections of every prompt; the lines, enum values
-and `to` choices naming its actions, decisions, request ids and targets; the turns taken to
+and `to` choices naming its actions, decisions and request ids; the turns taken to
 decide or to play its actions. What its holds change is the timing of the held action's
 effect, so where a hold fired the shared channels (the notebook, the chat, the editor, the
 answer, the metrics) are compared at the end, and the prompts' shared sections only before
@@ -67,7 +67,6 @@ class Declared:
 
     sections: frozenset[str] = frozenset()
     actions: frozenset[str] = frozenset()
-    targets: frozenset[str] = frozenset()
     holds: frozenset[str] = frozenset()
     decides: bool = False
     builds: bool = False
@@ -75,8 +74,7 @@ class Declared:
     """Answer fields that are the added actions' own (a team's `to`: the recipients of its messages)."""
 
     def __or__(self, other: Declared) -> Declared:
-        return Declared(self.sections | other.sections, self.actions | other.actions, self.targets | other.targets,
-                        self.holds | other.holds, self.decides or other.decides, self.builds or other.builds,
+        return Declared(self.sections | other.sections, self.actions | other.actions, self.holds | other.holds, self.decides or other.decides, self.builds or other.builds,
                         self.fields | other.fields)
 
     @property
@@ -90,8 +88,7 @@ def declared(variant: VariantConfig) -> Declared:
     out = Declared()
     for s in structures_for(variant):
         cls = type(s)
-        out = out | Declared(frozenset(cls.sections), frozenset(cls.actions), frozenset(cls.targets),
-                             frozenset(cls.holds), bool(cls.holds) or cls.open_ids is not Structure.open_ids,
+        out = out | Declared(frozenset(cls.sections), frozenset(cls.actions), frozenset(cls.holds), bool(cls.holds) or cls.open_ids is not Structure.open_ids,
                              cls.builds)
     return out
 
@@ -103,7 +100,8 @@ class Trace:
     variant: str
     channels: dict[str, list[str]] = field(default_factory=dict)
     cut: dict[str, int] = field(default_factory=dict)
-    """Per seat, how many of its requests show the shared sections before a hold fired."""
+    """Per channel, how many of its entries came before the first hold (a request after it is
+    compared without the shared sections, a wait after it not at all)."""
     held: bool = False
     """Whether a hold fired (a `pending` event): shared channels then compare at the end only."""
     unapplied: bool = False
@@ -146,9 +144,9 @@ def _choices(text: str, dec: Declared) -> str:
 
 
 def _schema(params: dict[str, Any], dec: Declared) -> str:
-    """The answer schema without the structure's enum values (its actions, request ids, targets)."""
+    """The answer schema without the structure's enum values (its actions, request ids)."""
     name, schema = schema_of(params)
-    own = dec.own_actions | dec.targets
+    own = dec.own_actions
 
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
@@ -196,6 +194,16 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
                        or (trace.held and bool(teammates))) if like is None else like.unapplied
     first_hold = min((e.seq for e in events if parts(e)), default=None)
     ch = trace.channels
+    at: dict[str, list[int | None]] = {}  # per channel, the seq of each entry's event
+    waited: dict[str, set[int]] = {}  # per channel, the entries that were waits
+
+    def add(channel: str, text: str, seq: int | None, wait: bool) -> None:
+        entries = ch.setdefault(channel, [])
+        if wait:
+            waited.setdefault(channel, set()).add(len(entries))
+        entries.append(text)
+        at.setdefault(channel, []).append(seq)
+
     # turns: each seat's steps, the structure's turns (decisions, its actions, the build) left out
     for e in events:
         if e.phase != "task" or e.participant == SYSTEM or not e.llm_calls or closing_step(e):
@@ -206,33 +214,38 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
         if status == "pending":  # held: as it was applied; never applied (the structure's decision): anything
             status = applied.get(e.request_id or "", "*")
         args = json.dumps({k: v for k, v in e.args.items() if k in ("content", "to", "code", "text")}, sort_keys=True)
-        ch.setdefault(f"turns {e.participant}", []).append(f"round {e.round}: {e.action} {status} {_digest(args)}")
+        add(f"turns {e.participant}", f"round {e.round}: {e.action} {status} {_digest(args)}", e.seq, e.action == "wait")
     # requests as sent: what the seat's model was asked, the structure's parts projected out
     for call, (phase, event_seq, closing) in zip(run.calls, _call_times(run)):
-        if (dec.builds and phase == "build") or closing or _answer_action(call.get("answer", "")) in dec.own_actions:
+        answer = _answer_action(call.get("answer", ""))
+        if (dec.builds and phase == "build") or closing or answer in dec.own_actions:
             continue  # the build, the closing pass, a decision or the structure's action: its turns
-        role = call["role"]
-        n = len(ch.get(f"requests {role}", []))
-        if like is None:
-            if trace.held and not (first_hold is not None and event_seq is not None and event_seq < first_hold):
-                trace.cut.setdefault(role, n)
-        else:
-            trace.cut = like.cut
-        shared = n < trace.cut.get(role, n + 1)
+        channel = f"requests {call['role']}"
+        n = len(ch.get(channel, []))
+        before = first_hold is not None and event_seq is not None and event_seq < first_hold
+        shared = not trace.held or (before if like is None else n < like.cut.get(channel, 0))
         messages = [str(m.get("content", "")) if m.get("role") == "system" else
                     _prompt(str(m.get("content", "")), dec, shared) if k == 1 else _choices(str(m.get("content", "")), dec)
                     for k, m in enumerate(call["messages"])]
-        schema = _schema(call["params"], dec)
         sampling = {k: v for k, v in call["params"].items() if k not in _NOT_SAMPLING}
-        ch.setdefault(f"requests {call['role']}", []).append(
-            "\n".join([f"params {json.dumps(sampling, sort_keys=True, default=repr)}", f"schema {schema}",
-                       *(f"{m['role']}: {text}" for m, text in zip(call["messages"], messages))]))
+        add(channel, "\n".join([f"params {json.dumps(sampling, sort_keys=True, default=repr)}",
+                                f"schema {_schema(call['params'], dec)}",
+                                *(f"{m['role']}: {text}" for m, text in zip(call["messages"], messages))]),
+            event_seq, answer == "wait")
     # charges against the cap: the task's only (the build phase is the structure's)
     for e in events:
         if (dec.builds and e.phase == "build") or e.action in dec.own_actions or (dec.decides and e.decision):
             continue
         for c in e.llm_calls:
-            ch.setdefault(f"charges {e.participant}", []).append(f"round {e.round}: {c.total_tokens} tokens")
+            add(f"charges {e.participant}", f"round {e.round}: {c.total_tokens} tokens", e.seq, e.action == "wait")
+    if trace.held:  # a wait after a hold (or a teammate's act): asked or not as effects land (news)
+        if like is None:
+            trace.cut = {k: sum(1 for q in seqs if q is not None and first_hold is not None and q < first_hold)
+                         for k, seqs in at.items()}
+        cuts = trace.cut if like is None else like.cut
+        for channel, wait_at in waited.items():
+            cut = cuts.get(channel, 0)
+            ch[channel] = [text for i, text in enumerate(ch[channel]) if i < cut or i not in wait_at]
     ch["end"] = [f"ended_by {run.result.ended_by}"]
     if not trace.unapplied:  # shared channels: equal once every held action took effect
         cells = [f"{c.author}: {c.status} {c.code!r} -> {c.output[:200]!r}" for c in run.result.snapshot.cells]
@@ -265,7 +278,8 @@ def _call_times(run: Run) -> list[tuple[str, int | None, bool]]:
 
 
 def metric_values(run: Run) -> dict[str, Any]:
-    """Every metric a run can compute without a judge, by column (an error is a value too)."""
+    """Every metric a run can compute without a judge, by column (an error is a value too), but
+    the columns a metric declares to count machinery by design (`Scorer.machinery_columns`)."""
     from colabkit.evaluation.scorer import SessionContext, registered
     from colabkit.store import SessionRecord
 
@@ -279,7 +293,8 @@ def metric_values(run: Run) -> dict[str, Any]:
         if scorer.uses_judge:
             continue
         try:
-            out.update({f"{name}.{k}": v for k, v in run_sync(partial(scorer.score, ctx)).values.items()})
+            out.update({f"{name}.{k}": v for k, v in run_sync(partial(scorer.score, ctx)).values.items()
+                        if k not in scorer.machinery_columns})
         except Exception as exc:  # a scorer that cannot read a run: the same on both sides, or a finding
             out[name] = f"error: {type(exc).__name__}"
     return out
