@@ -33,6 +33,7 @@ from colabkit.runner.audit.player import play, scenario_spec
 from colabkit.runner.audit.probe import history, same_rendering
 from colabkit.runner.audit.scenario import STUDY_SEATS, TEAMS, Policy, Scenario, scenarios
 from colabkit.runner.audit.trace import default_twin, same_trace
+from colabkit.runner.audit.wire import over_http
 from colabkit.session import SessionSpec
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
@@ -112,7 +113,8 @@ class _Player:
 
     def __init__(self, specs: Sequence[SessionSpec], tasks: Mapping[str, Task], report: HuntReport,
                  shrink_seconds: float, workdir_root: Path | None, wire: bool = True) -> None:
-        self.specs, self.tasks, self.report, self.wire = list(specs), tasks, report, wire
+        self.specs, self.tasks, self.report = list(specs), tasks, report
+        self.wire = wire and all(over_http(s) for s in specs)  # one transport for the arm: twins compare alike
         self.termination = specs[0].settings.termination
         self.shrink_seconds, self.workdir_root = shrink_seconds, workdir_root
         self.focus: set[str] | None = None  # once found: only the variants involved

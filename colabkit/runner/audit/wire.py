@@ -9,7 +9,8 @@ per process, started on first use), answers `POST /v1/chat/completions` from the
 
 The role is the model's name (`audit-<role>`): a declared seat beyond the study's roles has no
 model of its own (it plays the default model) and is told apart only by the gateway's caller,
-which does not travel over HTTP, so a variant with one is played in-process (`over_http`).
+which does not travel over HTTP, so an arm with one is played in-process (`over_http`), all its
+variants alike (a twin pair is always compared over one transport).
 """
 
 from __future__ import annotations
