@@ -376,10 +376,11 @@ def composition_declared(team: tuple[str, ...], clock: bool) -> Declared:
 def team_vs_single(runs: Sequence[Run]) -> list[Violation]:
     """Each team Default's AI against the single agent, on the parts their prompts share: the AI's
     requests, turns and charges and how the session ended (the shared sections until a teammate
-    does something but wait)."""
+    does something but wait); under the study's clock ("ai_budget") only, where the AI's budget
+    alone ends a session whatever the team."""
     single = next((r for r in runs if not r.spec.variant.humans), None)
-    if single is None:
-        return []
+    if single is None or single.spec.settings.termination != "ai_budget":
+        return []  # under the Co-Gym rules the composition decides the end (a team may end idle)
     out = []
     for run in runs:
         variant = run.spec.variant
