@@ -75,6 +75,8 @@ def observation_html(obs: Observation) -> str:
         parts.append(_section("Your requests", "".join(_pre(request_line(r)) for r in obs.my_requests), "ck-mine"))
     if obs.activity:
         parts.append(_section("Activity", _pre("\n".join(a.line for a in obs.activity)), "ck-activity"))
+    if obs.bookkeeping:  # requests and decisions, apart from the activity (issue 42)
+        parts.append(_section("Requests and decisions", _pre("\n".join(a.line for a in obs.bookkeeping)), "ck-booked"))
     if obs.feedback:
         parts.append(_section("Your last step", _pre(obs.feedback), "ck-feedback"))
     parts.append("<details><summary>All of the above as plain text</summary>"
