@@ -267,6 +267,7 @@ class InitiativeEventsScorer(Scorer):
     name = "initiative_events"
     version = "3"  # 3: every decision on a request is machinery, left out of h_init_events (issue 42)
     columns = ("h_init_events", "h_init_events_all")
+    machinery_columns = ("h_init_events_all",)
 
     async def score(self, ctx: SessionContext) -> ScoreResult:
         team = ctx.record.spec.variant.team

@@ -94,7 +94,7 @@ async def _render(spec: SessionSpec, task: Task, members: tuple[str, ...],
                 continue
             kind, _, index = move.partition(":")
             i = int(index or 0)
-            pool = {"code": CODE, "msg": MESSAGES, "edit": EDITS}[kind]
+            pool = {"code": CODE, "msg": MESSAGES[:2], "edit": EDITS[:2]}[kind]  # (beyond the schema's bound: no step)
             step = StepSchema(thought=f"audit: {move}", action=_ACTIONS[kind],
                               content=pool[i % len(pool)], to="all" if kind == "msg" else "")
             session.scratch[actor].append(Thought(round=rnd, action=step.action, text=step.thought, time=0.0))
