@@ -8,7 +8,11 @@ its schema's name (the gateway sends registered providers the bounded JSON schem
 proposal, consolidation or amendment gets the scenario's memory slots (with its self-chosen
 gates where the schema has them), a ratification the member's accept or amend, a task step
 the member's next scripted move, or its decision when a request is shown to it. Every
-request is kept as sent (`calls`: role, messages, the parameters litellm passed).
+request is kept as sent (`calls`: role, messages, the parameters litellm passed), in the order
+the session issued them: `IssueOrderGateway` numbers each request as it enters the gateway
+(the engine's own, deterministic order: the build's ratifications in their seat order) and
+`calls` is kept sorted by that number, because concurrent requests reach the double in an
+order that varies with the threads litellm hops through.
 
 `play` runs one spec through the engine's own entry point (`session.run.run_session`: the
 build phase, the loop, the closing pass, the cost cap, the end) with a gateway whose
@@ -20,7 +24,9 @@ for the run, so the bulk of the search costs milliseconds per step.
 
 from __future__ import annotations
 
+import contextvars
 import copy
+import itertools
 import json
 import random
 import re
@@ -61,6 +67,7 @@ accounting (what it charges to the task), which the audit compares (`trace`)."""
 _REQUESTS = re.compile(r"^# (?:Approval requests|Memory updates) for you[^\n]*\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _VALID = re.compile(r"^# Valid actions\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _REQUEST_ID = re.compile(r"\b((?:req|upd)-\d+)\b")
+_ISSUED: contextvars.ContextVar[int] = contextvars.ContextVar("colabkit_audit_issued", default=-1)
 
 
 def _step(action: str, content: str = "", to: str = "") -> str:
@@ -105,9 +112,12 @@ class PolicyDouble(CustomLLM):
         return model_response
 
     def record(self, role: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
-        """Keep one request as sent (with the answer given) and answer it."""
-        call = {"role": role, "messages": copy.deepcopy(messages), "params": params}
-        self.calls.append(call)
+        """Keep one request as sent (with the answer given), in the order the session issued it
+        (`IssueOrderGateway`; a request without a number, over HTTP, goes last), and answer it."""
+        issued = _ISSUED.get()
+        at = next((i for i, call in enumerate(self.calls) if call["issued"] > issued), len(self.calls))
+        call = {"role": role, "messages": copy.deepcopy(messages), "params": params, "issued": issued}
+        self.calls.insert(at, call)
         text = call["answer"] = self.answer(role, messages, schema_of(params))
         return text
 
@@ -237,6 +247,20 @@ def _in_memory(enabled: bool) -> Iterator[None]:
         session_run.Workspace = real  # type: ignore[misc]
 
 
+class IssueOrderGateway(Gateway):
+    """The engine's `Gateway`, numbering each request as the session issues it (see the module
+    docstring): the number travels with the request's context (litellm copies it into the
+    thread it hops to), so the double files the request in issue order, whenever it arrives."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._issued = itertools.count()
+
+    async def _request(self, *args: Any, **kwargs: Any) -> Any:
+        _ISSUED.set(next(self._issued))  # this request's task only: its own context
+        return await super()._request(*args, **kwargs)
+
+
 @dataclass(frozen=True)
 class Run:
     """One variant's run of one scenario: the spec played, its events, its requests as sent, its result."""
@@ -278,8 +302,8 @@ def play(spec: SessionSpec, task: Task, scenario: Scenario, workdir_root: Path |
     register_provider(PROVIDER, double)
     budget = Budget(max_tokens=scenario.cost_cap) if scenario.cost_cap else None
     wired = {m.model: "json_schema" for m in spec.models.values() if m.model.startswith("openai/")}
-    gateway = Gateway(budget=budget, retry=RetryPolicy(max_attempts=1, base_delay_s=0.0, max_delay_s=0.0),
-                      modes=cast(dict[str, OutputMode], wired))
+    gateway = IssueOrderGateway(budget=budget, retry=RetryPolicy(max_attempts=1, base_delay_s=0.0, max_delay_s=0.0),
+                                modes=cast(dict[str, OutputMode], wired))
     sink = ListSink()
     try:
         with _in_memory(not scenario.real), RecordingServer.shared().serving(double) if wired else nullcontext():
