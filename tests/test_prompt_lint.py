@@ -141,5 +141,5 @@ def test_the_rules_page_is_what_the_engine_renders(capsys):
     assert main(["prompts", "rules"]) == 0
     page = capsys.readouterr().out
     assert (REPO / "docs" / "rules.md").read_text() == page
-    assert "Your steps: 30 for the task (every turn is one, a wait included)." in page
+    assert "Your steps: 30 for the task (every turn is one, a wait or a decision on a request included)." in page
     assert "- approve: to = one of the requests open for you" in page  # the list the schema offers

@@ -102,7 +102,10 @@ class Finding:
 
 class Recorder:
     """Stands in for the gateway: records every structured question and answers it with a fixed
-    placeholder (a memory, an amendment, a wait), so the build runs every stage."""
+    placeholder (a memory, an amendment, a wait), so the build runs every stage. No cap: its
+    `budget` is None, as on a gateway without one."""
+
+    budget = None
 
     def __init__(self, variant: Any) -> None:
         self.variant = variant

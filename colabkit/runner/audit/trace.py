@@ -26,7 +26,6 @@ channel by channel (`diff`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from colabkit.hashing import sha256_hex
 from colabkit.runner.audit.invariants import Violation
 from colabkit.runner.audit.player import Run, schema_of
 from colabkit.runner.audit.rules import RULES
@@ -256,7 +256,7 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
 
 
 def _digest(text: str) -> str:
-    return text if len(text) <= 120 else f"{text[:100]}... ({hashlib.sha256(text.encode()).hexdigest()[:8]})"
+    return text if len(text) <= 120 else f"{text[:100]}... ({sha256_hex(text)[:8]})"
 
 
 def _call_times(run: Run) -> list[tuple[str, int | None, bool]]:
