@@ -144,20 +144,21 @@ def test_h_init_events_counts_every_event_a_member_initiated_not_only_its_messag
     t.run("ai", "x = 1")  # ai: cell
     t.run("D", "x +", status="error")  # D: a failed cell is still D's initiative
     req = t.request("ai", "edit_result", "R", text="H1")  # ai: proposal
-    t.decide("R", req, approve=True)  # R: decision; the edit it applies is the ai's proposal, not a new event
+    t.decide("R", req, approve=True)  # R: a decision is machinery (issue 42); the edit applied is the ai's proposal
     t.wait("D")
     t.failed("R", "send_message")
     t.end()
     counts = initiated_events(t.events)
-    assert counts == Counter({"ai": 3, "D": 1, "R": 1})
-    # the messages-only figure would see one member (ai) only: entropy 0; over events, three members
+    assert counts == Counter({"ai": 3, "D": 1})
+    # the messages-only figure would see one member (ai) only: entropy 0; over events, two of three
     h_events, _ = initiative_entropy(counts, t.team)
-    expected = -sum(p * math.log(p) for p in (3 / 5, 1 / 5, 1 / 5)) / math.log(3)
+    expected = -sum(p * math.log(p) for p in (3 / 4, 1 / 4)) / math.log(3)
     assert math.isclose(h_events, expected)
 
 
-def test_h_init_events_leaves_the_closing_pass_decisions_out_and_h_init_events_all_counts_them():
-    """Closing-pass decisions exist only where requests can be open (gated variants): machinery."""
+def test_h_init_events_leaves_every_decision_out_and_h_init_events_all_counts_them():
+    """Decisions exist only where requests can be open (gated variants): machinery, in the task and
+    in the closing pass alike (issue 42)."""
     from collections import Counter
 
     from colabkit.evaluation.metrics.initiative import initiated_events
@@ -165,7 +166,8 @@ def test_h_init_events_leaves_the_closing_pass_decisions_out_and_h_init_events_a
     t = Trajectory(("ai", "R"))
     t.start()
     t.run("ai", "x = 1")
+    t.decide("R", t.request("ai", "edit_result", "R", text="H0"), approve=True)
     t.decide("R", t.request("ai", "edit_result", "R", text="H1"), approve=True, closing=True)
     t.end()
-    assert initiated_events(t.events) == Counter({"ai": 2})
-    assert initiated_events(t.events, closing=True) == Counter({"ai": 2, "R": 1})
+    assert initiated_events(t.events) == Counter({"ai": 3})
+    assert initiated_events(t.events, decisions=True) == Counter({"ai": 3, "R": 2})

@@ -300,11 +300,12 @@ def test_a_headless_batch_with_a_person_seat_is_refused_with_one_clear_line(tmp_
     assert done.returncode == 2 and len(lines) == 1 and "a batch never waits for a person" in lines[0]
 
 
-def test_the_seat_must_be_a_simulated_human_of_the_variant():
-    with pytest.raises(ColabkitError, match="seat 'R' is not a simulated human of default-d"):
+def test_the_seat_must_be_a_seat_of_the_variant():
+    with pytest.raises(ColabkitError, match="seat 'R' is not a seat of default-d: a person plays one of ai, D"):
         seat_spec(sc.TASK_ID, "default-d", "R", 0, participant_id="p-1")
-    with pytest.raises(ColabkitError, match="not a simulated human of single"):
+    with pytest.raises(ColabkitError, match="not a seat of single"):
         seat_spec(sc.TASK_ID, "single", "D", 0, participant_id="p-1")
+    assert seat_spec(sc.TASK_ID, "single", "ai", 0, participant_id="p-1").model_for("ai").model == "person/p-1"
     with pytest.raises(ColabkitError, match=r"seat participant_id: String should match pattern .*'Jane Doe'"):
         seat_spec(sc.TASK_ID, "default-d", "D", 0, participant_id="Jane Doe")
 

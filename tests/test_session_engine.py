@@ -448,15 +448,16 @@ def test_a_decision_is_the_signatorys_step_never_the_proposers(tmp_path):
     seed = ai_first_seed(("ai", "R"), 3)
     result, events, _, _ = run(tmp_path, variant("preassigned-r"), scripts, seed=seed)
     assert result.ended_by == "finish" and result.final_hypothesis == "H1"
-    # the AI proposed twice, R decided twice; the two applications are nobody's extra step
-    assert (result.totals.ai_actions, result.totals.human_actions) == (2, 2)
+    # the AI proposed twice, R decided twice (machinery, off budget: issue 42); the two
+    # applications are nobody's extra step
+    assert (result.totals.ai_actions, result.totals.human_actions, result.totals.decisions) == (2, 0, 2)
     applied = [e for e in events if e.proposer == "ai" and e.participant == "ai"]
     assert [e.action for e in applied] == ["edit_result", "finish"]
 
 
 def test_a_spent_side_may_still_decide_the_requests_addressed_to_it_and_nothing_else(tmp_path):
     """preassigned-r, the humans' budget 2: R spends it chatting, then the AI's gated edit and
-    finish still get decided (past the budget, counted), and R's further chat is refused."""
+    finish still get decided (machinery, off budget: issue 42), and R's further chat is refused."""
     scripts = {"ai": [say("execute_code", "x = 1"), say("execute_code", "x + 1"), say("edit_result", "H1"),
                       say("finish", "done")],
                "R": [say("send_message", "one", "all"), say("send_message", "two", "all"),
@@ -471,7 +472,7 @@ def test_a_spent_side_may_still_decide_the_requests_addressed_to_it_and_nothing_
     # the third message: the side is spent, so its schema offers only decisions (repaired to the next answer)
     assert "three" not in [m.text for m in result.snapshot.messages]
     assert [s for s in r_steps if s[0] == "approve"] == [("approve", "approved"), ("approve", "approved")]
-    assert result.totals.human_actions > result.totals.human_budget  # decisions past the budget are counted
+    assert result.totals.human_actions == result.totals.human_budget and result.totals.decisions == 2
     spent_views = [o for o in observations["R"] if "send_message" not in o.valid_actions]
     assert spent_views and all(set(o.valid_actions) <= {"approve", "reject", "wait"} for o in spent_views)
 
@@ -559,6 +560,8 @@ def test_max_rounds_ends_a_session_that_keeps_going(tmp_path):
 
 class _Broken:
     """A gateway that fails the way only a bug or an exhausted budget can."""
+
+    budget = None  # no spending cap of its own
 
     def __init__(self, exc: BaseException):
         self.exc = exc

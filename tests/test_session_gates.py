@@ -24,7 +24,7 @@ SLOTS = {"expertise": "D knows the columns", "responsibility": "D checks data ch
          "plan": "AI analyses", "evidence_standards": "cite a computed table"}
 ACCEPT = {"reply": {"decision": "accept"}}
 READ = "print(6 * 7)"
-WRITE = "x = [1, 2]\nx[0] = 5\nprint(x)"
+WRITE = "open('notes.txt', 'w').write('x')"  # data-changing by the rule: it writes a file
 
 
 def say(action: str, content: str = "", to: str = "") -> dict:

@@ -5,10 +5,14 @@ engine wrote before the refactor (`tests/fixtures/golden/variants.json.gz`)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
+from typing import Any
 
-from helpers.golden import load, record
+from helpers.golden import load, played, record
+
+from colabkit.runner.audit import player
 
 
 def _first_difference(old: object, new: object, path: str = "") -> str:
@@ -45,3 +49,28 @@ def test_the_record_exercises_every_structure():
         assert actions[action] > 0, action
     assert statuses["pending"] > 0 and statuses["failed_step"] > 0
     assert len({run["session_id"] for run in load().values()}) == len(load())
+
+
+class _FirstRatificationLate(player.PolicyDouble):
+    """The double, answering the first ratification request to arrive 0.1 s late: the other
+    member's, asked at the same time, reaches the model first (as under CPU load)."""
+
+    delayed = False
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.delayed and player.schema_of(kwargs["optional_params"])[0].startswith("Ratification"):
+            self.delayed = True
+            await asyncio.sleep(0.1)
+        return await super().acompletion(*args, **kwargs)
+
+
+def test_concurrent_calls_are_recorded_in_the_order_the_session_issued_them(monkeypatch):
+    """The build asks both humans to ratify at once; the recorded calls keep the seat order
+    whichever answer comes first, so the golden comparison cannot flake on timing."""
+    monkeypatch.setattr(player, "PolicyDouble", _FirstRatificationLate)
+    now = played("memory-dr", "full")
+    ratifying = [c["role"] for c in now["calls"] if c["params"]["response_format"]["json_schema"]["name"]
+                 .startswith("Ratification")]
+    logged = [e["participant"] for e in now["events"] if e["action"] == "ratify_memory"]
+    assert len(ratifying) == 2 and ratifying == logged
+    assert now == load()["memory-dr/full"]

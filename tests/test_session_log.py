@@ -67,16 +67,16 @@ def test_every_stored_event_validates_against_the_versioned_schema(stored):
     folder, _ = stored
     schema = Event.model_json_schema()
     rows = events_of(folder)
-    assert rows and EVENT_SCHEMA_VERSION == 5
+    assert rows and EVENT_SCHEMA_VERSION == 6
     for row in rows:
         jsonschema.validate(row, schema)
-        assert row["schema_version"] == 5
+        assert row["schema_version"] == 6
         Event.model_validate(row)
     with pytest.raises(jsonschema.ValidationError):  # the schema pins the version
         jsonschema.validate({**rows[0], "schema_version": 1}, schema)
     record = json.loads((folder / "session.json").read_text())
     jsonschema.validate(record, SessionRecord.model_json_schema())
-    assert record["schema_version"] == 6
+    assert record["schema_version"] == 7
     snapshot = WorkspaceSnapshot.model_validate_json((folder / "snapshot.json").read_bytes())
     assert snapshot.schema_version == 3
 
@@ -143,7 +143,7 @@ def test_loaders_export_the_join_keys_and_provenance(stored):
     folder, _ = stored
     export_parquet(folder.parent)
     events, sessions = load_events(folder.parent), load_sessions(folder.parent)
-    assert set(events["schema_version"]) == {5}
+    assert set(events["schema_version"]) == {6}
     assert str(events["cell_index"].dtype) == "Int64"
     assert events["cell_index"].dropna().tolist() == [0, 1]
     pending = events[events["status"] == "pending"]
@@ -153,12 +153,13 @@ def test_loaders_export_the_join_keys_and_provenance(stored):
     assert (called["output_modes"].str.split(";").str.len() == called["n_calls"]).all()
     assert set(";".join(called["output_modes"]).split(";")) == {"json_schema"}  # scripted: a custom provider
     row = sessions.iloc[0]
-    assert row["task_digest"] == TASK.task_digest and row["schema_version"] == 6
+    assert row["task_digest"] == TASK.task_digest and row["schema_version"] == 7
     assert json.loads(row["persona_versions_json"])["R"] == persona("R").version
     # the profile is a factor; the per-side budgets and what each side used are columns of their own
     assert row["profile"] == "compact" and pd.isna(row["context_window"])  # scripted models: unknown window
     assert str(sessions["context_window"].dtype) == "Int64"
-    assert (row["ai_budget"], row["human_budget"], row["ai_actions"], row["human_actions"]) == (30, 30, 4, 4)
+    # R's two approvals are machinery (issue 42): off budget, in no side's actions
+    assert (row["ai_budget"], row["human_budget"], row["ai_actions"], row["human_actions"]) == (30, 30, 4, 2)
 
 
 def test_there_is_one_ended_by_and_one_hashing_helper():

@@ -342,9 +342,10 @@ def test_cells_and_messages_are_shown_in_the_order_they_happened_and_a_new_one_i
     assert before.index("# Valid actions") < before.index("# Code cells and chat") < before.index("# Result editor")
 
 
-def test_under_the_full_profile_thoughts_activity_and_decisions_are_appended_to_the_timeline():
-    """Each step's prompt starts with the previous one up to the editor (a provider's prefix
-    cache serves it): own thoughts, activity and decided requests are timeline entries."""
+def test_under_the_full_profile_thoughts_and_activity_are_appended_to_the_timeline_and_bookkeeping_after_it():
+    """Each step's prompt starts with the previous one up to the end of the timeline (a provider's
+    prefix cache serves it): own thoughts and activity are timeline entries; a request and its
+    decision are structure bookkeeping, after the common part in sections of their own (issue 42)."""
     gates = Gatekeeper(GateTable(rules=(GateRule(action="edit_result", signatory="D"),)), TEAM)
     edit = to_action(step("edit_result", "H-DRAFT"), "ai", TEAM)
     request = gates.open(edit, "ai", gates.rule_for(edit, "ai"), round=1)
@@ -360,15 +361,14 @@ def test_under_the_full_profile_thoughts_activity_and_decisions_are_appended_to_
                         status="approved", args={"to": request.request_id, "reason": "R-OK"},
                         request_id=request.request_id, proposer="ai", time=7.5))
     after = observe(**observe_ai, workspace=fake_workspace(4, 4), scratchpad=thoughts).render()
-    end = before.index("\n\n# Result editor")
+    end = before.index("\n\n# Requests and decisions")
     assert after[:end] == before[:end]
-    marks = ["] T-0", "[cell 0 by", "[#0 D", "] T-1", "[cell 1 by", "[#2 D", "[activity] r1 ai edit_result req-1 -> pending",
-             "] T-3", "[cell 3 by", "[#3 D", "[your request decided] req-1 from ai to D [approved]",
-             "[activity] r1 D approve req-1 -> approved"]
+    marks = ["] T-0", "[cell 0 by", "[#0 D", "] T-1", "[cell 1 by", "[#2 D", "] T-3", "[cell 3 by", "[#3 D",
+             "# Requests and decisions\nr1 ai edit_result req-1 -> pending", "r1 D approve req-1 -> approved",
+             "# Result editor", "# Your requests\nreq-1 from ai to D [approved]"]
     assert [after.index(m) for m in marks] == sorted(after.index(m) for m in marks) and after.index("] T-3") > end
-    assert "[your private thought, r4 -> execute_code] T-3" in after
-    # what was at the end now lives in the timeline; a pending request waits at the end until decided
-    assert "# Your requests\nreq-1 from ai to D [pending]" in before and "# Your requests" not in after
+    assert "[your private thought, r4 -> execute_code] T-3" in after and "[activity]" not in after
+    assert "# Your requests\nreq-1 from ai to D [pending]" in before
     for section in ("# Activity", "# Your recent thoughts", "# Your last step"):
         assert section not in before and section not in after
     assert after.rstrip().endswith("# Now (round 1, 5 actions left for you)")
@@ -418,7 +418,7 @@ def test_the_signatory_reads_the_teams_whole_note_and_the_proposer_the_reason_as
     rule = GateRule(action="execute_code", signatory="D", scope="data_changing", note=note)
     gates = Gatekeeper(GateTable(rules=(rule,)), TEAM)
     action = to_action(step("execute_code", "df = df.dropna()"), "ai", TEAM)
-    request = gates.open(action, "ai", gates.rule_for(action, "ai"), round=1)
+    request = gates.open(action, "ai", gates.rule_for(action, "ai", existing=("df",)), round=1)
     assert f"(rule: data-changing code only; note: {note})" in observe("D", gatekeeper=gates).render()
     reason = "the rows dropped here are the 1950s samples we need; " * 6  # ~320 characters
     gates.decide(request.request_id, "D", "rejected", reason)

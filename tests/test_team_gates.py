@@ -18,6 +18,7 @@ from colabkit.team import (
 DR = ("ai", "D", "R")
 READ = 'df = pd.read_csv("data/capital.csv", decimal=",")'
 WRITE = "df.to_csv('data/out.csv')"
+EXISTING = ("df", "counts", "df_inter", "plt", "pd")  # names earlier cells bound
 
 
 @pytest.mark.parametrize(
@@ -34,16 +35,18 @@ WRITE = "df.to_csv('data/out.csv')"
         "import os\nos.remove('data/capital.csv')",
         "counts[0] += 1",
         "df.insert(0, 'c', 1)",
+        READ,  # reassigning the loaded table (issue 44: it ran ungated while a new table was held)
     ],
 )
 def test_data_changing_code(code):
-    assert is_data_changing(code)
+    assert is_data_changing(code, EXISTING)
 
 
 @pytest.mark.parametrize(
     "code",
     [
-        READ,
+        READ.replace("df =", "hoards ="),
+        "merged = df.merge(df_inter)\nmerged['x'] = 1",  # a new table, even changed in the cell that made it
         "m = df.groupby('century')['ZBeil'].mean()\nprint(m.idxmax())",
         "print(df[df.BCE == -3500])",
         "df.plot(x='BCE', y='ZBeil')\nplt.savefig('axes.png')",
@@ -54,7 +57,7 @@ def test_data_changing_code(code):
     ],
 )
 def test_not_data_changing_code(code):
-    assert not is_data_changing(code)
+    assert not is_data_changing(code, EXISTING)
 
 
 @pytest.mark.parametrize("action", ["approve", "reject", "wait", "delete_everything"])

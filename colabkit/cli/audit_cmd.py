@@ -5,9 +5,11 @@ model is called) and compares the variants section by section. Then hunts: plays
 scenarios (every member may run code, message, edit, wait, finish, propose, approve or
 reject, flood requests and fail; the build phase with self-chosen gates; budgets 2 to 30;
 both profiles; a cost cap) in every variant through the engine with the audit's own test
-double, and checks the invariants (AI opportunity, nothing lost, gates transparent, same
-capacity, same turn order, prompts as sent, same rendering); a violation is shrunk to a
-minimal scenario and printed with the invariant and the variants (`colabkit.runner.audit`).
+double, reached over HTTP, and checks the invariants (same trace: a variant and its Default
+twin leave the same whole trace once the structure's declared parts are projected out; AI
+opportunity, nothing lost, gates transparent, same capacity, same turn order, prompts as sent,
+same rendering); a violation is shrunk to a minimal scenario and printed with the invariant and
+the variants (`colabkit.runner.audit`).
 Exits 1 on any unexplained difference or violation. `--quick` plays the known scenarios
 only (seconds: for a hook). Without CONFIG, `--variants` (default: all 13) on `--task`
 (default: the first task) under the default settings and model.

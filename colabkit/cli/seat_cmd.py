@@ -22,8 +22,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__.split("\n")[0])
     parser.add_argument("--task", required=True, metavar="ID", help="task id, e.g. archaeology/3/0")
     parser.add_argument("--variant", required=True, metavar="NAME", help="team variant with the seat, e.g. scaffolded-dr")
-    parser.add_argument("--seat", required=True, action="append", choices=["D", "R"],
-                        help="a seat a person plays (twice for both)")
+    parser.add_argument("--seat", required=True, action="append", metavar="SEAT",
+                        help="a seat a person plays: D, R, ai (the AI agent's) or any seat the variant declares "
+                             "(give it once per person)")
     parser.add_argument("--participant", required=True, action="append", metavar="ID",
                         help="pseudonymous participant id of that seat, e.g. p-017 (one per --seat, in order)")
     parser.add_argument("--seed", default="0", metavar="N", help="non-negative integer (default 0)")

@@ -102,6 +102,10 @@ class Scorer(ABC):
     columns: ClassVar[tuple[str, ...]] = ()
     opt_in: ClassVar[bool] = False
     """Scored only when named (`--metrics`, an experiment's `metrics`), not by default."""
+    machinery_columns: ClassVar[tuple[str, ...]] = ()
+    """Columns that count a structure's machinery by design (decisions, requests): the variant
+    audit leaves them out of a variant's comparison with its Default twin; every other column
+    must be equal there."""
 
     @property
     def uses_judge(self) -> bool:

@@ -58,7 +58,8 @@ _ready = False
 
 
 def litellm_module() -> ModuleType:
-    """The configured litellm module, with the embedded `local/...` provider registered."""
+    """The configured litellm module, with the embedded `local/...` and the `pilot/...`
+    (`colabkit.llm.pilot`) providers registered."""
     global _ready
     if not _ready:
         with _setup_lock:
@@ -72,8 +73,10 @@ def litellm_module() -> ModuleType:
                 litellm.suppress_debug_info = True  # else error banners go to stdout
                 _import_what_the_first_failure_would()
                 from colabkit.llm.local import shared_local_provider
+                from colabkit.llm.pilot import PILOT_PROVIDER, PilotProvider
 
                 _install(litellm, LOCAL_PROVIDER, shared_local_provider())
+                _install(litellm, PILOT_PROVIDER, PilotProvider())  # answers through a queue folder
                 for name, handler in _plugin_providers().items():
                     _install(litellm, name, handler)
                 _ready = True

@@ -48,6 +48,11 @@ class SessionOutcome(BaseModel):
     """The AI agent's task-phase steps (None: not run, or no record)."""
     expired_requests: int | None = None
     """Requests (and memory updates) still open after the closing pass."""
+    ai_turns: int | None = None
+    """The AI agent's task-phase turns, its waits included (what its budget counts)."""
+    gate_delay: float | None = None
+    """The mean of the AI's turns from a held action's proposal to its effect (`colabkit.store.gate_delays`;
+    None: nothing held took effect)."""
     error: str | None = None
     tokens: int = 0
     spend: Spend = Field(default_factory=Spend)
@@ -69,8 +74,9 @@ class BatchSummary(BaseModel):
                             columns=[*columns, "paid_cost", "suite_replays"])
 
     def by_variant(self) -> pd.DataFrame:
-        """Per variant: the AI's steps used (mean, min, max), the endings and the expired requests
-        of its sessions with a record (`colabkit.store.run_outcomes`)."""
+        """Per variant: the AI's turns (waits included) and steps used (mean, min, max), the endings,
+        the expired requests and the mean gate delay of its sessions with a record
+        (`colabkit.store.run_outcomes`)."""
         ended = self.table().dropna(subset=["ended_by"])
         return run_outcomes(ended)
 

@@ -45,7 +45,8 @@ class WidgetDesk:
         self.current.on_sent = lambda: setattr(self.status, "value", "<b>Sent. The others are acting...</b>")
         self.form_box.children = [self.current.widget]
         self.asked = number if number is not None else self.asked + 1
-        what = {"step": "your step", "propose": "your memory proposal", "ratify": "your ratification"}[question.stage]
+        what = {"step": "your step", "propose": "your memory proposal", "ratify": "your ratification",
+                "consolidate": "the merged memory", "amend": "the amended memory"}[question.stage]
         self.status.value = (f'<b class="ck-your-turn">Your turn ({html.escape(question.participant)}): {what}</b> '
                              f"(question {self.asked}). The others wait until you submit.")
         return presentation

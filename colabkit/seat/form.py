@@ -281,4 +281,5 @@ class RatifyForm(Form):
 
 
 FORMS: dict[str, Callable[[Question[Any], Presentation[Any], asyncio.AbstractEventLoop], Form]] = {
-    "step": StepForm, "propose": ProposeForm, "ratify": RatifyForm}
+    "step": StepForm, "propose": ProposeForm, "ratify": RatifyForm,
+    "consolidate": ProposeForm, "amend": ProposeForm}  # the AI's seat writes the memory in the same slots

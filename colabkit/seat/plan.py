@@ -35,7 +35,9 @@ holds the session's kernel and models; the next visit replays the stored answers
 def persons_spec(task_id: str, variant: str, seed: int, persons: Mapping[str, str], *,
                  models: Mapping[str, ModelSpec] | str | None = None, timeout_s: float | None = None,
                  fallback: Fallback = "wait", settings: SessionSettings | None = None) -> SessionSpec:
-    """The spec of a session whose `persons` ({seat: participant id}) are people; the AI stays a model.
+    """The spec of a session whose `persons` ({seat: participant id}) are people, in any seat of the
+    variant's team: D or R, or the AI agent's (`ai`: a lab pilots its prompts by hand, a human-AI
+    study swaps the roles); the other seats stay models.
 
     `models` maps roles to models as everywhere (a string: every role's). A seat's own
     entry (else the default) is its persona's model: it sizes the observation profile, so
@@ -44,13 +46,13 @@ def persons_spec(task_id: str, variant: str, seed: int, persons: Mapping[str, st
     """
     config = variant_config(variant)
     if not persons:
-        raise ColabkitError("a seat session needs at least one person (seat D or R)")
+        raise ColabkitError("a seat session needs at least one person (a seat of the team: ai, D or R)")
     given: dict[str, ModelSpec] = {"default": models} if isinstance(models, str) else dict(models or {})
     seated: dict[str, ModelSpec] = {}
     for seat, participant_id in persons.items():
-        if seat not in config.humans:
-            raise ColabkitError(f"seat {seat!r} is not a simulated human of {variant}: a person plays one of "
-                                f"{', '.join(config.humans) or '(none: the single agent has no human seat)'}")
+        if seat not in config.team:
+            raise ColabkitError(f"seat {seat!r} is not a seat of {variant}: a person plays one of "
+                                f"{', '.join(config.team)}")
         persona = model_config(given.get(seat) or given.get("default") or ModelConfig())
         try:
             terms = SeatTerms(participant_id=participant_id, timeout_s=timeout_s, fallback=fallback,

@@ -93,6 +93,8 @@ def observation_html(obs: Observation) -> str:
         parts.append(_section("Your requests", "".join(_pre(request_line(r)) for r in obs.my_requests), "ck-mine"))
     if obs.activity:
         parts.append(_section("Activity", _pre("\n".join(a.line for a in obs.activity)), "ck-activity"))
+    if obs.bookkeeping:  # requests and decisions, apart from the activity (issue 42)
+        parts.append(_section("Requests and decisions", _pre("\n".join(a.line for a in obs.bookkeeping)), "ck-booked"))
     if obs.feedback:
         parts.append(_section("Your last step", _pre(obs.feedback), "ck-feedback"))
     parts.append("<details><summary>All of the above as plain text</summary>"
@@ -147,12 +149,16 @@ def _build_section(title: str, body: str) -> str:
     return _section(title, _pre(body), "ck-build")
 
 
+BUILD_TASKS = {"propose": "propose its slots", "ratify": "ratify the draft", "consolidate": "merge the proposals",
+               "amend": "apply the amendments"}
+
+
 def build_html(question: Question[Any]) -> str:
     """A memory-build question: its prompt's sections, as the member's model reads them."""
     user = next((m["content"] for m in reversed(question.messages) if m["role"] == "user"), "")
     parts = [STYLE, '<div class="ck-seat">',
              f'<div class="ck-now">You are {html.escape(question.participant)}. Before the task, the team writes '
-             f"a shared memory: {'propose its slots' if question.stage == 'propose' else 'ratify the draft'}.</div>"]
+             f"a shared memory: {BUILD_TASKS[question.stage]}.</div>"]
     for block in user.split("\n\n# "):
         title, _, body = block.removeprefix("# ").partition("\n")
         parts.append(_build_section(title, body))

@@ -234,16 +234,14 @@ def action_help(kinds: Sequence[str], actor: str, team: Sequence[str], open_ids:
     return [ACTION_HELP[kind].format(others=others, open=", ".join(open_ids) or "none") for kind in kinds]
 
 
-def step_targets(actor: str, team: Sequence[str], kinds: Sequence[str], open_ids: Sequence[str],
-                 slots: Sequence[str] = ()) -> tuple[str, ...] | None:
-    """The values `to` may take when approve/reject is on offer (None: free text, no decision
-    on offer): the open ids only when decisions are all it may do, else also every recipient
-    list of a message and, where the memory lives, its slots. So a decision can only name a
-    request open for `actor`."""
-    if not set(kinds) & {"approve", "reject"}:
+def step_targets(kinds: Sequence[str], open_ids: Sequence[str]) -> tuple[str, ...] | None:
+    """The values `to` must take (None: free text, as in Default): the open ids only when
+    decisions are all a member may do (the closing pass, a spent budget), where no common action
+    reads `to`. While a common action is on offer too, `to` stays the common field it is in
+    Default (issue 42: a structure may add actions and fields, never narrow or re-validate a
+    common one; "D,ai" or "everyone" is a recipient list there as here); a decision naming no
+    open request is then a failed step (`gating.Gatekeeper.decide`), with the open ids in its
+    help line."""
+    if not set(kinds) & {"approve", "reject"} or not set(kinds) <= set(DECISIONS):
         return None
-    if set(kinds) <= set(DECISIONS):
-        return tuple(open_ids)
-    others = [p for p in team if p != actor]
-    recipients = ("all", *others, *([",".join(others)] if len(others) > 1 else [])) if "send_message" in kinds else ()
-    return ("", *recipients, *(slots if MEMORY_UPDATE in kinds else ()), *open_ids)
+    return tuple(open_ids)

@@ -21,6 +21,13 @@ takes effect after them: the editor is read once the pass is over. Only a signat
 answers keep failing leaves a request open; it expires (`request_expired`, counted by action
 in `Totals`, and the `session_end` event says how many).
 
+Noninterference by construction (issue 42; docs/fidelity.md): what a structure does not declare
+is computed without it. Every event has a kind (`Event.kind`): a member's step, an approved
+action's effect, machinery (the build, decisions, the closing pass) or the system's; machinery
+spends no human's step, is charged apart from the task's cap (`spend`), and is kept out of
+initiative and work. An approved action waits only on the earlier requests it depends on
+(`Gatekeeper.waits_on`); once a finish takes effect, what was proposed after it is void.
+
 Forks (`colabkit.session.fork`): with `fork=ForkReplay(...)` the same engine replays a
 stored session's first N events and continues from there with one change. The hook is
 called at three points only (a turn's start, the model answer of a turn, a cell's result)
@@ -44,14 +51,27 @@ from colabkit.session.actions import (
     to_action,
     valid_actions,
 )
-from colabkit.session.events import CLOSING_PASS, INVALID_OUTPUT, SYSTEM, EndedBy, EventLog, GateRuleRef
+from colabkit.session.events import (
+    AT_ONCE,
+    CLOSING_PASS,
+    DECISION_ACTIONS,
+    INVALID_OUTPUT,
+    REQUEST_SUPERSEDED,
+    REQUEST_VOIDED,
+    SYSTEM,
+    EndedBy,
+    EventLog,
+    GateRuleRef,
+)
 from colabkit.session.hooks import ReplayHook
 from colabkit.session.prompting.observation import Observation, build_observation
 from colabkit.session.prompting.views import Thought, cell_output, clip
+from colabkit.session.rules import budget_line
 from colabkit.session.scheduler import Scheduler, closing_order, round_order
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import Answer, step_messages, step_schema
 from colabkit.session.settings import SessionSpec
+from colabkit.session.spend import Spend
 from colabkit.session.structure.base import Board
 from colabkit.session.structure.gating import Gatekeeper, Request
 from colabkit.session.structure.registry import composition
@@ -88,6 +108,10 @@ class _Session:
         self.round = 0
         self.budget_side: str | None = None  # what ended the session by budget (`Scheduler.budget_end`)
         self.closing = False  # in the closing pass (`closing_pass`)
+        self.editor_seq = -1  # the log position at which the edit now in the editor was proposed
+        self.finished = False  # a finish has taken effect: the session ends "finish" (`closing_pass`)
+        self.spend = Spend(gateway)  # the task's cap, the machinery's account, the build's budget
+        self.deciding = False  # in a decision step right after a proposal (`decide_at_once`)
 
     async def play(self) -> EndedBy:
         """The structures' build phase (if any), then task rounds until an end."""
@@ -101,9 +125,15 @@ class _Session:
                                if self.seats else {})})
         # off the event loop: it reads each data file's head, slow while a batch's workspaces copy data
         await asyncio.to_thread(self.brief)
-        await self.structure.build(self)
+        if self.structure.builds:
+            await self.build()
         self.start_task()
         return await self.rounds()
+
+    async def build(self) -> None:
+        """The structures' build phase, on its own declared budget, never the task's cap (`spend`)."""
+        with self.spend.build(self.spec.settings.build_budget):
+            await self.structure.build(self)
 
     async def rounds(self) -> EndedBy:
         """Task rounds until an end (after `start_task`); under the AI's clock its budget ends the
@@ -146,7 +176,7 @@ class _Session:
     def offered(self, pid: str) -> tuple[str, ...]:
         """What `pid` may do now (`actions.valid_actions`): its schema's enum and its help."""
         return valid_actions(pid, self.team, has_requests=self.has_requests(pid),
-                             decisions_only=self.closing or self.sched.actions_left(pid) == 0,
+                             decisions_only=self.closing or self.deciding or self.sched.actions_left(pid) == 0,
                              added=self.structure.actions, clock=self.sched.clock, closing=self.closing)
 
     def observe(self, pid: str) -> Observation:
@@ -160,7 +190,7 @@ class _Session:
             round=self.round,
             actions_left=self.sched.actions_left(pid),
             ai_actions_left=None if pid == "ai" else self.sched.ai_actions_left(),
-            end_rule=self.spec.settings.end_rule(),
+            end_rule=f"{self.spec.settings.end_rule()}\n{budget_line(self.sched, pid)}",
             budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
@@ -170,6 +200,7 @@ class _Session:
             events=self.log.events,
             scratchpad=list(self.scratch[pid]),
             closing=self.closing,
+            deciding=self.deciding,
             valid_actions=self.offered(pid),
             standing_actions=valid_actions(pid, self.team, has_requests=False, added=self.structure.actions,
                                            clock=self.sched.clock),
@@ -183,6 +214,8 @@ class _Session:
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
         if self.closing and participant != SYSTEM:  # a closing-pass step (`closing_pass`), marked as such
             fields["args"] = {**(fields.get("args") or {}), CLOSING_PASS: True}
+        if self.deciding and participant != SYSTEM:  # a decision step at once (`decide_at_once`), likewise
+            fields["args"] = {**(fields.get("args") or {}), AT_ONCE: True}
         self.log.emit(phase="task", round=self.round, participant=participant, action=action, status=status, **fields)
 
     async def turn(self, pid: str) -> EndedBy | None:
@@ -195,9 +228,11 @@ class _Session:
             return None
         spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
         step, fields = await self.ask(pid, observation)
-        # A wait not on offer is a failed step: it spends budget and is not idleness.
+        # A wait not on offer is a failed step: it spends budget and is not idleness. A decision
+        # is machinery (`Event.kind`): no budget of the task's.
         self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
-                               and "wait" in observation.valid_actions)
+                               and "wait" in observation.valid_actions,
+                               machinery=step is not None and step.action in DECISION_ACTIONS)
         if step is not None and await self.act(pid, step, spent=spent, offered=observation.valid_actions, **fields):
             return "finish"
         self.budget_side = self.sched.budget_end(pid)
@@ -209,13 +244,18 @@ class _Session:
         messages = self.messages(pid, observation)
         offered = observation.valid_actions
         schema = step_schema(self.profile.thought_chars, self.profile.content_chars, offered,
-                             step_targets(pid, self.team, offered, observation.open_ids, self.structure.targets))
+                             step_targets(offered, observation.open_ids))
         override = self.fork.step_for(pid) if self.fork is not None else None
         if override is not None:  # a fork's changed step at its fork point
             reply: SeatAnswer[StepSchema] = SeatAnswer(Answer(override, ()))
         else:  # a person's seat answers the same question, shown the same observation (`seats`)
-            reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid), messages,
-                                                                    schema, self.spec.seed, self.team, observation))
+            with self.spend.turn(closing=self.closing):  # charged once the step's kind is known
+                reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid),
+                                                                        messages, schema, self.spec.seed, self.team,
+                                                                        observation))
+            value = reply.answer.value
+            self.spend.charge(reply.answer.records,
+                              machinery=self.closing or (value is not None and value.action in DECISION_ACTIONS))
         step, person = reply.answer.value, ({"person": reply.person} if reply.person is not None else {})
         if step is None:
             self.emit(pid, INVALID_OUTPUT, "failed_step", result=reply.answer.error or "",
@@ -239,9 +279,7 @@ class _Session:
         waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
         self.emit(SYSTEM, CLOSING_PASS, "info", args={"ended_by": ended_by, "signatories": waiting, "open": bound},
                   result=f"closing pass before the {ended_by} end: {', '.join(waiting)} decide {bound} open requests")
-        self.closing = True
-        budget, self.gateway.budget = self.gateway.budget, None  # the pass runs past a spending cap
-        first = len(self.log.events)
+        self.closing = True  # its steps are machinery: past the task's cap, charged apart (`spend`)
         try:
             for _ in range(bound):
                 waiting = [pid for pid in closing_order(self.team, self.spec.seed) if self.has_requests(pid)]
@@ -259,10 +297,9 @@ class _Session:
             await self.release(force=True)  # approvals held behind a request whose signatory's answers failed
         finally:
             self.closing = False
-            self.gateway.budget = budget
-            for call in (c for e in self.log.events[first:] for c in e.llm_calls):
-                if budget is not None:  # its spend is real, and recorded apart (`Totals.closing_paid_cost`)
-                    budget.charge(call)
+        if self.finished:  # a held finish took effect in the pass: that is how the session ended
+            self.budget_side = None
+            return "finish"
         return ended_by
 
     async def act(self, pid: str, step: StepSchema, *, spent: bool = False, offered: tuple[str, ...] | None = None,
@@ -294,14 +331,30 @@ class _Session:
             return done
         rule = self.structure.hold(self, action, pid)
         if rule is not None:
-            request = self.requests.open(action, pid, rule, self.round)
+            request = self.requests.open(action, pid, rule, self.round, seq=len(self.log.events))
             self.cells_at_request[request.request_id] = len(self.ws.cells)
             held = f"held as {request.request_id} until {request.signatory} approves"
             ref = GateRuleRef(action=rule.action, scope=rule.scope, note=rule.note, signatory=rule.signatory)
             self.emit(pid, action.type, "pending", args=action.args(), request_id=request.request_id,
                       signatory=request.signatory, gate_rule=ref, result=held, **fields)
+            if self.spec.settings.gate_latency == "at_once":
+                return await self.decide_at_once(request.signatory)
             return False
         return await self.apply(action, pid, **fields)
+
+    async def decide_at_once(self, pid: str) -> bool:
+        """`gate_latency: at_once`: the signatory of a request just made decides now, in a step
+        that is machinery (off its budget, decisions or a wait only, marked `AT_ONCE`), so a
+        request's delay does not depend on the round's order; a wait (or a failed answer)
+        leaves it to the signatory's own turn. True when an approved finish took effect."""
+        self.deciding = True
+        try:
+            observation = self.observe(pid)
+            step, fields = await self.ask(pid, observation)
+            return step is not None and await self.act(pid, step, spent=True, offered=observation.valid_actions,
+                                                       **fields)
+        finally:
+            self.deciding = False
 
     async def decide(self, pid: str, action: Action, **fields: Any) -> bool:
         """A signatory's approve/reject; approved actions then take effect as their proposers', in
@@ -312,7 +365,7 @@ class _Session:
         except InvalidAction as exc:
             self.emit(pid, action.type, "failed_step", args=action.args(), result=str(exc), **fields)
             return False
-        older = [r.request_id for r in self.requests.older_open(request)]
+        older = [r.request_id for r in self.requests.waits_on(request)]
         wait = f"; takes effect once {', '.join(older)} {'is' if len(older) == 1 else 'are'} decided" \
             if older and decision == "approved" else ""
         self.emit(pid, action.type, decision, args=action.args(), request_id=request.request_id, signatory=pid,
@@ -322,13 +375,35 @@ class _Session:
         return await self.release()
 
     async def release(self, *, force: bool = False) -> bool:
-        """Apply the approved actions now due, in proposal order; True when one was a finish."""
+        """Apply the approved actions now due (`Gatekeeper.due`), in proposal order; True when one
+        was a finish, after which every request proposed later is void (`Gatekeeper.void_after`)."""
         finished = False
         for request in self.requests.due(force=force):
-            finished = await self.apply(request.action, request.proposer, request_id=request.request_id,
-                                        signatory=request.signatory, decision="approved",
-                                        decision_reason=request.reason, proposer=request.proposer) or finished
+            if request.status != "approved":  # voided by a finish applied before it in this loop
+                continue
+            request.applied = True
+            if request.action.type == "edit_result" and request.seq < self.editor_seq:
+                self.emit(SYSTEM, REQUEST_SUPERSEDED, "info", request_id=request.request_id,
+                          signatory=request.signatory, proposer=request.proposer, args={"action": "edit_result"},
+                          result=f"{request.request_id} (edit_result by {request.proposer}) superseded: an edit "
+                                 "proposed after it is in the editor")
+                continue
+            if await self.apply(request.action, request.proposer, request_id=request.request_id,
+                                signatory=request.signatory, decision="approved",
+                                decision_reason=request.reason, proposer=request.proposer):
+                finished = True
+                self.void_after(request)
         return finished
+
+    def void_after(self, finish: Request | None) -> None:
+        """A finish took effect: nothing proposed after it lands, whatever its signatory does later."""
+        self.finished = True
+        for request in self.requests.void_after(finish):
+            self.emit(SYSTEM, REQUEST_VOIDED, "info", request_id=request.request_id, signatory=request.signatory,
+                      proposer=request.proposer, args={"action": request.action.type, "finish": finish.request_id
+                                                       if finish is not None else None},
+                      result=f"{request.request_id} ({request.action.type} by {request.proposer}) void: proposed "
+                             "after a finish that has taken effect")
 
     async def apply(self, action: Action, actor: str, **fields: Any) -> bool:
         """Make `action` take effect as `actor`'s and log it; True for a finish."""
@@ -350,6 +425,9 @@ class _Session:
                           result=f"kernel restarted while running cell {cell.index} ({cell.status}); "
                                  "earlier successful cells were replayed")
         elif action.type == "edit_result":
+            # when it was proposed: a held edit's request, else now (`release` supersedes older ones)
+            held = self.requests.requests.get(fields.get("request_id") or "")
+            self.editor_seq = max(self.editor_seq, held.seq if held is not None else len(self.log.events))
             version = self.ws.editor.write(actor, action.text)
             self.emit(actor, action.type, "ok", args=args, result=f"editor version {version.index}",
                       editor_version=version.index, **fields)
@@ -358,6 +436,8 @@ class _Session:
             after = f" once the {open_now} open requests are decided" if open_now and not self.closing else ""
             self.emit(actor, action.type, "ok", args=args, result=f"finished: the editor text is submitted{after}",
                       **fields)
+            if fields.get("request_id") is None:  # an ungated finish: nothing can be proposed after it
+                self.finished = True
             return True
         return False
 

@@ -27,7 +27,7 @@ from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.seats.person import PersonStep
 from colabkit.team import ACTION_TYPES, GateScope
 
-EVENT_SCHEMA_VERSION: Final = 5
+EVENT_SCHEMA_VERSION: Final = 6
 """Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule.
 Version 3 added `person` (a step taken by a person in a seat) and split the calls' cost:
 `cost` is what was paid, a suite replay (`suite_replay`, was `cache_hit`) keeps its original
@@ -37,10 +37,16 @@ the closing pass: a `closing_pass` system event, and the signatories' steps in i
 `args["closing_pass"]` (`CLOSING_PASS`), off budget. Version 5: the closing pass precedes every
 end but a crash or a provider refusal (a finish's and the cost cap's included) and repeats
 until no request is open; under "ai_budget" an AI wait is a step of its budget, and
-`session_end` args carry `expired`. A stored line without `schema_version` was written by
-version 1."""
+`session_end` args carry `expired`. Version 6 (issue 42): decisions on requests are machinery
+(`Event.kind`: off every budget, never initiative), and two system actions are new:
+`request_voided` (a request proposed after a finish that took effect) and `request_superseded`
+(an approved edit older than the edit in the editor). A stored line without `schema_version`
+was written by version 1."""
 CLOSING_PASS: Final = "closing_pass"
 """The engine's closing pass: its system event's action, and the args key marking its steps."""
+AT_ONCE: Final = "decided_at_once"
+"""The args key marking a decision step taken right after a proposal (`gate_latency: at_once`):
+machinery, off its signatory's budget."""
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "provider_unavailable",
                   "kernel_unavailable", "error"]
 """How a session ended; the one definition every layer imports."""
@@ -62,9 +68,29 @@ INVALID_OUTPUT = "invalid_output"
 BUILD_ACTIONS = ("propose_memory", "consolidate_memory", "ratify_memory", "amend_memory")
 # A living memory (Dynamic variants): a member's proposal, and the team act's outcome.
 MEMORY_UPDATE_ACTIONS = ("memory_updated", "memory_update_dropped")
-SYSTEM_ACTIONS = ("session_start", "kernel_restart", "memory_frozen", *MEMORY_UPDATE_ACTIONS, "request_expired",
-                  CLOSING_PASS, "session_end", "fork_change")  # fork_change: what a counterfactual fork changed at its fork point
+REQUEST_VOIDED = "request_voided"
+"""A held request proposed after a finish that took effect: it never takes effect (nor is decided)."""
+REQUEST_SUPERSEDED = "request_superseded"
+"""An approved edit proposed before the edit now in the editor: it never replaces a later one."""
+MACHINERY_SYSTEM_ACTIONS = ("memory_frozen", *MEMORY_UPDATE_ACTIONS, "request_expired", REQUEST_VOIDED,
+                            REQUEST_SUPERSEDED, CLOSING_PASS)
+"""The session's own events that exist only because of a structure (its build, its requests' fate)."""
+SYSTEM_ACTIONS = ("session_start", "kernel_restart", *MACHINERY_SYSTEM_ACTIONS, "session_end",
+                  "fork_change")  # fork_change: what a counterfactual fork changed at its fork point
 PARTICIPANT_ACTIONS = (*ACTION_TYPES, MEMORY_UPDATE, *BUILD_ACTIONS, INVALID_OUTPUT)
+DECISION_ACTIONS = ("approve", "reject")
+EventKind = Literal["step", "effect", "machinery", "system"]
+"""What an event is to the metrics and the caps (`Event.kind`, the one rule; docs/fidelity.md):
+
+- "step": a member's own turn in the task (what a Default twin has too): it spends the member's
+  step budget and the task's spend, and it is what a member initiates;
+- "effect": an approved held action taking effect as its proposer's: the workspace changes (work
+  counts it), but it is nobody's turn (the turn was the proposal);
+- "machinery": what exists only because of a structure: the build phase, a decision on a request
+  (approve/reject, in the task or the closing pass), every step of the closing pass, and the
+  session's events about requests and the memory (`MACHINERY_SYSTEM_ACTIONS`). It is never
+  initiative, never work, and never charged to the task's caps (steps, tokens, dollars);
+- "system": the session's own common events (its start, a kernel restart, its end, a fork)."""
 
 
 class GateRuleRef(BaseModel):
@@ -87,7 +113,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[2, 3, 4, 5] = EVENT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6] = EVENT_SCHEMA_VERSION
     session_id: str
     seq: int
     phase: Phase
@@ -112,6 +138,21 @@ class Event(BaseModel):
     time: float
 
     @property
+    def kind(self) -> EventKind:
+        """The one rule that sorts events into steps, effects, machinery and the system's (`EventKind`).
+
+        Read from the event's own fields, so it holds for every stored record too."""
+        if self.phase == "build":
+            return "machinery"
+        if self.participant == SYSTEM:
+            return "machinery" if self.action in MACHINERY_SYSTEM_ACTIONS else "system"
+        if self.proposer is not None and self.participant == self.proposer:
+            return "effect"  # in the task or the closing pass: the workspace changed either way
+        if self.args.get(CLOSING_PASS) or self.action in DECISION_ACTIONS:
+            return "machinery"
+        return "step"
+
+    @property
     def actor_kind(self) -> Literal["person", "model", "system"]:
         """Who acted: a person in a seat, a model, or the session itself."""
         return "system" if self.participant == SYSTEM else "person" if self.person is not None else "model"
@@ -119,6 +160,12 @@ class Event(BaseModel):
     @property
     def event_id(self) -> str:
         return f"{self.session_id}-{self.seq:05d}"
+
+
+def is_decision(event: Event) -> bool:
+    """Whether `event` is an approve/reject on a request: machinery (`Event.kind`), counted only by
+    the metrics that say they count decisions (`h_init_events_all`, `a_profile_with_decisions`)."""
+    return event.kind == "machinery" and event.action in DECISION_ACTIONS
 
 
 class EventSink(Protocol):

@@ -104,7 +104,8 @@ async def run_session(
                 ended_by = await session.play()
             except BudgetExceeded as exc:
                 ended_by, detail = "llm_budget", {"error": f"LLM budget exceeded: {exc.reason}"}
-            await session.closing_pass(ended_by)  # every open request decided, past the cap if need be
+            # every open request decided, past the cap if need be; a held finish it lets take effect ends it
+            ended_by = await session.closing_pass(ended_by)
         except ProviderUnavailable as exc:  # an outage: rerun later, never an outcome
             ended_by, detail, calls = "provider_unavailable", {"error": str(exc)}, tuple(exc.records)
         except ProviderError as exc:  # the failed call's records stay in the log: attempts are data

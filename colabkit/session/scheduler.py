@@ -8,7 +8,8 @@ skipped without a model call.
 
 Budgets (`SessionSettings.budget_for`): the AI agent's steps are counted apart from the
 simulated humans', so a talkative teammate never spends the AI agent's steps and the single
-agent has exactly the AI agent's budget of a team. An approve/reject is the signatory's step.
+agent has exactly the AI agent's budget of a team. An approve/reject spends no budget (machinery),
+but under the clock every AI turn is a step, its decisions included.
 
 When the session ends is `SessionSettings.termination` (`budget_end` below is the one place
 spent budgets are decided):
@@ -29,8 +30,8 @@ spent budgets are decided):
   side takes no more steps and the session ends when every side is spent.
 Under the two Co-Gym rules waits are free, anybody may finish, and idleness and
 `max_rounds` end a session (below). Under every rule a member whose budget is spent may
-still approve or reject a request addressed to it (nothing else), counted past the budget
-so `Totals` shows it. The engine records the rule and the side whose step spent the budget
+still approve or reject a request addressed to it (nothing else). A decision is machinery
+(`Event.kind`): it spends no budget under any rule and is not activity (issue 42). The engine records the rule and the side whose step spent the budget
 that ended the session (`session_end` args `termination` and `budget_side`); before any end
 but a crash or a provider refusal the engine's closing pass has every open request decided.
 
@@ -149,18 +150,24 @@ class Scheduler:
             return True
         return self._seen[participant] != view_key
 
-    def budgeted_wait(self, participant: str) -> bool:
-        """Whether a wait by `participant` spends its budget (the AI's, under the clock)."""
+    def clocked(self, participant: str) -> bool:
+        """Whether every turn of `participant` is a step of its budget, a wait or a decision
+        included: the AI's, under the clock (its turns are the session's rounds)."""
         return self.clock and self.sides[participant] == "ai"
 
-    def record_step(self, participant: str, view_key: str, *, waited: bool) -> None:
+    def record_step(self, participant: str, view_key: str, *, waited: bool, machinery: bool = False) -> None:
         """Note a step taken on the view with `view_key`; non-waits (and the AI's waits under the
-        clock) spend the holder's budget."""
+        clock) spend the holder's budget. A decision on a request (`machinery`, `Event.kind`)
+        spends nothing and is not activity: a Default twin, where it cannot exist, would have
+        the same budgets left and the same idle rounds. Under the clock the AI's turn is a round
+        whatever it holds, so an AI's decision is still a step of its clock."""
         self._seen[participant] = view_key
         self._waited[participant] = waited
+        if machinery and not self.clocked(participant):
+            return
         if waited:
             self.waits += 1
-        if waited and self.budgeted_wait(participant):
+        if waited and self.clocked(participant):
             self.used[self.holder(participant)] += 1
         elif not waited:
             self.used[self.holder(participant)] += 1

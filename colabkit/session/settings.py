@@ -18,13 +18,21 @@ from colabkit.session.prompting.profile import ObservationProfile, resolve_profi
 from colabkit.team import PERSONA_IDS, VariantConfig
 from colabkit.workspace import Limits
 
-ENGINE_RULES: Literal[2] = 2
+ENGINE_RULES: Literal[3] = 3
 """The version of the engine's session rules a spec runs under, hashed into its identity: 2 is
 issue 33's (the AI's clock, the closing pass before every end, schemas listing only what is
-valid now). Sessions recorded under the earlier rules (1) keep their identities and are never
-reused, resumed or rerun as sessions of these."""
+valid now); 3 is issue 42's (noninterference by construction: decisions are machinery, off
+budget and off the task's spend; an approved action waits only on the requests it depends on;
+nothing proposed after a finish that took effect lands; the common `to` field is never
+narrowed; bookkeeping lines apart from the common part of a prompt; the build phase on its own
+budget). Sessions recorded under earlier rules keep their identities and are never reused,
+resumed or rerun as sessions of these."""
 Side = Literal["ai", "human"]  # a persona's role is its side
 Termination = Literal["ai_budget", "either_side", "all_sides"]
+GateLatency = Literal["in_turn", "at_once"]
+"""When a signatory is asked to decide a request addressed to it (`SessionSettings.gate_latency`)."""
+MemoryProposals = Literal["sequential", "independent"]
+"""How the memory build's proposals are written (see `SessionSettings.memory_proposals`)."""
 """When spent budgets end a session (see `SessionSettings.termination`)."""
 END_RULES: dict[str, str] = {
     "ai_budget": "The session ends when the AI agent (ai) has taken all its steps (every turn of the AI agent is "
@@ -38,6 +46,21 @@ END_RULES: dict[str, str] = {
                  "reject requests addressed to it.",
 }
 """The end rule as every participant reads it (`SessionSettings.end_rule`)."""
+
+
+class BuildBudget(BaseModel):
+    """The build phase's own cap (tokens, dollars), apart from the task's (issue 42).
+
+    A structure's build (the memory's propose, consolidate, ratify, amend) is machinery: it is
+    charged here, never to the session's task cap, so a variant with a build gives the task
+    the same budget as its Default twin. Its spend is recorded (`Totals.build_tokens`,
+    `build_paid_cost`); reaching this cap ends the session `llm_budget` in the build phase.
+    None for a field: no cap of the build's own (an experiment's cap still binds)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0)
 
 
 class SessionSettings(BaseModel):
@@ -67,7 +90,16 @@ class SessionSettings(BaseModel):
     `idle_rounds` is K in "everyone waited or had nothing new for K consecutive rounds" and
     `max_rounds` a cap on rounds, both under the Co-Gym rules only.
     `context_window` overrides the models' window (tokens) the observation profile is
-    derived from.
+    derived from. `build_budget` is the build phase's own cap: a build is never charged to
+    the task's cap (the session's spending cap, set by the runner).
+    `memory_proposals` is how the Shared Group Memory's proposals are written:
+    "sequential" (the default: each member sees the proposals made before it, in a seed-drawn
+    order) or "independent" (nobody sees another's proposal; the consolidation sees them all);
+    docs/fidelity.md gives the reason for the default. `gate_latency` is when a signatory
+    decides a request addressed to it: "in_turn" (the default) at its next turn of the round
+    order, as one of its steps; "at_once" right after the proposal, in a decision step that is
+    machinery (off its budget; it may wait and decide in turn instead). Both are in the
+    identity when they are not the default.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -80,6 +112,12 @@ class SessionSettings(BaseModel):
     max_rounds: int = Field(default=60, ge=1)
     context_window: int | None = Field(default=None, ge=1)
     limits: Limits = Limits()
+    build_budget: BuildBudget | None = Field(default=None, exclude_if=lambda budget: budget is None)
+    """The build phase's own declared cap (`BuildBudget`); None: none of its own. Left out of the
+    dump (and so of every identity) while None, so sessions without it keep their identities."""
+    # Left out of the identity at its default, so sessions stored before it existed keep theirs.
+    memory_proposals: MemoryProposals = Field(default="sequential", exclude_if=lambda value: value == "sequential")
+    gate_latency: GateLatency = Field(default="in_turn", exclude_if=lambda value: value == "in_turn")
 
     def budget_for(self, side: Side) -> int:
         """The task-phase steps `side` ("ai" or "human") may take: under "ai_budget" each human's
@@ -119,7 +157,7 @@ class SessionSpec(BaseModel):
     seed: int
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     settings: SessionSettings = SessionSettings()
-    engine_rules: Literal[1, 2] = ENGINE_RULES
+    engine_rules: Literal[1, 2, 3] = ENGINE_RULES
     """The engine's session rules the spec runs under (`ENGINE_RULES`); 1 only in records stored
     before they changed (`colabkit.store.records`), which this engine refuses to run."""
     # Derived after `models` and `settings` are validated (a field that failed is absent from `data`).

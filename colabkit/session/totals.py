@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from colabkit.session.actions import MEMORY_UPDATE
-from colabkit.session.events import CLOSING_PASS, SYSTEM, Event
+from colabkit.session.events import CLOSING_PASS, DECISION_ACTIONS, REQUEST_VOIDED, Event
 from colabkit.session.settings import SessionSettings, Side
 
 
@@ -26,8 +26,10 @@ class Totals(BaseModel):
     they were counted against (`human_budget` is each human's own cap under the "ai_budget"
     rule, the humans' pooled budget under the Co-Gym rules). A side's figures exist even when
     it has no members (a single agent's `human_actions` is 0), so every session has the same
-    columns. `past_budget_decisions` are approvals/rejections a member made after its budget
-    was spent (allowed so every gate stays decidable; counted in the side's actions).
+    columns. Decisions on requests (approve/reject) are machinery (`Event.kind`, issue 42): off
+    every budget, in no side's actions; `decisions` counts those made in the task (the closing
+    pass's are `closing_decisions`). `past_budget_decisions` (records before version 7: decisions
+    made after the member's budget was spent, then counted in its side's actions) is 0 now.
 
     The closing pass (`colabkit.session.engine`): `closing_decisions` are the decisions made
     in it (off budget, so in no side's actions), `closing_llm_calls` and `closing_paid_cost`
@@ -87,6 +89,19 @@ class Totals(BaseModel):
     """Record version 6: the AI agent's task-phase steps, its waits included (under "ai_budget"
     every one is a step of its budget), and the calls and cost of the closing pass, which runs
     past a spending cap (0 in older records)."""
+    decisions: int = 0
+    voided: int = 0
+    machinery_llm_calls: int = 0
+    machinery_tokens: int = 0
+    machinery_paid_cost: float = 0.0
+    build_llm_calls: int = 0
+    build_tokens: int = 0
+    build_paid_cost: float = 0.0
+    """Record version 7 (issue 42): the task's decisions (machinery, off budget), the requests
+    void because a finish proposed before them took effect (`request_voided`), the calls,
+    tokens and cost of all machinery (the build phase, decisions, the closing pass), never
+    charged to the task's caps, and the build phase's part of them, charged to its own declared
+    budget (`SessionSettings.build_budget`; 0 in older records)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -119,11 +134,12 @@ def session_totals(
     """Counts of steps (per side), calls, tokens, cost, gates and workspace changes."""
     calls = [call for event in events for call in event.llm_calls]
     task = [e for e in events if e.phase == "task"]
-    # Every participant event is a step of its own, except an approved action taking effect
-    # as its proposer's (participant == proposer): that step was the signatory's decision.
-    # Closing-pass steps are off budget (`CLOSING_PASS`), so they are counted on their own.
-    steps = [e for e in task if e.participant != SYSTEM and e.participant != e.proposer and not closing_step(e)]
+    # The one rule (`Event.kind`): a member's own turns are steps; an approved action taking
+    # effect is its proposer's effect, not a turn; decisions and the closing pass are machinery.
+    steps = [e for e in task if e.kind == "step"]
     acted = [e for e in steps if e.action != "wait"]
+    machinery = [c for e in events if e.kind == "machinery" for c in e.llm_calls]
+    build = [c for e in events if e.phase == "build" for c in e.llm_calls]
     expired = [e for e in task if e.action == "request_expired"]
 
     def count(action: str, status: str) -> int:
@@ -159,11 +175,20 @@ def session_totals(
         team_budget=settings.team_action_budget,
         ai_actions=side_actions("ai"),
         human_actions=side_actions("human"),
-        past_budget_decisions=_past_budget(acted, settings, sides),
         closing_decisions=sum(1 for e in task if closing_step(e) and e.status in ("approved", "rejected")),
-        ai_turns=sum(1 for e in steps if sides.get(e.participant) == "ai"),
+        ai_turns=sum(1 for e in task if sides.get(e.participant) == "ai" and not closing_step(e)
+                     and (e.kind == "step" or e.action in DECISION_ACTIONS)),
         closing_llm_calls=sum(len(e.llm_calls) for e in task if closing_step(e)),
         closing_paid_cost=sum(c.cost for e in task if closing_step(e) for c in e.llm_calls),
+        decisions=sum(1 for e in task if e.action in DECISION_ACTIONS and e.status in ("approved", "rejected")
+                      and not closing_step(e)),
+        voided=sum(1 for e in task if e.action == REQUEST_VOIDED),
+        machinery_llm_calls=len(machinery),
+        machinery_tokens=sum(c.total_tokens for c in machinery),
+        machinery_paid_cost=sum(c.cost for c in machinery),
+        build_llm_calls=len(build),
+        build_tokens=sum(c.total_tokens for c in build),
+        build_paid_cost=sum(c.cost for c in build),
         **{f"expired_{name}": sum(1 for e in expired if e.args.get("action") == action)
            for name, action in EXPIRED_FIELDS.items()},
     )
@@ -177,17 +202,3 @@ EXPIRED_FIELDS = {"send_message": "send_message", "execute_code": "execute_code"
 def closing_step(event: Event) -> bool:
     """Whether `event` is a step of the engine's closing pass (marked in its args)."""
     return bool(event.args.get(CLOSING_PASS))
-
-
-def _past_budget(acted: Sequence[Event], settings: SessionSettings, sides: Mapping[str, Side]) -> int:
-    """Steps taken after their holder's budget was spent (only decisions can be)."""
-    used: dict[str, int] = {}
-    past = 0
-    for event in acted:
-        side = sides.get(event.participant)
-        if side is None:
-            continue
-        holder = event.participant if side == "human" and settings.per_member else side
-        used[holder] = used.get(holder, 0) + 1
-        past += used[holder] > settings.budget_for(side)
-    return past

@@ -21,6 +21,7 @@ from colabkit.store.atomic import (
     fsync_dir,
     remove_stale_temporaries,
 )
+from colabkit.store.gate_delay import gate_delays, mean_gate_delay
 from colabkit.store.layout import (
     CACHE_DIR,
     EVENTS_FILE,
@@ -54,9 +55,11 @@ __all__ = [
     "atomic_write_text",
     "export_parquet",
     "fsync_dir",
+    "gate_delays",
     "is_finished",
     "load_events",
     "load_sessions",
+    "mean_gate_delay",
     "remove_stale_temporaries",
     "run_outcomes",
     "session_dir",

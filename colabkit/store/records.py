@@ -27,7 +27,7 @@ from colabkit.session.totals import Totals
 from colabkit.team import MemoryRecord
 from colabkit.workspace import IsolationReport
 
-RECORD_SCHEMA_VERSION: Final = 6
+RECORD_SCHEMA_VERSION: Final = 7
 """Version 2 added schema_version, task_digest, briefings and persona_versions; its `totals`
 carry each side's budget and use, and its `spec` the observation profile. Version 3's
 totals say what was paid apart from the suite's replays and count the provider's cached
@@ -43,7 +43,11 @@ records); its spec has `engine_rules` (2: issue 33's rules; read as 1 from older
 adds `analysis_plan`, the hash of the experiment's analysis plan in force when the session ran
 (None without one, and in older records); its `isolation` says how the kernel started
 (`kernel_start`: warm or cold, and `kernel_start_note`: why a kernel that could have been warm
-was not; None and "" when read from an older record)."""
+was not; None and "" when read from an older record). Version 7's totals (issue 42) count the
+task's decisions apart (machinery, off budget: no side's actions), the requests voided by a
+finish, and the calls, tokens and cost of the machinery and of the build phase (0 when read
+from older records); its spec's settings may hold `build_budget` (absent when None), and its
+spec runs under `engine_rules` 3 (issue 42's rules)."""
 
 
 PLAN_LEDGER: Final = "plan_ledger.jsonl"
@@ -123,7 +127,7 @@ class SessionRecord(BaseModel):
             return {**data, "spec": {"engine_rules": 1, **data["spec"]}}
         return data
 
-    schema_version: Literal[2, 3, 4, 5, 6] = RECORD_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6, 7] = RECORD_SCHEMA_VERSION
     session_id: str
     """First 16 hex digits of `spec.identity()`: also the session's folder name."""
     spec_identity: str

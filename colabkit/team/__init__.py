@@ -5,6 +5,7 @@ them into running sessions. See each module for the design reasons.
 """
 
 from colabkit.team.briefing import DEFAULT_MAX_CHARS, private_briefing
+from colabkit.team.datachange import DATA_CHANGING_RULE, data_changes, names_defined
 from colabkit.team.gates import (
     ACTION_TYPES,
     DEFAULT_PREASSIGNED_GATES,
@@ -48,6 +49,7 @@ from colabkit.team.variants import (
 __all__ = [
     "ACTION_TYPES",
     "AI_ID",
+    "DATA_CHANGING_RULE",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_PREASSIGNED_GATES",
     "GATEABLE_ACTIONS",
@@ -73,10 +75,12 @@ __all__ = [
     "apply_update",
     "build_request",
     "build_rules",
+    "data_changes",
     "gate_changes",
     "is_data_changing",
     "memory_from_consolidation",
     "memory_schema",
+    "names_defined",
     "parse_update",
     "persona",
     "private_briefing",

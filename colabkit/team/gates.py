@@ -6,9 +6,10 @@ returned rule means the action becomes a pending request routed to `rule.signato
 means it takes effect at once.
 
 Scope is what the machine enforces, deterministically: `all` gates every action of the
-type; `data_changing` (only for `execute_code`) gates only code that `is_data_changing`
-judges to change data, so a team (or the preassigned table) can gate data handling without
-gating every exploratory cell. The note is words a team wrote during the memory build ("if
+type; `data_changing` (only for `execute_code`) gates only code that changes data by the
+operational rule of `colabkit.team.datachange` (a cell that assigns to or changes a name that
+existed before it, or writes a file), the rule every member of such a variant is shown, so a
+team (or the preassigned table) can gate data handling without gating every exploratory cell. The note is words a team wrote during the memory build ("if
 it changes the time bins"); words cannot be judged cheaply and deterministically, so the
 note never narrows a gate: it is shown to the signatory with the request, who decides.
 
@@ -22,13 +23,13 @@ A gate means exactly what was chosen, with no silent rerouting (issue 8, item 5)
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from colabkit.errors import ColabkitError
+from colabkit.team.datachange import data_changes
 
 ACTION_TYPES = ("send_message", "execute_code", "edit_result", "approve", "reject", "finish", "wait")
 # Deciding on a request or doing nothing cannot itself wait for a decision.
@@ -36,41 +37,11 @@ GATEABLE_ACTIONS = tuple(a for a in ACTION_TYPES if a not in ("approve", "reject
 GateScope = Literal["all", "data_changing"]
 NOTE_MAX_CHARS = 120
 
-# File writes: pandas/numpy writers, open() in a write mode, path writers, deletions/moves.
-_WRITES = re.compile(
-    r"""\.to_(csv|excel|parquet|json|pickle|feather|hdf|sql|stata|orc)\s*\("""
-    r"""|\bopen\s*\([^)]*['"][rbt]*[wax+][rbt+]*['"]"""
-    r"""|\.write_(text|bytes)\s*\(|\bnp\.save(txt|z)?\s*\("""
-    r"""|\bos\.(remove|unlink|rename|replace|rmdir)\s*\(|\bshutil\.|\.unlink\s*\("""
-)
-# In-place mutation of existing objects: item assignment (incl. .loc/.iloc), inplace=True,
-# replacing columns/index, del of items or attributes, mutating methods.
-_MUTATES = re.compile(
-    r"""\]\s*(\*\*|//|[-+*/%&|^])?=(?!=)"""
-    r"""|\binplace\s*=\s*True\b"""
-    r"""|\.(columns|index)\s*=(?!=)"""
-    r"""|\bdel\s+\w+\s*[\[.]"""
-    r"""|\.(insert|pop|update|set_axis)\s*\("""
-)
-# Rebinding a name from itself (`df = df.dropna()`): the shared kernel's data changes.
-_SELF_REBIND = re.compile(r"^[ \t]*([A-Za-z_]\w*)\s*(\*\*|//|[-+*/%&|^])?=(?!=)[^\n]*\b\1\b", re.M)
-_STRINGS = re.compile("|".join((r"'''.*?'''", r'""".*?"""', r"'[^'\n]*'", r'"[^"\n]*"')), re.S)
-_COMMENTS = re.compile(r"#[^\n]*")
 
-
-def is_data_changing(code: str) -> bool:
-    """Whether code writes files or mutates data already in the shared kernel.
-
-    A cheap, deterministic regex judgement, deliberately conservative: new names bound to
-    computed values (`m = df.groupby(...).mean()`), plots and prints are not data-changing;
-    file writes, item/column assignment, `inplace=True`, `del`, mutating methods and
-    rebinding a name from itself (`df = df[df.x > 0]`) are. String literals and comments are
-    blanked first so that text like `print("a[0]=1")` does not count.
-    """
-    if _WRITES.search(code):
-        return True
-    bare = _COMMENTS.sub("", _STRINGS.sub('""', code))
-    return bool(_MUTATES.search(bare) or _SELF_REBIND.search(bare))
+def is_data_changing(code: str, existing: Iterable[str] = ()) -> bool:
+    """Whether `code` changes data, given the names that existed before it: the one operational
+    rule of `colabkit.team.datachange` (`data_changes` says why)."""
+    return bool(data_changes(code, existing))
 
 
 class GateRule(BaseModel):
@@ -96,14 +67,15 @@ class GateRule(BaseModel):
             raise ColabkitError(f"gate scope 'data_changing' applies to execute_code only, not {self.action!r}")
         return self
 
-    def applies(self, content: str | None) -> bool:
-        """Whether this rule's scope covers an action with this content (the code).
+    def applies(self, content: str | None, existing: Iterable[str] = ()) -> bool:
+        """Whether this rule's scope covers an action with this content (the code), given the
+        names that existed before it (`existing`, for the data-changing rule).
 
         Without content a `data_changing` scope is assumed to apply, so a forgotten payload
         errs towards gating.
         """
         if self.scope == "data_changing" and content is not None:
-            return is_data_changing(content)
+            return is_data_changing(content, existing)
         return True
 
     def terms(self) -> str:
@@ -126,17 +98,19 @@ class GateTable(BaseModel):
 
     rules: tuple[GateRule, ...] = ()
 
-    def rule_for(self, action_type: str, proposer: str, *, content: str | None = None) -> GateRule | None:
+    def rule_for(self, action_type: str, proposer: str, *, content: str | None = None,
+                 existing: Iterable[str] = ()) -> GateRule | None:
         """The rule gating this proposal, or None when it takes effect at once.
 
-        The first rule for the action whose scope covers `content` decides; if it names the
+        The first rule for the action whose scope covers `content` (with the names `existing`
+        before it, `colabkit.team.datachange`) decides; if it names the
         proposer as signatory, the action is ungated (see the module docstring). The table
         is assumed restricted to the team (`for_team`).
         """
         if action_type not in ACTION_TYPES:
             raise ColabkitError(f"unknown action type {action_type!r}; valid: {', '.join(ACTION_TYPES)}")
         for rule in self.rules:
-            if rule.action == action_type and rule.applies(content):
+            if rule.action == action_type and rule.applies(content, existing):
                 return None if rule.signatory == proposer else rule
         return None
 

@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from colabkit.hashing import sha256_hex
+from colabkit.team.datachange import DATA_CHANGING_RULE
 from colabkit.team.gates import GATEABLE_ACTIONS, NOTE_MAX_CHARS, GateRule, GateScope, GateTable
 from colabkit.team.personas import Persona
 from colabkit.team.textfit import fit_all
@@ -55,12 +56,24 @@ _ACTION_SYNONYMS = {
 }
 
 
+def _without_class_text(schema: dict[str, Any]) -> None:
+    """Leave a class's docstring out of its JSON schema: it is written for the code's readers
+    (it may name internal functions) and would otherwise reach the model as a description."""
+    schema.pop("description", None)
+
+
+MODEL_FACING = ConfigDict(json_schema_extra=_without_class_text)
+"""The config of every class a member's model answers in: only field descriptions reach it."""
+
+
 def _slot(name: str) -> Any:
     return Field(max_length=SLOT_MAX_CHARS, description=_SLOT_HELP[name])
 
 
 class MemorySlots(BaseModel):
     """Structured output for a proposal or consolidation without gates (Memory-only)."""
+
+    model_config = MODEL_FACING
 
     expertise: str = _slot("expertise")
     responsibility: str = _slot("responsibility")
@@ -70,6 +83,8 @@ class MemorySlots(BaseModel):
 
 class GateItem(BaseModel):
     """One gate as a model writes it; validated and mapped by `memory_from_consolidation`."""
+
+    model_config = MODEL_FACING
 
     action: str = Field(max_length=40, description="one of: " + ", ".join(GATEABLE_ACTIONS))
     signatory: str = Field(max_length=40, description="id of the member who must approve")
@@ -89,11 +104,15 @@ class MemoryProposal(MemorySlots):
 class Accept(BaseModel):
     """A ratification that accepts the draft as it is."""
 
+    model_config = MODEL_FACING
+
     decision: Literal["accept"] = Field(description="accept the memory as it is")
 
 
 class Amend(BaseModel):
     """A ratification that names the one change its member needs."""
+
+    model_config = MODEL_FACING
 
     decision: Literal["amend"]
     amendment: str = Field(min_length=1, max_length=AMENDMENT_MAX_CHARS,
@@ -117,6 +136,8 @@ class Ratification(BaseModel):
     decoding grammar) allows no 'amend' without its text; a flat {decision, amendment} pair let
     a model answer 'amend' with nothing: a failed step in two of six measured builds.
     """
+
+    model_config = MODEL_FACING
 
     reply: Accept | Amend = Field(discriminator="decision", description=_REPLY_HELP)
 
@@ -228,21 +249,25 @@ LIVING_RULE = ("Then the memory is in force for the task; during it any member m
 
 
 def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLOT_MAX_CHARS, *,
-                living: bool = False) -> str:
+                living: bool = False, budgets: str = "", gate_cost: str = "", independent: bool = False) -> str:
     """What the build is, the same text for every member at every stage of it.
 
     `living` (the Dynamic variants) changes only the last sentence: the memory stays in force
     but members may propose updates during the task, applied when every other member approves.
+    `independent` says that nobody sees another's proposal (`SessionSettings.memory_proposals`).
 
     Every call of the build shows this before what its stage adds, and the stage's own
     request (`build_request`) comes last, so a member's later call repeats its earlier
     prompt up to there and the provider's (or llama.cpp's) prefix cache serves that part.
     One line per part, the team (`TEAM_LINE`) and the gates (`GATES_LINE`) each on their own,
-    so the variant audit compares the rest across every memory variant.
+    so the variant audit compares the rest across every memory variant. `budgets` (every
+    member's task steps) joins the team line and `gate_cost` (what a held action costs in
+    turns) the gates line: the session layer writes both from the scheduler's rules
+    (`colabkit.session.rules`), so a team chooses its gates knowing what they cost.
     """
     members = ", ".join(f"{p.id} = {p.name}" for p in team)
     lines = [
-        f"{TEAM_LINE} {members}.",
+        f"{TEAM_LINE} {members}." + (f" {budgets}" if budgets else ""),
         f"Before the task starts, the team writes a shared memory in four slots of at most {slot_chars} "
         "characters each: expertise, responsibility, plan, evidence_standards.",
     ]
@@ -251,10 +276,12 @@ def build_rules(team: Sequence[Persona], with_gates: bool, slot_chars: int = SLO
             f"{GATES_LINE} which actions ({', '.join(GATEABLE_ACTIONS)}) need approval, which member "
             "signs each, the scope (all, or data_changing: only execute_code that changes data) and an "
             "optional note for the signatory. A member's own actions are never held by its own gate; "
-            "unlisted actions stay ungated."
+            f"unlisted actions stay ungated. {DATA_CHANGING_RULE}" + (f" {gate_cost}" if gate_cost else "")
         )
     lines.append(
-        "Steps: every member proposes; the AI agent merges the proposals into one draft; every simulated human "
+        "Steps: every member proposes " + ("(nobody sees another's proposal); " if independent else
+                                          "(each seeing the proposals made before it); ")
+        + "the AI agent merges the proposals into one draft; every simulated human "
         "accepts the draft or names one amendment; the AI agent applies the amendments once. "
         + (LIVING_RULE if living else "Then the memory is frozen for the whole task.")
     )

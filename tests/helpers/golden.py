@@ -48,19 +48,21 @@ def scenarios() -> dict[str, Scenario]:
 
 
 def record() -> dict[str, Any]:
-    task = load_tasks().get(TASK_ID)
-    out: dict[str, Any] = {}
-    for name in VARIANT_NAMES:
-        for key, scenario in scenarios().items():
-            spec = scenario_spec(build_spec(TASK_ID, name, 0), scenario)
-            run = play(spec, task, scenario)
-            calls = [{"role": c["role"], "messages": c["messages"],
-                      "params": json.loads(json.dumps({k: v for k, v in c["params"].items() if k not in _VOLATILE},
-                                                      sort_keys=True, default=repr))} for c in run.calls]
-            out[f"{name}/{key}"] = {"session_id": spec.session_id, "variant_identity": spec.variant.identity(),
-                                    "calls": calls, "events": comparable(list(run.events)),
-                                    "ended_by": run.result.ended_by, "final": run.result.final_hypothesis}
-    return out
+    return {f"{name}/{key}": played(name, key) for name in VARIANT_NAMES for key in scenarios()}
+
+
+def played(name: str, key: str) -> dict[str, Any]:
+    """Variant `name`'s run of scenario `key`, as the record keeps it."""
+    scenario = scenarios()[key]
+    spec = scenario_spec(build_spec(TASK_ID, name, 0), scenario)
+    run = play(spec, load_tasks().get(TASK_ID), scenario)
+    calls = [{"role": c["role"], "messages": c["messages"],
+              "params": json.loads(json.dumps({k: v for k, v in c["params"].items() if k not in _VOLATILE},
+                                              sort_keys=True, default=repr))} for c in run.calls]
+    return json.loads(json.dumps({"session_id": spec.session_id, "variant_identity": spec.variant.identity(),
+                                  "calls": calls, "events": comparable(list(run.events)),
+                                  "ended_by": run.result.ended_by, "final": run.result.final_hypothesis},
+                                 sort_keys=True))
 
 
 def load() -> dict[str, Any]:

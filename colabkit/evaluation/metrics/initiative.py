@@ -19,13 +19,14 @@ column is Co-Gym's published definition: the same value when every p_u > 0, else
 H_init,events (`h_init_events`, beside it, rule-based): the study defines p_u over the
 events member u initiated, not only its messages. Here an initiated event is every
 task-phase step of u that did something (`initiated_events`): a message sent, a cell run
-(an error included), an edit, a proposal held for approval, a decision on a request or a
-memory update, a finish, a memory-update proposal; waits, failed steps, the application of
-an approved proposal (initiated when proposed) and the system's events are not. Same
-entropy, same N/A and undefined cases. Which of the two is the study's H_init is said in
-the metric table of docs/scoring.md. The engine's closing pass (its decisions, off budget, exist only
-where requests can be open, i.e. in gated variants) is machinery, not initiative:
-`h_init_events` leaves its decisions out and is what the study tables use;
+(an error included), an edit, a proposal held for approval, a finish, a memory-update
+proposal; waits, failed steps, the application of an approved proposal (initiated when
+proposed) and the system's events are not. Same entropy, same N/A and undefined cases.
+Which of the two is the study's H_init is said in the metric table of docs/scoring.md.
+Decisions on requests (approve/reject, in the task or the closing pass) exist only where a
+structure holds actions: they are machinery (`Event.kind`, the one rule every metric and cap
+uses), not initiative, so `h_init_events` (the study tables') leaves them out and a gated
+variant played with the same policy as its Default twin gets the same value (issue 42);
 `h_init_events_all` counts them too, for comparison.
 
 Controlled autonomy, as Co-Gym counts it over the message sequence: CA+ is the number of AI
@@ -59,8 +60,7 @@ from colabkit.evaluation.metrics.process import (
 )
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
-from colabkit.session.events import SYSTEM, Event
-from colabkit.session.totals import closing_step
+from colabkit.session.events import Event, is_decision
 from colabkit.team import AI_ID
 
 METRIC = "initiative"
@@ -250,27 +250,28 @@ class InitiativeScorer(Scorer):
 _NOT_INITIATED = ("wait", "invalid_output")
 
 
-def initiated_events(events: Sequence[Event], *, closing: bool = False) -> Counter[str]:
-    """Per member, the task-phase events it initiated (module docstring: H_init,events); the
-    closing pass's decisions only with `closing`."""
+def initiated_events(events: Sequence[Event], *, decisions: bool = False) -> Counter[str]:
+    """Per member, the task-phase steps it initiated (module docstring: H_init,events): its own
+    steps (`Event.kind` "step") that did something; with `decisions`, also its approvals and
+    rejections (machinery: in the task and the closing pass)."""
     return Counter(e.participant for e in events
-                   if e.phase == "task" and e.participant != SYSTEM and e.action not in _NOT_INITIATED
-                   and e.status != "failed_step" and e.participant != e.proposer
-                   and (closing or not closing_step(e)))
+                   if e.phase == "task" and e.action not in _NOT_INITIATED and e.status != "failed_step"
+                   and (e.kind == "step" or (decisions and is_decision(e))))
 
 
 @register_scorer
 class InitiativeEventsScorer(Scorer):
     """H_init,events: the initiative entropy over every event a member initiated, no judge;
-    without the closing pass's decisions (`h_init_events`, the tables') and with them."""
+    without decisions on requests (`h_init_events`, the tables') and with them."""
 
     name = "initiative_events"
-    version = "2"  # 2: the closing pass's decisions are left out of h_init_events (h_init_events_all has them)
+    version = "3"  # 3: every decision on a request is machinery, left out of h_init_events (issue 42)
     columns = ("h_init_events", "h_init_events_all")
+    machinery_columns = ("h_init_events_all",)
 
     async def score(self, ctx: SessionContext) -> ScoreResult:
         team = ctx.record.spec.variant.team
-        counts, with_closing = initiated_events(ctx.events), initiated_events(ctx.events, closing=True)
+        counts, with_closing = initiated_events(ctx.events), initiated_events(ctx.events, decisions=True)
         per_member = {member: counts.get(member, 0) for member in team}
         h_events, _ = initiative_entropy(per_member, team)
         h_all, _ = initiative_entropy({member: with_closing.get(member, 0) for member in team}, team)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from colabkit.evaluation.judge import JudgePrompt, Verdict
 from colabkit.evaluation.scorer import SessionContext
-from colabkit.session.events import SYSTEM, Event
+from colabkit.session.events import Event
 from colabkit.team import AI_ID
 from colabkit.workspace import CellResult, WorkspaceSnapshot
 
@@ -59,6 +59,12 @@ def humans_of(team: Sequence[str]) -> tuple[str, ...]:
     return tuple(p for p in team if p != AI_ID)
 
 
+COMMON_KINDS = ("step", "effect")
+"""What a member did that a Default twin has too (`Event.kind`, the one rule): its own steps and
+approved actions taking effect; machinery (decisions, the build, the closing pass's steps) and
+the system's events are never a turn of the conversation nor work."""
+
+
 def event_item(event: Event) -> str:
     """A stable item id for a judged event (the event's number in its session's log)."""
     return f"event-{event.seq}"
@@ -73,7 +79,7 @@ def chat_turns(events: Iterable[Event]) -> list[ChatTurn]:
     return [
         ChatTurn(item_id=event_item(e), seq=e.seq, sender=e.participant, text=str(e.args.get("text", "")))
         for e in task_events(events)
-        if e.action == "send_message" and e.status == "ok" and e.participant != SYSTEM
+        if e.action == "send_message" and e.status == "ok" and e.kind in COMMON_KINDS
     ]
 
 
@@ -88,7 +94,7 @@ def workspace_actions(events: Iterable[Event]) -> list[Event]:
     """
     return [
         e for e in task_events(events)
-        if e.participant != SYSTEM and e.status == "ok" and e.action in ("execute_code", "edit_result")
+        if e.kind in COMMON_KINDS and e.status == "ok" and e.action in ("execute_code", "edit_result")
     ]
 
 

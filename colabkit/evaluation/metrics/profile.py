@@ -51,7 +51,7 @@ from colabkit.evaluation.metrics.process import (
 )
 from colabkit.evaluation.records import Judgement, ScoreResult
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
-from colabkit.session.events import Event
+from colabkit.session.events import Event, is_decision
 from colabkit.team import AI_ID, PERSONA_IDS, Persona, VariantConfig
 
 METRIC = "a_profile"
@@ -123,7 +123,7 @@ def contributions(
             items.append(Contribution(item_id=event_item(e), seq=e.seq, contributor=e.participant, kind=kind,
                                       content=_payload(e) + result))
     for e in task_events(events):
-        if e.participant in humans and e.action in ("approve", "reject") and e.status in ("approved", "rejected"):
+        if e.participant in humans and is_decision(e) and e.status in ("approved", "rejected"):
             items.append(Contribution(item_id=event_item(e), seq=e.seq, contributor=e.participant, kind="decision",
                                       content=f"{e.status}; reason: {e.decision_reason or '(none given)'}"))
     return sorted(items, key=lambda c: c.seq), []

@@ -1,6 +1,7 @@
 """The variant audit: the variants differ only by design, in what they are first shown
 (`render`) and in what they do (`hunt`: generated scenarios, `scenario`, played with the
-audit's own test double, `player`, and checked against invariants, `invariants` and `probe`);
+audit's own test double, `player`, served over HTTP by `wire`, and checked against invariants,
+`invariants`, `probe` and the whole-trace comparison with each variant's Default twin, `trace`);
 `experiment` runs both per settings arm."""
 
 from colabkit.runner.audit.experiment import audit, audit_experiment

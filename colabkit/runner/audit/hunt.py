@@ -4,7 +4,8 @@ checked against the invariants (`invariants`, `probe`), a violation shrunk to a 
 For each scenario (`scenario.scenarios`, drawn by `hypothesis`) the variants of the arm
 whose team is the scenario's (with the single agent, and for a team of several the
 one-seat Defaults of its seats, so a seat is compared across compositions) are played
-through the engine (`player.play`) and checked; the same-rendering probe
+through the engine (`player.play`, the double over HTTP: `wire`) and checked, each variant's
+whole trace against its Default twin's first (`trace.same_trace`); the same-rendering probe
 (`probe.same_rendering`) renders the scenario's history in every variant of the arm. The
 issue's known failure patterns (`known_scenarios`) are played first, as explicit examples, and
 again by each team of declared seats in the arm (`seated`); then `examples` generated ones
@@ -31,6 +32,8 @@ from colabkit.runner.audit.invariants import Violation, check_all, is_gate_twin
 from colabkit.runner.audit.player import play, scenario_spec
 from colabkit.runner.audit.probe import history, same_rendering
 from colabkit.runner.audit.scenario import STUDY_SEATS, TEAMS, Policy, Scenario, scenarios
+from colabkit.runner.audit.trace import default_twin, same_trace
+from colabkit.runner.audit.wire import over_http
 from colabkit.session import SessionSpec
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
@@ -109,8 +112,9 @@ class _Player:
     """Plays scenarios in the arm's variants, remembering verdicts (shrinking asks again)."""
 
     def __init__(self, specs: Sequence[SessionSpec], tasks: Mapping[str, Task], report: HuntReport,
-                 shrink_seconds: float, workdir_root: Path | None) -> None:
+                 shrink_seconds: float, workdir_root: Path | None, wire: bool = True) -> None:
         self.specs, self.tasks, self.report = list(specs), tasks, report
+        self.wire = wire and all(over_http(s) for s in specs)  # one transport for the arm: twins compare alike
         self.termination = specs[0].settings.termination
         self.shrink_seconds, self.workdir_root = shrink_seconds, workdir_root
         self.focus: set[str] | None = None  # once found: only the variants involved
@@ -125,7 +129,9 @@ class _Player:
                       and _is_default(s.variant))]
         if self.focus is not None:
             focused = [s.variant for s in self.specs if s.variant.name in self.focus]
-            wanted = [s for s in wanted if s.variant.name in self.focus or any(is_gate_twin(s.variant, f) for f in focused)
+            twins = {t.name for f in focused if (t := default_twin(f, [s.variant for s in self.specs])) is not None}
+            wanted = [s for s in wanted if s.variant.name in self.focus | twins
+                      or any(is_gate_twin(s.variant, f) for f in focused)
                       or (not s.variant.structures and any(f.structures and f.humans == s.variant.humans
                                                            for f in focused))]
         return wanted
@@ -137,12 +143,12 @@ class _Player:
         if self.found_at is not None and time.monotonic() - self.found_at > self.shrink_seconds:
             return []  # shrinking has had its time: keep the smallest violation found so far
         task = self.tasks[scenario.task_id]
-        specs = [scenario_spec(s, scenario) for s in self.variants(scenario)]
+        specs = [scenario_spec(s, scenario, self.wire) for s in self.variants(scenario)]
         runs = [play(spec, task, scenario, self.workdir_root) for spec in specs]
         for run in runs:
             self.acted.setdefault(run.variant, set()).update(
                 e.participant for e in run.events if e.phase == "task" and e.llm_calls)
-        found = check_all(scenario, runs, self.termination)
+        found = check_all(scenario, runs, self.termination) + same_trace(runs)
         probe = replace(scenario, budget=PROBE_BUDGET)  # room for the whole history before any budget ends it
         found += same_rendering([scenario_spec(s, probe) for s in self.specs], task, probe)
         actors = {actor for actor, _, _ in history(probe)}
@@ -196,9 +202,10 @@ def unplayed(specs: Sequence[SessionSpec], acted: Mapping[str, set[str]]) -> dic
 
 def hunt(specs: Sequence[SessionSpec], tasks: Mapping[str, Task], *, arm: str = "", examples: int = 20,
          real: bool = False, shrink_seconds: float = 60.0, workdir_root: Path | None = None,
-         known: Sequence[Scenario] | None = None) -> HuntReport:
+         known: Sequence[Scenario] | None = None, wire: bool = True) -> HuntReport:
     """Search `specs`' variants (one arm: the same settings) for a violation (module docstring);
-    `known` replaces the explicit scenarios played first (default: `known_scenarios`)."""
+    `known` replaces the explicit scenarios played first (default: `known_scenarios`); `wire`:
+    the double is reached over HTTP (`wire.RecordingServer`), else in-process."""
     try:
         from hypothesis import HealthCheck, Phase, example, given, settings
     except ImportError as exc:  # pragma: no cover - the locked environment has it
@@ -206,7 +213,7 @@ def hunt(specs: Sequence[SessionSpec], tasks: Mapping[str, Task], *, arm: str = 
     if not specs:
         raise ColabkitError("the audit needs at least one variant")
     report = HuntReport(arm=arm, variants=tuple(s.variant.name for s in specs))
-    player = _Player(specs, tasks, report, shrink_seconds, workdir_root)
+    player = _Player(specs, tasks, report, shrink_seconds, workdir_root, wire)
     task_ids = tuple(tasks)
     beyond = teams(specs)
     study = known_scenarios(task_ids[0])

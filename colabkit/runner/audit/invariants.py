@@ -51,7 +51,7 @@ from colabkit.session.totals import closing_step
 from colabkit.team import VariantConfig
 
 INVARIANTS = ("ai-opportunity", "nothing-lost", "gates-transparent", "same-capacity", "same-turn-order",
-              "prompts-as-sent", "same-rendering")
+              "prompts-as-sent", "same-rendering", "same-trace")
 INFRA_ENDS = ("llm_budget", "provider_error", "error")
 """Ends that are not the team's: the cost cap, a provider's refusal, a crash."""
 LOST_OK = ("provider_error", "error")

@@ -8,7 +8,11 @@ its schema's name (the gateway sends registered providers the bounded JSON schem
 proposal, consolidation or amendment gets the scenario's memory slots (with its self-chosen
 gates where the schema has them), a ratification the member's accept or amend, a task step
 the member's next scripted move, or its decision when a request is shown to it. Every
-request is kept as sent (`calls`: role, messages, the parameters litellm passed).
+request is kept as sent (`calls`: role, messages, the parameters litellm passed), in the order
+the session issued them: `IssueOrderGateway` numbers each request as it enters the gateway
+(the engine's own, deterministic order: the build's ratifications in their seat order) and
+`calls` is kept sorted by that number, because concurrent requests reach the double in an
+order that varies with the threads litellm hops through.
 
 `play` runs one spec through the engine's own entry point (`session.run.run_session`: the
 build phase, the loop, the closing pass, the cost cap, the end) with a gateway whose
@@ -20,23 +24,27 @@ for the run, so the bulk of the search costs milliseconds per step.
 
 from __future__ import annotations
 
+import contextvars
 import copy
+import itertools
 import json
 import random
 import re
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
 from colabkit.llm import Budget, Gateway, register_provider
 from colabkit.llm.gateway import RetryPolicy
+from colabkit.llm.records import OutputMode
 from colabkit.runner.audit.scenario import CODE, EDITS, MESSAGES, PROFILES, Scenario, gate_table
+from colabkit.runner.audit.wire import MODEL_PREFIX, RecordingServer, over_http
 from colabkit.runner.batch import run_sync
 from colabkit.session import SessionSpec
 from colabkit.session import run as session_run
@@ -51,9 +59,15 @@ from colabkit.workspace.editor import Editor
 
 PROVIDER = "colabkit-audit"
 MALFORMED = "{not json: a malformed answer"
+PROMPT_CHARGE, ANSWER_CHARGE = 300, 20
+"""The tokens the double charges for every request, whatever its length: a structure's sections
+lengthen a prompt by design, so with a charge by length twins would meet a cap at different
+turns; with one charge per request, a cap that binds at a different turn is the engine's
+accounting (what it charges to the task), which the audit compares (`trace`)."""
 _REQUESTS = re.compile(r"^# (?:Approval requests|Memory updates) for you[^\n]*\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _VALID = re.compile(r"^# Valid actions\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _REQUEST_ID = re.compile(r"\b((?:req|upd)-\d+)\b")
+_ISSUED: contextvars.ContextVar[int] = contextvars.ContextVar("colabkit_audit_issued", default=-1)
 
 
 def _step(action: str, content: str = "", to: str = "") -> str:
@@ -89,15 +103,29 @@ class PolicyDouble(CustomLLM):
         role = model.rsplit("/", 1)[-1]
         if role == "default":  # a declared seat (no model role of its own): the caller names it
             role = str(((litellm_params or {}).get("metadata") or {}).get("caller", role)).partition(":")[0]
-        self.calls.append({"role": role, "messages": copy.deepcopy(messages), "params": dict(optional_params)})
-        text = self.answer(role, messages, schema_of(optional_params))
+        text = self.record(role, messages, dict(optional_params))
         model_response.choices[0].message.content = text
         model_response.choices[0].finish_reason = "stop"
         model_response.model = f"{PROVIDER}/{model}"
-        words = sum(len(str(m.get("content", "")).split()) for m in messages)
-        model_response.usage = Usage(prompt_tokens=words, completion_tokens=len(text.split()),  # type: ignore[attr-defined]
-                                     total_tokens=words + len(text.split()))
+        model_response.usage = Usage(prompt_tokens=PROMPT_CHARGE, completion_tokens=ANSWER_CHARGE,  # type: ignore[attr-defined]
+                                     total_tokens=PROMPT_CHARGE + ANSWER_CHARGE)
         return model_response
+
+    def record(self, role: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+        """Keep one request as sent (with the answer given), in the order the session issued it
+        (`IssueOrderGateway`; a request without a number, over HTTP, goes last), and answer it."""
+        issued = _ISSUED.get()
+        at = next((i for i, call in enumerate(self.calls) if call["issued"] > issued), len(self.calls))
+        call = {"role": role, "messages": copy.deepcopy(messages), "params": params, "issued": issued}
+        self.calls.insert(at, call)
+        text = call["answer"] = self.answer(role, messages, schema_of(params))
+        return text
+
+    @staticmethod
+    def usage() -> dict[str, int]:
+        """What every request is charged (see `PROMPT_CHARGE`)."""
+        return {"prompt_tokens": PROMPT_CHARGE, "completion_tokens": ANSWER_CHARGE,
+                "total_tokens": PROMPT_CHARGE + ANSWER_CHARGE}
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
         return self.completion(*args, **kwargs)
@@ -128,8 +156,9 @@ class PolicyDouble(CustomLLM):
         self._failing.discard(role)
         kind, _, index = policy.move(k, role).partition(":")
         i = int(index or 0)
-        if kind == "fail":
-            self._failing.add(role)
+        if kind in ("fail", "slip"):  # slip: the repair answers with the next move
+            if kind == "fail":
+                self._failing.add(role)
             return MALFORMED
         if kind == "code":
             return _step("execute_code", CODE[i % len(CODE)])
@@ -218,6 +247,20 @@ def _in_memory(enabled: bool) -> Iterator[None]:
         session_run.Workspace = real  # type: ignore[misc]
 
 
+class IssueOrderGateway(Gateway):
+    """The engine's `Gateway`, numbering each request as the session issues it (see the module
+    docstring): the number travels with the request's context (litellm copies it into the
+    thread it hops to), so the double files the request in issue order, whenever it arrives."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._issued = itertools.count()
+
+    async def _request(self, *args: Any, **kwargs: Any) -> Any:
+        _ISSUED.set(next(self._issued))  # this request's task only: its own context
+        return await super()._request(*args, **kwargs)
+
+
 @dataclass(frozen=True)
 class Run:
     """One variant's run of one scenario: the spec played, its events, its requests as sent, its result."""
@@ -232,10 +275,20 @@ class Run:
         return self.spec.variant.name
 
 
-def scenario_spec(spec: SessionSpec, scenario: Scenario) -> SessionSpec:
+def scenario_spec(spec: SessionSpec, scenario: Scenario, wire: bool = False) -> SessionSpec:
     """`spec` (an experiment's, for one variant) with the double as every role's model and the
-    scenario's task, seed, AI budget and profile; everything else as the experiment has it."""
-    models = {role: spec.model_for(role).model_copy(update={"model": f"{PROVIDER}/{role}"})
+    scenario's task, seed, AI budget and profile; everything else as the experiment has it.
+    With `wire` (and every seat a model role of its own, `wire.over_http`) the double is reached
+    over HTTP, as a real model is (`wire.RecordingServer`)."""
+    http = wire and over_http(spec)
+    base = RecordingServer.shared().base if http else None
+
+    def model(role: str) -> dict[str, Any]:
+        if not http:
+            return {"model": f"{PROVIDER}/{role}"}
+        return {"model": f"openai/{MODEL_PREFIX}{role}", "api_base": base,
+                "extra": {**spec.model_for(role).extra, "api_key": "audit"}}
+    models = {role: spec.model_for(role).model_copy(update=model(role))
               for role in ("default", *(pid for pid in spec.variant.team if pid in PERSONA_IDS))}
     settings = SessionSettings(**{**spec.settings.model_dump(), "action_budget": scenario.budget,
                                   "context_window": PROFILES[scenario.profile]})
@@ -248,10 +301,12 @@ def play(spec: SessionSpec, task: Task, scenario: Scenario, workdir_root: Path |
     double = PolicyDouble(scenario)
     register_provider(PROVIDER, double)
     budget = Budget(max_tokens=scenario.cost_cap) if scenario.cost_cap else None
-    gateway = Gateway(budget=budget, retry=RetryPolicy(max_attempts=1, base_delay_s=0.0, max_delay_s=0.0))
+    wired = {m.model: "json_schema" for m in spec.models.values() if m.model.startswith("openai/")}
+    gateway = IssueOrderGateway(budget=budget, retry=RetryPolicy(max_attempts=1, base_delay_s=0.0, max_delay_s=0.0),
+                                modes=cast(dict[str, OutputMode], wired))
     sink = ListSink()
     try:
-        with _in_memory(not scenario.real):
+        with _in_memory(not scenario.real), RecordingServer.shared().serving(double) if wired else nullcontext():
             result = run_sync(lambda: run_session(spec, task, gateway=gateway, sink=sink,
                                                      workdir_root=workdir_root))
     finally:

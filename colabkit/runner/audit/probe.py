@@ -45,6 +45,7 @@ OWN_SECTIONS = {
     "Gate rules": "the gate table in force and who set it (gated variants)",
     "Approval requests for you": "requests held for this member (gated variants)",
     "Your requests": "this member's held requests (gated variants)",
+    "Requests and decisions": "requests held and decided, in view of this member (gated variants)",
     "Memory updates for you": "memory updates awaiting this member (Dynamic)",
     "Your memory updates": "this member's memory updates (Dynamic)",
 }
@@ -93,7 +94,7 @@ async def _render(spec: SessionSpec, task: Task, members: tuple[str, ...],
                 continue
             kind, _, index = move.partition(":")
             i = int(index or 0)
-            pool = {"code": CODE, "msg": MESSAGES, "edit": EDITS}[kind]
+            pool = {"code": CODE, "msg": MESSAGES[:2], "edit": EDITS[:2]}[kind]  # (beyond the schema's bound: no step)
             step = StepSchema(thought=f"audit: {move}", action=_ACTIONS[kind],
                               content=pool[i % len(pool)], to="all" if kind == "msg" else "")
             session.scratch[actor].append(Thought(round=rnd, action=step.action, text=step.thought, time=0.0))

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from colabkit.runner.audit.rules import CAUSES, NO_CAUSE, RULES, Rule
 from colabkit.session import SessionSpec
 from colabkit.session.prompting.preview import ParticipantPreview, Prompt, preview
 from colabkit.session.structure.base import Structure
-from colabkit.session.structure.gating import SET_BY
+from colabkit.session.structure.gating import HELD_SECTIONS, SET_BY
 from colabkit.session.structure.registry import plugin_structures
 from colabkit.tasks import Task
 from colabkit.team import VariantConfig
@@ -45,15 +46,6 @@ from colabkit.team.personas import KNOWLEDGE_LINE, persona_frame
 if TYPE_CHECKING:
     from colabkit.runner.audit.hunt import HuntReport
 
-CAUSES = {
-    "team": "(a) which personas are on the team",
-    "personas": "(a) the persona prompts",
-    "memory": "(b) the memory and its build phase",
-    "gated": "(c) the gate rules",
-    "gate_chooser": "(c) who chose the gates",
-    "living": "(b) the memory lives: members may update it during the task (Dynamic, beyond the study)",
-}
-BUILD_STAGES = ("propose", "consolidate", "ratify", "amend")
 # Lines of a section that are a section of their own (with causes of their own): section ->
 # {line prefix: sub-section name}.
 SUBSECTIONS = {
@@ -62,52 +54,10 @@ SUBSECTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Rule:
-    """The causes allowed to decide whether a section is shown, and what it says."""
-
-    presence: frozenset[str] = frozenset()
-    text: frozenset[str] = frozenset()
-
-
-def _rule(presence: str = "", text: str = "") -> Rule:
-    return Rule(frozenset(presence.split()), frozenset(text.split()))
-
-
-# Keys are "<stage>: <section>"; stages are "task", the build stages and "facts".
-RULES: dict[str, Rule] = {
-    "task: system 1": _rule(text="personas"),  # the persona prompt
-    "task: Your private briefing": _rule(text="personas"),  # what the persona knows
-    "task: Shared Group Memory": _rule(presence="memory", text="living"),  # "frozen" or "living, version N"
-    "task: Gate rules": _rule(presence="gated", text="team"),
-    "task: Gate rules (set by line)": _rule(presence="gated", text="gate_chooser"),
-    "task: Team": _rule(text="team"),
-    "task: Valid actions": _rule(text="team living"),  # living: propose_memory_update
-    "task: Now": _rule(text="team"),  # whose budget: "you" or "D and R together"
-    "facts: valid actions": _rule(text="team living"),
-    "facts: persona version": _rule(text="personas"),
-    **{f"{stage}: {section}": rule for stage in BUILD_STAGES for section, rule in {
-        "system 1": _rule(presence="memory", text="personas"),
-        "system 2": _rule(presence="memory"),
-        "Task": _rule(presence="memory"),
-        "Your private briefing": _rule(presence="memory", text="personas"),
-        "Memory build": _rule(presence="memory", text="living"),  # its last sentence: frozen, or living
-        "Memory build (team line)": _rule(presence="memory", text="team"),
-        "Memory build (gates line)": _rule(presence="memory gated"),
-        "Proposals so far": _rule(presence="memory team", text="team gated"),
-        "Consolidated memory (draft)": _rule(presence="memory", text="team gated"),
-        "Consolidated memory (draft, JSON)": _rule(presence="memory", text="team gated"),
-        "Amendments": _rule(presence="memory", text="team"),
-        "Your part now": _rule(presence="memory", text="gated"),
-    }.items()},
-}
-NO_CAUSE = Rule()
 NORMATIVE_CUES = frozenset({"must", "should", "sound", "correct", "respect", "right", "wrong", "valid", "proper"})
 """Words that tell a persona what a good answer is: a knowledge line names what it knows, only."""
 
 
-HELD_SECTIONS = ("Approval requests for you", "Your requests")
-"""The sections a plugin's holds bring (the held requests, as the engine shows them)."""
 PLUGIN = "structure:"
 """The cause of a plugin structure's own differences: `structure:<name>` (its options with it)."""
 

@@ -9,8 +9,9 @@ runs of one scenario comes from the engine, which is what the invariants (`invar
 Moves (`MOVES`): run a cell (`code:i`, from `CODE`: a print, a listing of the data folder, a
 failing cell, a data-changing rebind), send a message (`msg:i`), edit the result (`edit:i`;
 a policy full of edits floods a gated variant with requests), wait, finish, propose a memory
-update (`update`, valid only where the memory lives) and fail (`fail`: a malformed answer
-and a malformed repair, a failed step). After its script the AI runs cells (it never
+update (`update`, valid only where the memory lives), fail (`fail`: a malformed answer
+and a malformed repair, a failed step) and slip (`slip`: a malformed answer whose repair is the
+next move: a double that fails once, then answers). After its script the AI runs cells (it never
 finishes unless its script says so) and a human waits. Deciders approve or reject the
 oldest, the newest or a random request shown to them, or ignore requests (`ignore`: the
 script goes on, its move perhaps invalid).
@@ -31,9 +32,13 @@ from typing import Any
 
 CODE = ("x = 1\nprint(x)", "import os\nprint(sorted(os.listdir('data'))[:3])",
         "raise ValueError('audit: a failed cell')", "x = 1\nx = x + 1\nprint('audit', x)")
-MESSAGES = ("audit: a note", "audit: a long note " + "with words that make it long " * 12)
-EDITS = ("audit: hypothesis A", "audit: hypothesis B, longer than twelve characters " + "and more " * 40)
-MOVES = ("code", "msg", "edit", "wait", "finish", "update", "fail")
+MESSAGES = ("audit: a note", "audit: a long note " + "with words that make it long " * 12,
+            "audit: a flood " + "beyond every limit of a message, a prompt and an answer " * 60)
+EDITS = ("audit: hypothesis A", "audit: hypothesis B, longer than twelve characters " + "and more " * 40,
+         "audit: hypothesis C " + "beyond the editor's share of every profile " * 120)
+"""Content at each size: short, longer than the compact profile shows, and beyond the answer
+schema's bound (its repair is then the engine's, the same in every variant)."""
+MOVES = ("code", "msg", "edit", "wait", "finish", "update", "fail", "slip")
 DECIDERS = ("approve-oldest", "approve-newest", "approve-random", "reject-oldest", "reject-newest",
             "reject-random", "late", "ignore")
 """How a member decides the requests shown to it: `late` ignores them until only decisions are
@@ -151,12 +156,12 @@ def scenarios(task_ids: tuple[str, ...], *, max_budget: int = 30, real: bool = F
     policies, ratifications and gate tables they sign (`NAME@SEAT`) too."""
     from hypothesis import strategies as st
 
-    move = st.one_of(st.sampled_from(("wait", "finish", "update", "fail")),
+    move = st.one_of(st.sampled_from(("wait", "finish", "update", "fail", "slip")),
                      st.builds(lambda kind, i: f"{kind}:{i}", st.sampled_from(("code", "msg", "edit")),
-                               st.integers(0, 1)),
+                               st.integers(0, 2)),
                      st.builds(lambda i: f"code:{i}", st.integers(2, 3)))
     ai_move = st.one_of(st.builds(lambda i: f"code:{i}", st.integers(0, 3)),
-                        st.builds(lambda i: f"edit:{i}", st.integers(0, 1)), move)
+                        st.builds(lambda i: f"edit:{i}", st.integers(0, 2)), move)
 
     def policy(moves: Any) -> Any:
         return st.builds(Policy, st.lists(moves, max_size=8).map(tuple), st.sampled_from(DECIDERS))
@@ -175,6 +180,6 @@ def scenarios(task_ids: tuple[str, ...], *, max_budget: int = 30, real: bool = F
         ratify=st.tuples(*[answer] * (2 + len(extra))),
         policies=st.fixed_dictionaries({"ai": policy(ai_move), "D": policy(move), "R": policy(move),
                                         **{seat: policy(move) for seat in extra}}),
-        cost_cap=st.one_of(st.none(), st.none(), st.integers(2_000, 20_000)),
+        cost_cap=st.one_of(st.none(), st.none(), st.integers(600, 3_000), st.integers(3_000, 20_000)),
         real=st.just(real),
     )

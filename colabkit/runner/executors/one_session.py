@@ -26,7 +26,7 @@ from colabkit.runner.recorder import (
 )
 from colabkit.runner.workarea import SessionLock
 from colabkit.session import Event, SessionSpec
-from colabkit.store import EVENTS_FILE, session_dir
+from colabkit.store import EVENTS_FILE, mean_gate_delay, session_dir
 from colabkit.tasks import Task
 
 
@@ -34,11 +34,12 @@ def outcome_of(spec: SessionSpec, folder: Path, *, ran: bool) -> SessionOutcome:
     """The outcome of a session whose record is on disk."""
     record = read_record(folder)
     failed = record.ended_by in RETRYABLE_ENDINGS
-    events = _events(folder) if ran else []
+    events = _events(folder) if ran or record.totals.requests else []  # a gate's delay needs them
     return SessionOutcome(
         session_id=spec.session_id, task_id=spec.task_id, variant=spec.variant.name, seed=spec.seed,
         status="cached" if not ran else ("failed" if failed else "done"), ran_here=ran, ended_by=record.ended_by,
-        ai_steps=record.totals.ai_actions, expired_requests=record.totals.expired,
+        ai_steps=record.totals.ai_actions, expired_requests=record.totals.expired, ai_turns=record.totals.ai_turns,
+        gate_delay=mean_gate_delay(events),
         error=_session_error(events) if failed and ran else None,
         tokens=record.totals.tokens if ran else 0, spend=Spend.of(c for e in events for c in e.llm_calls))
 

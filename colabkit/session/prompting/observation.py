@@ -26,14 +26,24 @@ in `views.py`.
 The order serves prefix caching (a provider's, or the embedded model's per-caller
 context): a step's prompt should equal the participant's previous prompt plus what
 happened since, so only the new part is billed and prefilled at full price. The stable
-parts (briefing, memory, team, the valid actions) come first, then the timeline, which
+parts (briefing, memory, team, the valid actions: exactly the answer schema's actions, so
+they change only when a request opens or closes for the participant or its budget is spent)
+come first, then the timeline, which
 grows by appending: code cells and chat messages in the order they happened. Under "full"
-(`ObservationProfile.timeline`) the timeline also holds the participant's activity list,
-its decided requests and its own thoughts (each where it was formed, before the cell or
-message it led to), the most recent that fit one budget as large as the chat's; after it
-come only what is current: the result editor, open requests, a failed last step, round
-and budget. Under "compact" the activity list, the requests, the `notes` most recent
-thoughts and the last step's outcome are sections after the timeline. `benchmarks/prompts.py`
+(`ObservationProfile.timeline`) the timeline also holds the participant's activity list and
+its own thoughts (each where it was formed, before the cell or message it led to), the most
+recent that fit one budget as large as the chat's; after it come only what is current: the
+result editor, open requests, a failed last step, round and budget. Under "compact" the
+activity list, the `notes` most recent thoughts and the last step's outcome are sections
+after the timeline.
+
+Common part and structure part (issue 42): the activity list holds only common lines, what a
+Default twin shows too (a member's own steps that took effect, and an approved action taking
+effect, shown as its twin's step without the request id). Structure bookkeeping (requests
+held, decisions, closing steps: `Event.kind`) never takes room from a common line: it is the
+section "Requests and decisions" after the common part, with a budget of its own (the
+activity list's under "compact", the chat's under "full"), and a member's own requests are
+the section "Your requests" (the profile's `requests` most recent), never timeline entries. `benchmarks/prompts.py`
 measures the reuse this gives. `view_key` hashes only the shared-world part, so the
 scheduler can tell whether a participant has anything new in view.
 """
@@ -68,10 +78,10 @@ from colabkit.session.prompting.views import (
     request_view,
     unstated_query,
 )
-from colabkit.session.structure.gating import Gatekeeper, Request
+from colabkit.session.structure.gating import BOOKKEEPING_TITLE, Gatekeeper, Request
 
 _DECISIONS = ("approve", "reject")
-_WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity",
+_WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity", "bookkeeping",
                  "editor", "requests_for_me", "other_requests_for_me", "my_requests", "memory", "updates_for_me", "my_updates",
                  "sections"}
 
@@ -89,6 +99,7 @@ class Observation(BaseModel):
     budget_holder: str
     ai_actions_left: int | None = None  # the AI agent's steps left, shown to every other member (None: the AI itself)
     closing: bool = False  # the engine's closing pass: the session has ended, only open requests are decided
+    deciding: bool = False  # a decision step right after a proposal (`gate_latency: at_once`), off budget
     end_rule: str = ""  # when the session ends (`SessionSettings.end_rule`), the same text in every variant
     query: str  # "" when the briefing already states it
     briefing: str
@@ -102,6 +113,8 @@ class Observation(BaseModel):
     older_cells: int
     activity: tuple[ActivityView, ...]
     older_activity: int
+    bookkeeping: tuple[ActivityView, ...] = ()  # requests and decisions (machinery), apart from `activity`
+    older_bookkeeping: int = 0
     requests_for_me: tuple[RequestView, ...]  # newest first
     other_requests_for_me: int = 0  # open for it but cut by the profile (the oldest)
     open_ids: tuple[str, ...] = ()  # every request and memory update open for it: what approve/reject may name
@@ -112,7 +125,7 @@ class Observation(BaseModel):
     timeline: bool  # the full profile's layout (`ObservationProfile.timeline`)
     feedback: str
     valid_actions: tuple[str, ...]
-    standing_actions: tuple[str, ...]  # what it may do while its side has budget (the timeline layout lists these)
+    standing_actions: tuple[str, ...]  # what it may do while its side has budget (a person's form reads these)
     updates_for_me: tuple[str, ...] = ()  # a living memory's open updates awaiting this participant's answer
     my_updates: tuple[str, ...] = ()  # the updates it proposed, with their fate
 
@@ -132,12 +145,9 @@ class Observation(BaseModel):
         members = ", ".join(f"{pid} ({name})" for pid, name in zip(self.team, self.names))
         parts.append(f"# Team\nYou are {self.participant}. Team: {members}."
                      + (f"\n{self.end_rule}" if self.end_rule else ""))
-        # Before what grows, so the same every step; approve/reject (valid only while a request
-        # is addressed to you) are explained with the requests, near the end.
-        decisions = [a for a in self.valid_actions if a in _DECISIONS]
-        # The timeline layout lists the same actions all session; a spent budget is said at the end.
-        listed = self.standing_actions if self.timeline else [a for a in self.valid_actions if a not in _DECISIONS]
-        help_lines = action_help(listed, self.participant, self.team, self.open_ids)
+        # Exactly the actions the answer's schema offers (its enum), approve/reject included while
+        # a request is open for you: one list, so the text and the grammar cannot disagree.
+        help_lines = action_help(self.valid_actions, self.participant, self.team, self.open_ids)
         reply = "Reply with JSON: thought, action, content, to (one of the valid actions above)."
         # In the timeline layout the reply format, the same every step, is said here, so the
         # prompt ends on what changes: round and budget.
@@ -147,19 +157,20 @@ class Observation(BaseModel):
         parts.append(self._timeline())
         if not self.timeline:
             parts.append(_section("Activity", self.older_activity, "actions", [a.line for a in self.activity]))
+        if self.bookkeeping:  # after the common part, in a budget of its own (`build_observation`)
+            parts.append(_section(BOOKKEEPING_TITLE, self.older_bookkeeping, "lines",
+                                  [a.line for a in self.bookkeeping]))
         parts.append(f"# Result editor (the submitted hypothesis)\n{self.editor or '(empty)'}")
         if self.requests_for_me:
             shown = {c.index for c in self.cells}
-            rest = (f"\n({self.other_requests_for_me} older requests for you not shown; they come next)"
-                    if self.other_requests_for_me else "")
+            listed = {r.request_id for r in self.requests_for_me}
+            older = [i for i in self.open_ids if i.startswith("req-") and i not in listed]  # every id `to` may name
+            rest = (f"\n({self.other_requests_for_me} older requests for you not shown: {', '.join(older)}; they "
+                    "come next)" if self.other_requests_for_me else "")
             parts.append("# Approval requests for you (newest first; approve or reject each)\n"
-                         + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest
-                         + "".join(f"\n- {line}" for line in action_help(decisions, self.participant, self.team,
-                                                                           self.open_ids)))
-        # In the timeline layout a decided request is an entry of the timeline; only open ones wait here.
-        waiting = [r for r in self.my_requests if not self.timeline or r.status == "pending"]
-        if waiting:
-            parts.append("# Your requests\n" + "\n".join(request_line(r) for r in waiting))
+                         + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest)
+        if self.my_requests:  # structure bookkeeping: never an entry of the common timeline
+            parts.append("# Your requests\n" + "\n".join(request_line(r) for r in self.my_requests))
         if self.updates_for_me:
             parts.append("# Memory updates for you (approve or reject each; to = the update id)\n"
                          + "\n".join(f"- {line}" for line in self.updates_for_me))
@@ -178,6 +189,11 @@ class Observation(BaseModel):
                          "request is decided; then the result editor is submitted."
                          + ("" if self.timeline else f"\n{reply}"))
             return "\n\n".join(parts)
+        if self.deciding:
+            parts.append(f"# Now (round {self.round}: a decision step)\nA request for you was just proposed. This "
+                         "step is not one of your steps: approve or reject it now, or wait to decide it at your own "
+                         "turn." + ("" if self.timeline else f"\n{reply}"))
+            return "\n\n".join(parts)
         spent = self.timeline and not set(self.valid_actions) - set(_DECISIONS)
         ai_left = "" if self.ai_actions_left is None else f"; {self.ai_actions_left} for the AI agent (ai)"
         parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder}{ai_left})"
@@ -189,16 +205,13 @@ class Observation(BaseModel):
         """Code cells and chat messages (under "full" also the activity list and the participant's
         own thoughts) in one list, oldest first: a new one is appended at its end."""
         thoughts, activity = (self.scratchpad, self.activity) if self.timeline else ((), ())
-        decided = [r for r in self.my_requests if r.status != "pending"] if self.timeline else []
         items = sorted([(c.time, 0, c.index, cell_text(c)) for c in self.cells]
                        + [(m.time, 1, m.index, message_line(m)) for m in self.messages]
                        + [(a.time, 2, i, f"[activity] {a.line}") for i, a in enumerate(activity)]
-                       + [(r.time, 2, -1, f"[your request decided] {request_line(r)}") for r in decided]
                        + [(t.time, 3, i, f"[your private thought, r{t.round} -> {t.action}] {t.text}")
                           for i, t in enumerate(thoughts)])
         kinds = [(True, "chat", self.older_messages, "messages"),
                  (self.timeline, "activity", self.older_activity, "actions"),
-                 (self.timeline, "your requests", self.older_requests, "requests"),
                  (self.timeline, "your private thoughts", self.older_thoughts, "thoughts")]
         names = ["code cells"] + [name for shown, name, _, _ in kinds if shown]
         title = (", ".join(names[:-1]) + " and " + names[-1]).capitalize()
@@ -229,6 +242,7 @@ def build_observation(
     ai_actions_left: int | None = None,
     end_rule: str = "",
     closing: bool = False,
+    deciding: bool = False,
     briefing: str,
     workspace: Any,
     memory: str | None = None,
@@ -262,17 +276,25 @@ def build_observation(
     # Delivered messages and run cells are already shown in full in their own sections.
     done = [e for e in task_events if e.action != "wait" and e.status != "failed_step"
             and not (e.action in ("send_message", "execute_code") and e.status in ("ok", "error"))]
-    lines = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time)
-             for e in (done if sees_all else [e for e in done if e.participant == participant])]
+    seen = done if sees_all else [e for e in done if e.participant == participant]
+    # The common part (issue 42): a member's own steps that took effect and approved actions
+    # taking effect, what a Default twin shows too; a request, a decision and every closing
+    # step are structure bookkeeping (`Event.kind`), kept apart in a budget of their own.
+    common = [e for e in seen if e.kind in ("step", "effect") and e.status != "pending"]
+    lines = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time) for e in common]
+    booked = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time)
+              for e in seen if e.kind == "machinery" or e.status == "pending"]
     decided_at = {e.request_id: e.time for e in task_events if e.action in _DECISIONS and e.status != "failed_step"}
     proposed = [request_view(r, profile, time=decided_at.get(r.request_id, 0.0))
                 for r in gatekeeper.proposed_by(participant)]
     notes = [t.clipped(profile.note_chars) for t in scratchpad]
     if profile.timeline:
-        activity, my_requests, thoughts = _own_history(lines, proposed, notes, profile.chat_chars)
+        activity, thoughts = _own_history(lines, notes, profile.chat_chars)
+        bookkeeping = recent(booked, None, profile.chat_chars, lambda a: len(a.line) + 20)[0]
     else:  # the most recent few of each, in sections after the timeline
-        activity, my_requests, thoughts = (recent(lines, profile.activity)[0], recent(proposed, profile.requests)[0],
-                                           recent(notes, profile.notes)[0])
+        activity, thoughts = recent(lines, profile.activity)[0], recent(notes, profile.notes)[0]
+        bookkeeping = recent(booked, profile.activity)[0]
+    my_requests = recent(proposed, profile.requests)[0]
 
     for_me = gatekeeper.addressed_to(participant)[::-1]  # newest first: the profile cuts the oldest
 
@@ -290,6 +312,7 @@ def build_observation(
         ai_actions_left=ai_actions_left,
         end_rule=end_rule,
         closing=closing,
+        deciding=deciding,
         query=clip(unstated_query(query, briefing), profile.query_chars),
         briefing=clip(briefing, profile.briefing_chars),
         memory=memory,
@@ -304,6 +327,8 @@ def build_observation(
         older_cells=older_cells,
         activity=tuple(activity),
         older_activity=len(lines) - len(activity),
+        bookkeeping=tuple(bookkeeping),
+        older_bookkeeping=len(booked) - len(bookkeeping),
         requests_for_me=tuple(request_view(r, profile, depends_on(r)) for r in for_me[: profile.requests]),
         other_requests_for_me=max(len(for_me) - profile.requests, 0),
         open_ids=tuple(r.request_id for r in for_me) + tuple(update_ids),
@@ -324,21 +349,17 @@ def build_observation(
     )
 
 
-def _own_history(activity: Sequence[ActivityView], requests: Sequence[RequestView], thoughts: Sequence[Thought],
-                 budget: int | None) -> tuple[list[ActivityView], list[RequestView], list[Thought]]:
-    """The timeline layout's share of the participant's own history: its activity lines, decided
-    requests and thoughts, the most recent that fit `budget` together (trimmed like the chat,
-    within one budget as large as the chat's); open requests are kept whatever their age."""
-    def size(entry: ActivityView | RequestView | Thought) -> int:
-        if isinstance(entry, ActivityView):
-            return len(entry.line) + 20
-        return len(request_line(entry)) + 20 if isinstance(entry, RequestView) else len(entry.text) + 40
+def _own_history(activity: Sequence[ActivityView], thoughts: Sequence[Thought],
+                 budget: int | None) -> tuple[list[ActivityView], list[Thought]]:
+    """The timeline layout's share of the participant's own history: its activity lines and its
+    thoughts, the most recent that fit `budget` together (trimmed like the chat, within one
+    budget as large as the chat's). Only common lines: structure bookkeeping has its own budget."""
+    def size(entry: ActivityView | Thought) -> int:
+        return len(entry.line) + 20 if isinstance(entry, ActivityView) else len(entry.text) + 40
 
-    history: list[ActivityView | RequestView | Thought] = sorted(
-        [*activity, *(r for r in requests if r.status != "pending"), *thoughts], key=lambda entry: entry.time)
+    history: list[ActivityView | Thought] = sorted([*activity, *thoughts], key=lambda entry: entry.time)
     kept = {id(entry) for entry in recent(history, None, budget, size)[0]}
-    return ([a for a in activity if id(a) in kept], [r for r in requests if r.status == "pending" or id(r) in kept],
-            [t for t in thoughts if id(t) in kept])
+    return [a for a in activity if id(a) in kept], [t for t in thoughts if id(t) in kept]
 
 
 def _feedback(event: Event, shown_cells: set[int]) -> str:

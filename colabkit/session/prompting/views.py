@@ -150,9 +150,10 @@ def request_view(request: Request, profile: ObservationProfile,
 
 
 def activity_line(event: Event, limit: int) -> str:
-    """One event as a short line without its thought (thoughts are private)."""
+    """One event as a short line without its thought (thoughts are private); an approved action
+    taking effect (`Event.kind` "effect") without its request id, as the common part shows it."""
     line = f"r{event.round} {event.participant} {event.action}"
-    if event.request_id:
+    if event.request_id and event.kind != "effect":  # an effect reads as its Default twin's step
         line += f" {event.request_id}"
     line += f" -> {event.status}"
     payload = next((str(event.args[k]) for k in ("text", "code", "reason") if event.args.get(k)), "")

@@ -90,7 +90,7 @@ class PersonStep(BaseModel):
 
     actor_kind: Literal["person"] = "person"
     participant_id: str
-    stage: Literal["step", "propose", "ratify"]
+    stage: Literal["step", "propose", "ratify", "consolidate", "amend"]
     observation_hash: str  # sha256 of the prompt the persona's model would have read
     rendered_hash: str | None  # sha256 of the HTML shown to the person
     shown: Stamp

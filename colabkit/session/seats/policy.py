@@ -40,7 +40,7 @@ from colabkit.session.seats.person import InvalidAttempt, PersonStep, SeatTerms,
 from colabkit.session.seats.react import Answer, ask
 
 T = TypeVar("T", bound=BaseModel)
-Stage = Literal["step", "propose", "ratify"]
+Stage = Literal["step", "propose", "ratify", "consolidate", "amend"]
 
 
 def stamp() -> Stamp:

@@ -79,8 +79,8 @@ def step_schema(thought_chars: int, content_chars: int, actions: tuple[str, ...]
     is what the participant may do at this step (`actions.valid_actions`): the action enum
     lists nothing else, so approve/reject appear only with a request open for it (and
     `propose_memory_update` only where the memory lives). `targets`, when given, is the enum
-    `to` must take (`actions.step_targets`: the open request ids, with a message's
-    recipients when a message is on offer), so a decision can only name an open request.
+    `to` must take (`actions.step_targets`: the open request ids when decisions are all the
+    member may do; else `to` is the common free-text field it is in Default).
     """
     fields = StepSchema.model_fields
     if (thought_chars, content_chars, actions, targets) == (fields["thought"].metadata[0].max_length,

@@ -89,7 +89,7 @@ class Context(Protocol):
 ENGINE_SECTIONS = frozenset({
     "Task", "Your private briefing", "Shared Group Memory", "Gate rules", "Team", "Valid actions", "Activity",
     "Result editor", "Approval requests for you", "Your requests", "Memory updates for you", "Your memory updates",
-    "Your recent thoughts", "Your last step", "Now", "Code cells"})
+    "Your recent thoughts", "Your last step", "Now", "Code cells", "Requests and decisions"})
 """Titles of the sections the engine and the study's structures render: a plugin's `sections`
 may not take one (its text would stand in for theirs). The held requests' sections come with
 a plugin's `holds`."""
@@ -115,8 +115,6 @@ class Structure:
     """The action types it may hold for a signatory (approve/reject then appear for the signatory)."""
     builds: ClassVar[bool] = False
     """Whether it runs a build phase before the task (the session then starts in phase "build")."""
-    targets: ClassVar[tuple[str, ...]] = ()
-    """Values its actions' `to` may take beyond recipients and request ids (a memory slot)."""
 
     def __init__(self, variant: VariantConfig, options: Mapping[str, Any] | None = None) -> None:
         self.variant = variant
@@ -166,7 +164,6 @@ class Composition:
         self.structures = tuple(structures)
         self.builds = any(s.builds for s in self.structures)
         self.actions = tuple(dict.fromkeys(a for s in self.structures for a in s.actions))
-        self.targets = tuple(dict.fromkeys(t for s in self.structures for t in s.targets))
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -4,7 +4,9 @@ Protocol (memory variants only; the single agent and non-memory variants skip it
 1. Round 1, every member in a seed-drawn order proposes the four slots (expertise,
    responsibility, plan, evidence standards; in Scaffolded also gates). Each proposer sees
    the query, its own private briefing and the proposals made before it, because the point
-   of the build is that members learn who knows what.
+   of the build is that members learn who knows what (`memory_proposals: sequential`, the
+   default); with `independent` nobody sees another's proposal (they are asked at once) and
+   only the consolidation sees them all. The rules every member reads say which.
 2. Round 2, the AI agent consolidates all proposals into one draft. It is the AI because it
    is the one member present in every team, so every variant runs the same protocol.
 3. Round 3, ratification (issue 8, item 6: the memory is the team's act, not the AI's
@@ -35,8 +37,9 @@ from typing import Any
 from colabkit.llm import Gateway
 from colabkit.session.events import BUILD_ACTIONS, SYSTEM, EventLog
 from colabkit.session.prompting.views import clip, unstated_query
+from colabkit.session.rules import gate_cost, task_budgets
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
-from colabkit.session.seats.react import ask, prompt_messages
+from colabkit.session.seats.react import prompt_messages
 from colabkit.session.settings import SessionSpec
 from colabkit.team import (
     BuildStage,
@@ -85,6 +88,7 @@ class _Build:
                                     self.profile.gate_note_chars)
         self.ratification = ratification_schema(self.profile.slot_chars)  # an amendment: one slot's worth
         self.team: tuple[Persona, ...] = self.variant.team_personas()
+        self.independent = spec.settings.memory_proposals == "independent"
 
     def order(self, members: list[str], step: int) -> list[str]:
         shuffled = list(members)
@@ -92,15 +96,17 @@ class _Build:
         return shuffled
 
     def messages(self, pid: str, stage: BuildStage, extra: list[str]) -> list[dict[str, str]]:
-        rules = build_rules(self.team, self.with_gates, self.profile.slot_chars, living=self.variant.memory_updates)
+        rules = build_rules(self.team, self.with_gates, self.profile.slot_chars, living=self.variant.memory_updates,
+                            budgets=task_budgets(self.spec.settings, {p.id: p.role for p in self.team}),
+                            gate_cost=gate_cost(self.spec.settings), independent=self.independent)
         request = build_request(stage, self.with_gates, self.profile.slot_chars)
         return prompt_messages(f"{self.variant.persona(pid).prompt}\n\n{BUILD_NOTE}",
                                _user_text(self.query, self.briefings[pid], rules, extra, request))
 
     def member(self, pid: str, stage: BuildStage, extra: list[str], schema: type[Any]) -> Any:
-        """A member's answer from its seat (its model, or the person holding it)."""
-        question = Question(pid, "ratify" if stage == "ratify" else "propose", self.spec.model_for(pid),
-                            self.messages(pid, stage, extra), schema, self.sample, self.variant.team)
+        """A member's answer from its seat (its model, or the person holding it, the AI's included)."""
+        question = Question(pid, stage, self.spec.model_for(pid), self.messages(pid, stage, extra), schema,
+                            self.sample, self.variant.team)
         return answer(self.seats, self.gateway, question)
 
     def proposals_block(self, proposals: Mapping[str, MemorySlots]) -> list[str]:
@@ -120,9 +126,15 @@ class _Build:
                 "# Amendments\n" + "\n".join(f"- {pid}: {text}" for pid, text in amendments.items())]
 
     async def propose(self) -> dict[str, MemorySlots]:
+        """Every member's proposal, in the seed-drawn order: each seeing the ones before it, or
+        (`independent`) none, all asked at once like the ratification and logged in that order."""
         proposals: dict[str, MemorySlots] = {}
-        for pid in self.order(list(self.variant.team), 1):
-            reply: SeatAnswer[Any] = await self.member(pid, "propose", self.proposals_block(proposals), self.schema)
+        order = self.order(list(self.variant.team), 1)
+        early: list[SeatAnswer[Any]] = list(await asyncio.gather(
+            *(self.member(pid, "propose", [], self.schema) for pid in order))) if self.independent else []
+        for k, pid in enumerate(order):
+            reply: SeatAnswer[Any] = early[k] if early else \
+                await self.member(pid, "propose", self.proposals_block(proposals), self.schema)
             answer, person = reply.answer, _person(reply)
             if answer.value is None:
                 self.log.emit(phase="build", round=1, participant=pid, action=PROPOSE, status="failed_step",
@@ -135,16 +147,15 @@ class _Build:
         return proposals
 
     async def consolidate(self, proposals: dict[str, MemorySlots]) -> tuple[MemorySlots, str]:
-        answer = await ask(self.gateway, self.spec.model_for("ai"),
-                           self.messages("ai", "consolidate", self.proposals_block(proposals)),
-                           self.schema, caller="ai", sample=self.sample)
+        reply: SeatAnswer[Any] = await self.member("ai", "consolidate", self.proposals_block(proposals), self.schema)
+        answer, person = reply.answer, _person(reply)
         if answer.value is not None:
             self.log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="ok",
                           args=answer.value.model_dump(mode="json"), result="consolidation recorded",
-                          llm_calls=answer.records)
+                          llm_calls=answer.records, **person)
             return answer.value, "consolidation"
         self.log.emit(phase="build", round=2, participant="ai", action=CONSOLIDATE, status="failed_step",
-                      result=answer.error or "", llm_calls=answer.records)
+                      result=answer.error or "", llm_calls=answer.records, **person)
         fallback = "ai" if "ai" in proposals else next(iter(proposals), None)
         if fallback is not None:
             return proposals[fallback], f"fallback: proposal of {fallback}"
@@ -178,16 +189,17 @@ class _Build:
         return answers, amendments
 
     async def amend(self, draft: MemorySlots, amendments: dict[str, str]) -> MemorySlots | None:
-        shown = self.amendments_block(draft, amendments)
-        answer = await ask(self.gateway, self.spec.model_for("ai"), self.messages("ai", "amend", shown),
-                           self.schema, caller="ai", sample=self.sample)
+        reply: SeatAnswer[Any] = await self.member("ai", "amend", self.amendments_block(draft, amendments),
+                                                   self.schema)
+        answer, person = reply.answer, _person(reply)
         if answer.value is None:
             self.log.emit(phase="build", round=4, participant="ai", action=AMEND, status="failed_step",
-                          args={"amendments": amendments}, result=answer.error or "", llm_calls=answer.records)
+                          args={"amendments": amendments}, result=answer.error or "", llm_calls=answer.records,
+                          **person)
             return None
         self.log.emit(phase="build", round=4, participant="ai", action=AMEND, status="ok",
                       args={"amendments": amendments, "memory": answer.value.model_dump(mode="json")},
-                      result=f"{len(amendments)} amendment(s) applied", llm_calls=answer.records)
+                      result=f"{len(amendments)} amendment(s) applied", llm_calls=answer.records, **person)
         return answer.value
 
 

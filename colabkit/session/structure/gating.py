@@ -2,13 +2,21 @@
 
 A gated action does not take effect when proposed. It becomes a `Request` with a unique id
 ("req-1", "req-2", ... in proposal order), shown to its signatory, who approves (the action
-then takes effect as the proposer's) or rejects it (it never does). Approved actions take
-effect in proposal order (`due`): one approved while an older request is still open waits
-until every older one is decided, so the team's actions land in the order they were
-proposed whatever order the signatories decide in (with signatories who approve everything,
-a gated variant ends where its ungated twin would). The proposer sees the decision and its
-reason. The engine's closing pass decides what is open before the session ends; a request
-still pending after it (a signatory whose answers kept failing) is expired.
+then takes effect as the proposer's) or rejects it (it never does). An approved action waits
+only on the earlier requests it depends on (`waits_on`, issue 42): a cell on the earlier
+held cells (whose kernel state it may read), an edit on the earlier held edits (it replaces
+the editor they write; a gate table names one signatory per action, so these are the same
+signatory's own pending decisions), any action on an earlier held finish (which, once it
+takes effect, ends the session before it); a message on nothing. So one signatory's silence
+never holds another signatory's approved edit, and actions that build on each other still
+land in the order they were proposed. An approved edit proposed before the edit now in the
+editor (an ungated one made meanwhile) is superseded (the engine logs `request_superseded`
+and leaves the editor as it is): the editor ends where the Default twin's does. Once a finish takes effect,
+every request proposed after it is void (`void_after`): it never takes effect, whatever its
+signatory does, as in the Default twin, where the finish ended the session before it was
+proposed. The proposer sees the decision and its reason. The engine's closing pass decides
+what is open before the session ends; a request still pending after it (a signatory whose
+answers kept failing) is expired.
 
 Where the gate table comes from is the variant's `gate_source`: "self" reads the frozen
 memory's table (Scaffolded), "preassigned" the variant's fixed table, "none" gates nothing.
@@ -31,16 +39,26 @@ from dataclasses import dataclass
 from typing import Literal
 
 from colabkit.session.actions import Action, InvalidAction
-from colabkit.team import GateRule, GateTable, MemoryRecord, VariantConfig
+from colabkit.team import DATA_CHANGING_RULE, GateRule, GateTable, MemoryRecord, VariantConfig
 
 GATE_RULES_TITLE = "Gate rules"
+BOOKKEEPING_TITLE = "Requests and decisions"
+"""The section of a member's view listing requests and decisions (structure bookkeeping, issue
+42): after the common part, in a budget of its own (`prompting.observation`)."""
+HELD_SECTIONS = ("Approval requests for you", "Your requests", BOOKKEEPING_TITLE)
+"""The sections held requests bring to a member's view (a structure with `holds` declares them)."""
 SET_BY = {"self": "Set by: the team, agreed in the Shared Group Memory before the task.",
           "preassigned": "Set by: assigned to the team before the task."}
 _GATE_RULE_INTRO = ("An action listed here takes effect only after its signatory approves it; until then it is "
                     "held as a request. Nobody's own action is held by a gate they sign. Other actions take "
                     "effect at once.")
 
-RequestStatus = Literal["pending", "approved", "rejected", "expired"]
+_ORDERED = ("execute_code", "edit_result")
+"""Held actions whose effects build on the earlier ones of their kind: cells read the kernel state
+earlier cells leave; an edit replaces the editor an earlier edit wrote."""
+EXISTING_NAMES_SHOWN = 40
+"""At most this many existing names are listed in the gate rules (the rest are counted)."""
+RequestStatus = Literal["pending", "approved", "rejected", "expired", "voided"]
 
 
 def gate_table(variant: VariantConfig, memory: MemoryRecord | None) -> GateTable | None:
@@ -52,17 +70,25 @@ def gate_table(variant: VariantConfig, memory: MemoryRecord | None) -> GateTable
     return None
 
 
-def gate_rules_text(table: GateTable | None, source: str, participant: str) -> str | None:
+def gate_rules_text(table: GateTable | None, source: str, participant: str,
+                    existing: Sequence[str] = (), cost: str = "") -> str | None:
     """The gate-rules section `participant` sees, or None when the variant gates nothing.
 
     `source` is the variant's `gate_source` ("self" or "preassigned"); it only picks the
-    "Set by" line. The rules are listed as `GateRule.describe` writes them, then the gates
-    `participant` signs, if any.
+    "Set by" line. The rules are listed as `GateRule.describe` writes them, then, where a rule
+    holds data-changing code only, what that means (`DATA_CHANGING_RULE`) and the names that
+    exist now (`existing`, the engine's own list), so a member can tell before proposing a cell
+    whether it will be held; then the gates `participant` signs, if any. `cost` is what a held
+    action costs in turns (`colabkit.session.rules.gate_cost`), after the intro.
     """
     if table is None or source not in SET_BY:
         return None
-    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO}"]
+    lines = [f"{GATE_RULES_TITLE}\n{SET_BY[source]}\n{_GATE_RULE_INTRO}" + (f" {cost}" if cost else "")]
     lines += [f"- {rule.describe()}" for rule in table.rules] or ["- none: every action takes effect at once"]
+    if any(rule.scope == "data_changing" for rule in table.rules):
+        names = ", ".join(existing[:EXISTING_NAMES_SHOWN]) + (
+            f" and {len(existing) - EXISTING_NAMES_SHOWN} more" if len(existing) > EXISTING_NAMES_SHOWN else "")
+        lines += [DATA_CHANGING_RULE, f"Names that exist now: {names or 'none yet'}."]
     held = [rule.action for rule in table.rules if rule.signatory == participant]
     if held:
         lines.append(f"You sign: {', '.join(held)} (by anyone else); approve or reject each such request.")
@@ -79,9 +105,10 @@ class Request:
     action: Action
     rule: GateRule
     round: int
+    seq: int = 0  # the log position of its proposal (`pending` event): when it was proposed
     status: RequestStatus = "pending"
     reason: str = ""
-    applied: bool = False  # an approved action that has taken effect (`Gatekeeper.due`)
+    applied: bool = False  # an approved action that has taken effect (`Gatekeeper.due`), or superseded
 
     @property
     def condition(self) -> str:
@@ -97,14 +124,15 @@ class Gatekeeper:
         self.team = tuple(team)
         self.requests: dict[str, Request] = {}
 
-    def rule_for(self, action: Action, proposer: str) -> GateRule | None:
-        """The rule holding this action, or None when it takes effect at once."""
+    def rule_for(self, action: Action, proposer: str, existing: Sequence[str] = ()) -> GateRule | None:
+        """The rule holding this action (with the names `existing` before it), or None when it
+        takes effect at once."""
         # Decisions and waits are never gated (GateRule refuses them), so no regress.
         if self.table is None or len(self.team) < 2:
             return None
-        return self.table.rule_for(action.type, proposer, content=action.payload)
+        return self.table.rule_for(action.type, proposer, content=action.payload, existing=existing)
 
-    def open(self, action: Action, proposer: str, rule: GateRule, round: int) -> Request:
+    def open(self, action: Action, proposer: str, rule: GateRule, round: int, seq: int = 0) -> Request:
         """Hold `action` as a new pending request routed to the rule's signatory."""
         if rule.signatory == proposer or rule.signatory not in self.team:
             # rule_for and the tables' team restriction promise neither; a violation is a bug.
@@ -116,6 +144,7 @@ class Gatekeeper:
             action=action,
             rule=rule,
             round=round,
+            seq=seq,
         )
         self.requests[request.request_id] = request
         return request
@@ -138,22 +167,31 @@ class Gatekeeper:
         request.reason = reason
         return request
 
-    def older_open(self, request: Request) -> list[Request]:
-        """Requests proposed before `request` and still undecided (its effect waits for them)."""
-        older = list(self.requests)[: list(self.requests).index(request.request_id)]
-        return [self.requests[r] for r in older if self.requests[r].status == "pending"]
+    def waits_on(self, request: Request) -> list[Request]:
+        """The earlier requests still open that `request`'s effect depends on (module docstring):
+        for a cell the earlier held cells, for an edit the earlier held edits, for any action an
+        earlier held finish."""
+        earlier = list(self.requests.values())[: list(self.requests).index(request.request_id)]
+        return [r for r in earlier if r.status == "pending" and (
+            r.action.type == "finish" or r.action.type == request.action.type in _ORDERED)]
 
     def due(self, *, force: bool = False) -> list[Request]:
-        """Approved requests whose effect is now due, marked applied, in proposal order: each once
-        every older request is decided (`force`: at the end, whatever is still open)."""
-        due = []
-        for request in self.requests.values():
-            if request.status == "pending" and not force:
-                break
-            if request.status == "approved" and not request.applied:
-                request.applied = True
-                due.append(request)
-        return due
+        """Approved requests not yet applied whose effect is now due, in proposal order: each once
+        nothing it waits on is open (`force`: at the end, whatever is still open). The engine
+        marks each `applied` as it applies it."""
+        return [r for r in self.requests.values()
+                if r.status == "approved" and not r.applied and (force or not self.waits_on(r))]
+
+    def void_after(self, finish: Request | None) -> list[Request]:
+        """Once a finish has taken effect: mark every request proposed after it (`finish`; None: an
+        ungated finish, after which nothing can be proposed) and not applied as void; return them."""
+        if finish is None:
+            return []
+        later = list(self.requests.values())[list(self.requests).index(finish.request_id) + 1:]
+        voided = [r for r in later if r.status in ("pending", "approved") and not r.applied]
+        for request in voided:
+            request.status = "voided"
+        return voided
 
     def addressed_to(self, participant: str) -> list[Request]:
         return [r for r in self.requests.values() if r.status == "pending" and r.signatory == participant]

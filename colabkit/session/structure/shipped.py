@@ -15,14 +15,16 @@ Dynamic `SharedMemory` + `SelfGates` + `MemoryUpdates`; Default and the single a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from colabkit.session.actions import MEMORY_UPDATE, Action
+from colabkit.session.rules import gate_cost
 from colabkit.session.structure.base import Context, Structure, View
 from colabkit.session.structure.build_phase import build_memory
-from colabkit.session.structure.gating import GATE_RULES_TITLE, gate_rules_text
+from colabkit.session.structure.gating import GATE_RULES_TITLE, HELD_SECTIONS, gate_rules_text
 from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
-from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS, GateRule, GateTable
+from colabkit.team import GATEABLE_ACTIONS, GateRule, GateTable, names_defined
 
 MEMORY_TITLE = "Shared Group Memory"
 
@@ -44,26 +46,36 @@ class SharedMemory(Structure):
         return {"memory": memory.render(max_chars=ctx.profile.memory_chars, gates=False) if memory else None}
 
 
-def held_by(table: GateTable | None, team: tuple[str, ...], action: Action, proposer: str) -> GateRule | None:
-    """The rule of `table` holding `action` (None: it takes effect at once). Decisions and waits
-    are never gated (`GateRule` refuses them), so no regress; alone there is nobody to sign."""
+def held_by(table: GateTable | None, team: tuple[str, ...], action: Action, proposer: str,
+            existing: Sequence[str] = ()) -> GateRule | None:
+    """The rule of `table` holding `action` (None: it takes effect at once), the data-changing
+    rule judged with the names `existing` before it. Decisions and waits are never gated
+    (`GateRule` refuses them), so no regress; alone there is nobody to sign."""
     if table is None or len(team) < 2:
         return None
-    return table.rule_for(action.type, proposer, content=action.payload)
+    return table.rule_for(action.type, proposer, content=action.payload, existing=existing)
+
+
+def kernel_names(ctx: Context) -> tuple[str, ...]:
+    """The names the cells run so far have bound (`names_defined`): what the data-changing rule
+    counts as existing, for the engine's hold and the member's gate rules alike."""
+    return names_defined(str(e.args.get("code", "")) for e in ctx.log.events
+                         if e.phase == "task" and e.action == "execute_code" and e.status in ("ok", "error"))
 
 
 class _Gates(Structure):
     """A gate table in force: its section for every member, its rules holding actions."""
 
     source: ClassVar[str]
-    sections = (GATE_RULES_TITLE, "Approval requests for you", "Your requests")
+    sections = (GATE_RULES_TITLE, *HELD_SECTIONS)
     holds = GATEABLE_ACTIONS
 
     def view(self, ctx: Context, pid: str) -> View:
-        return {"gate_rules": gate_rules_text(ctx.board.gates, self.source, pid)}
+        return {"gate_rules": gate_rules_text(ctx.board.gates, self.source, pid, kernel_names(ctx),
+                                              gate_cost(ctx.spec.settings))}
 
     def hold(self, ctx: Context, action: Action, proposer: str) -> GateRule | None:
-        return held_by(ctx.board.gates, ctx.team, action, proposer)
+        return held_by(ctx.board.gates, ctx.team, action, proposer, kernel_names(ctx))
 
 
 class SelfGates(_Gates):
@@ -92,7 +104,6 @@ class MemoryUpdates(Structure):
     name = "memory-updates"
     sections = (MEMORY_TITLE, "Memory updates for you", "Your memory updates")
     actions = (MEMORY_UPDATE,)
-    targets = UPDATE_SLOTS
 
     def start(self, ctx: Context) -> None:
         if ctx.board.memory is not None:
