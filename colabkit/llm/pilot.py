@@ -40,6 +40,8 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
+from colabkit.errors import ColabkitError
+
 PILOT_PROVIDER = "pilot"
 QUEUE_ENV = "COLABKIT_PILOT_QUEUE"
 POLL_S = 0.05
@@ -78,7 +80,9 @@ class PilotProvider(CustomLLM):
     """The `pilot/...` provider: writes each request to the queue folder and awaits its answer file."""
 
     def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        raise NotImplementedError("the pilot provider answers asynchronous calls only (the gateway's)")
+        """A blocking call is refused: a pilot answer may take a person minutes, so only the
+        gateway's asynchronous path waits for it."""
+        raise ColabkitError("the pilot provider answers asynchronous calls only (the gateway's)")
 
     async def acompletion(self, model: str, messages: list, api_base: Any, custom_prompt_dict: Any,
                           model_response: ModelResponse, print_verbose: Any, encoding: Any, api_key: Any,
