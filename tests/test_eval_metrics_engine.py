@@ -34,7 +34,7 @@ def session(tmp_path_factory):
         "ai": [step("execute_code", "print(6 * 7)"), step("edit_result", "H1"), step("edit_result", "H2"),
                step("send_message", "Shall I finish?", "all"), step("finish", "ready")],
         "D": [step("execute_code", "x = 3")],
-        "R": [step("wait"), step("approve", "fits the data", "req-1"), step("reject", "no evidence", "req-2"),
+        "R": [step("wait"), step("approve", "fits the data", "req-1"), step("reject", "no evidence", "req-2"), step("wait"),
               step("send_message", "Yes, finish.", "ai"), step("approve", "ready", "req-3")],
     }, default={"thought": "t", "action": "wait"})
     var = variant("preassigned-dr")

@@ -1,6 +1,7 @@
-"""Gate latency as a declared setting (issue 44): a signatory decides a request addressed to it in
-its own turn (the default) or at once, in a decision step that is machinery; the prompts state the
-rule in force, and the batch report's gate delay (the AI's turns from proposal to effect) shows it."""
+"""Gate latency as a declared setting (issue 44): a signatory decides a request addressed to it at
+its next turn (the default) or at once, either way in a decision step that is machinery (issue
+42: never one of its steps); the prompts state the rule in force, and the batch report's gate
+delay (the AI's turns from proposal to effect) shows it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from colabkit.runner.audit.player import play, scenario_spec
 from colabkit.runner.audit.scenario import Policy, Scenario
 from colabkit.runner.build import build_spec
 from colabkit.runner.prompt_lint import lint, render_all
-from colabkit.session.events import AT_ONCE
+from colabkit.session.events import DECISION_STEP
 from colabkit.session.rules import GATE_COSTS
 from colabkit.session.settings import SessionSettings
 from colabkit.session.totals import session_totals
@@ -33,11 +34,14 @@ def _run(latency: str):
     return spec, play(spec, load_tasks().get(TASK_ID), SCENARIO)
 
 
-def test_in_turn_the_signatory_decides_at_its_own_turn_as_one_of_its_steps():
+def test_in_turn_the_signatory_decides_at_its_own_turn_in_a_decision_step_before_its_step():
     spec, run = _run("in_turn")
     events = list(run.events)
     approvals = [e for e in events if e.action == "approve"]
-    assert approvals and not any((e.args or {}).get(AT_ONCE) for e in events)
+    assert approvals and all((e.args or {}).get(DECISION_STEP) and e.kind == "machinery" for e in approvals)
+    for approval in approvals:  # then, in the same turn, its own step: a wait, as its policy says
+        own = next(e for e in events[approval.seq + 1:] if e.participant == approval.participant)
+        assert own.kind == "step" and own.action == "wait" and own.round == approval.round
     assert {(e.participant, e.request_id) for e in approvals} == {("R", "req-1"), ("R", "req-2"), ("D", "req-3")}
     assert _humans_steps(spec, events) == 0  # a decision is machinery (`Event.kind`), never one of R's steps
     assert gate_delays(events) == [0, 1, 0]  # req-2 waited a round for R's turn while the AI went on
@@ -47,7 +51,7 @@ def test_at_once_the_signatory_decides_right_after_the_proposal_off_its_budget()
     spec, run = _run("at_once")
     events = list(run.events)
     approvals = [e for e in events if e.action == "approve"]
-    assert len(approvals) == 3 and all((e.args or {}).get(AT_ONCE) for e in approvals)
+    assert len(approvals) == 3 and all((e.args or {}).get(DECISION_STEP) for e in approvals)
     for approval in approvals:
         pending = next(e for e in events if e.request_id == approval.request_id and e.status == "pending")
         assert approval.seq == pending.seq + 1 and approval.participant == pending.signatory
@@ -67,8 +71,8 @@ def test_the_prompts_state_the_rule_in_force():
         build = next(p for p in prompts if p.kind == "propose")
         step = next(p for p in prompts if p.where == "scaffolded-dr/R/step")
         assert GATE_COSTS[latency] in build.user and GATE_COSTS[latency] in step.user
-        at_once = [p for p in prompts if p.kind == "decision-at-once"]
-        assert bool(at_once) == (latency == "at_once")
-        assert all("This step is not one of your steps" in p.user and set(p.enum("action")) <= {"approve", "reject",
-                                                                                                 "wait"} for p in at_once)
+        decisions = [p for p in prompts if p.kind == "decision"]
+        assert decisions and all("This step is not one of your steps" in p.user and set(p.enum("action")) == {
+            "approve", "reject", "wait"} for p in decisions)
+        assert not {"approve", "reject"} & set(step.enum("action"))  # its own step never offers a decision
     assert "gate_latency" not in SessionSettings().model_dump(mode="json")  # stored sessions keep their ids

@@ -46,15 +46,15 @@ def _found(prompt: Rendered, check: str) -> list[str]:
 
 def test_every_kind_of_prompt_is_rendered_for_every_seat(gated):
     kinds = {(p.seat, p.kind) for p in gated}
-    assert {k for _, k in kinds} == set(KINDS) - {"decision-at-once"}  # gate_latency: in_turn
+    assert {k for _, k in kinds} == set(KINDS)
     for seat in ("ai", "D", "R"):  # every seat signs something in the preassigned DR team or Scaffolded
         assert {(seat, "step"), (seat, "propose")} <= kinds
-    assert ("R", "decision-only") in kinds and ("D", "closing") in kinds
+    assert ("R", "decision") in kinds and ("D", "closing") in kinds
     assert lint(gated) == []
 
 
 def test_a_schema_action_missing_from_the_list_is_found(gated):
-    prompt = _one(gated, "preassigned-dr/R/decision-only")
+    prompt = _one(gated, "preassigned-dr/R/decision")
     assert "approve" in prompt.enum("action") and _found(prompt, "actions") == []
     line = next(line for line in prompt.user.splitlines() if line.startswith("- approve:"))
     seeded = _with_user(prompt, f"\n{line}", "")
@@ -129,9 +129,9 @@ def test_the_co_gym_rules_are_stated_as_the_scheduler_counts_them():
     spec = build_spec(task.id, "default-dr", 0, settings=SessionSettings(termination="either_side",
                                                                           human_action_budget=12))
     prompts = {p.where: p for p in render_all(spec, task)}
-    assert "Steps shared by D and R: 12 for the task (every turn but a wait or a decision on a request is one; waits and decisions are free)." in \
+    assert "Steps shared by D and R: 12 for the task (every step but a wait is one; waits are free)." in \
         prompts["default-dr/D/step"].user
-    assert "Your steps: 30 for the task (every turn but a wait or a decision on a request is one; waits and decisions are free)." in \
+    assert "Your steps: 30 for the task (every step but a wait is one; waits are free)." in \
         prompts["default-dr/ai/step"].user
     assert lint(list(prompts.values())) == []
 
@@ -141,5 +141,5 @@ def test_the_rules_page_is_what_the_engine_renders(capsys):
     assert main(["prompts", "rules"]) == 0
     page = capsys.readouterr().out
     assert (REPO / "docs" / "rules.md").read_text() == page
-    assert "Your steps: 30 for the task (every turn is one, a wait or a decision on a request included)." in page
+    assert "Your steps: 30 for the task (every step is one, a wait included)." in page
     assert "- approve: to = one of the requests open for you" in page  # the list the schema offers

@@ -192,18 +192,10 @@ def test_the_command_kills_the_two_why_8_mutants_and_names_the_invariant(monkeyp
 
 # --- the shipped experiments --------------------------------------------------------------
 
-# The whole-trace comparison finds one twin difference the engine still has (issue 42, open): a
-# decision on a request takes its signatory's turn in the round, so that member's own next step
-# comes a round later than in its Default twin. Strict: these pass, and must be unmarked, once a
-# decision is a step of its own that takes no turn.
-DECISION_TAKES_A_TURN = pytest.mark.xfail(strict=True, reason="a decision takes its signatory's turn (issue 42)")
-
-
 @pytest.mark.parametrize(("name", "variants"), [
-    pytest.param("paper.yaml", None, marks=DECISION_TAKES_A_TURN),  # all 13
+    ("paper.yaml", None),  # all 13
     ("dynamic.yaml", "scaffolded-d,dynamic-d,scaffolded-dr,dynamic-dr,default-d"),
-    pytest.param("sensitivity.yaml", "single,default-dr,preassigned-dr",  # each arm (all variants: docs/audit.md)
-                 marks=DECISION_TAKES_A_TURN),
+    ("sensitivity.yaml", "single,default-dr,preassigned-dr"),  # each arm (all variants: docs/audit.md)
 ])
 def test_the_shipped_experiments_pass_the_quick_hunt(name, variants, capsys):
     args = ["audit", str(REPO / "experiments" / name), "--quick", "--data-root", str(shared_data())]

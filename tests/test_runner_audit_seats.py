@@ -39,7 +39,6 @@ def specs(*variants: str | VariantConfig) -> list:
     return [build_spec(TASK.id, v, 0) for v in variants]
 
 
-@pytest.mark.xfail(strict=True, reason="a decision takes its signatory's turn (issue 42; see test_runner_audit_hunt)")
 def test_a_three_human_variant_and_its_default_twin_pass_the_hunt():
     arm = specs("single", "default-dr", DEFAULT, PRE)
     assert teams(arm) == (SEATS,) and is_gate_twin(DEFAULT, PRE) and not is_gate_twin(build_spec(

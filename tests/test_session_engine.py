@@ -457,24 +457,23 @@ def test_a_decision_is_the_signatorys_step_never_the_proposers(tmp_path):
 
 def test_a_spent_side_may_still_decide_the_requests_addressed_to_it_and_nothing_else(tmp_path):
     """preassigned-r, the humans' budget 2: R spends it chatting, then the AI's gated edit and
-    finish still get decided (machinery, off budget: issue 42), and R's further chat is refused."""
+    finish still get decided, in R's decision steps (machinery, off budget: issue 42), and R is
+    never asked for a step of its own again."""
     scripts = {"ai": [say("execute_code", "x = 1"), say("execute_code", "x + 1"), say("edit_result", "H1"),
                       say("finish", "done")],
                "R": [say("send_message", "one", "all"), say("send_message", "two", "all"),
-                     say("send_message", "three", "all"), say("approve", "fits", "req-1"),
-                     say("approve", "ok", "req-2")]}
+                     say("approve", "fits", "req-1"), say("approve", "ok", "req-2")]}
     seed = ai_first_seed(("ai", "R"), 6)
     result, events, _, observations = run(tmp_path, variant("preassigned-r"), scripts, seed=seed,
                                           human_action_budget=2, termination="all_sides")
     assert result.ended_by == "finish" and result.final_hypothesis == "H1"
-    r_steps = [(e.action, e.status) for e in events if e.participant == "R" and e.phase == "task"]
-    assert r_steps[:2] == [("send_message", "ok"), ("send_message", "ok")]
-    # the third message: the side is spent, so its schema offers only decisions (repaired to the next answer)
-    assert "three" not in [m.text for m in result.snapshot.messages]
-    assert [s for s in r_steps if s[0] == "approve"] == [("approve", "approved"), ("approve", "approved")]
+    r_steps = [(e.action, e.status, e.kind) for e in events if e.participant == "R" and e.phase == "task"]
+    assert r_steps == [("send_message", "ok", "step"), ("send_message", "ok", "step"),
+                       ("approve", "approved", "machinery"), ("approve", "approved", "machinery")]
     assert result.totals.human_actions == result.totals.human_budget and result.totals.decisions == 2
     spent_views = [o for o in observations["R"] if "send_message" not in o.valid_actions]
-    assert spent_views and all(set(o.valid_actions) <= {"approve", "reject", "wait"} for o in spent_views)
+    assert len(spent_views) == 2 and all(o.deciding and set(o.valid_actions) == {"approve", "reject", "wait"}
+                                         for o in spent_views)
 
 
 def test_under_either_side_a_request_open_when_a_side_is_spent_is_recorded_undecided(tmp_path):

@@ -67,10 +67,10 @@ def test_every_stored_event_validates_against_the_versioned_schema(stored):
     folder, _ = stored
     schema = Event.model_json_schema()
     rows = events_of(folder)
-    assert rows and EVENT_SCHEMA_VERSION == 6
+    assert rows and EVENT_SCHEMA_VERSION == 7
     for row in rows:
         jsonschema.validate(row, schema)
-        assert row["schema_version"] == 6
+        assert row["schema_version"] == 7
         Event.model_validate(row)
     with pytest.raises(jsonschema.ValidationError):  # the schema pins the version
         jsonschema.validate({**rows[0], "schema_version": 1}, schema)
@@ -143,7 +143,7 @@ def test_loaders_export_the_join_keys_and_provenance(stored):
     folder, _ = stored
     export_parquet(folder.parent)
     events, sessions = load_events(folder.parent), load_sessions(folder.parent)
-    assert set(events["schema_version"]) == {6}
+    assert set(events["schema_version"]) == {7}
     assert str(events["cell_index"].dtype) == "Int64"
     assert events["cell_index"].dropna().tolist() == [0, 1]
     pending = events[events["status"] == "pending"]

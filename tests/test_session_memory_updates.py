@@ -159,7 +159,9 @@ SEED = ai_first_seed(("ai", "D", "R"), 3)
 
 
 def test_an_accepted_update_changes_every_members_next_prompt_and_the_memory_hash(tmp_path):
-    scripts = {"ai": [*BUILD["ai"], say("propose_memory_update", "D cleans dates first. Reason: bad rows", "plan")],
+    # the AI's cell after the update is news to everyone (a memory update is not: `acts_in_view`)
+    scripts = {"ai": [*BUILD["ai"], say("propose_memory_update", "D cleans dates first. Reason: bad rows", "plan"),
+                      say("execute_code", "x = 1")],
                "D": [*BUILD["D"], say("approve", "yes", "upd-1")],
                "R": [*BUILD["R"], say("approve", "agreed", "upd-1")]}
     result, events, calls = run(tmp_path, "dynamic-dr", scripts, seed=SEED)

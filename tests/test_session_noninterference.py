@@ -39,13 +39,20 @@ def open_for_me(shown: str) -> list[str]:
     return OPEN.findall(section[0].split("\n# ", 1)[0]) if section else []
 
 
+def deciding(shown: str) -> bool:
+    """Whether the prompt is a decision step or a closing step (decisions only, never a member's own step)."""
+    return "a decision step)" in shown or "closing step" in shown
+
+
 def approver(*, closing_only: bool = False, then: Player | None = None) -> Player:
-    """Approve the newest request open for you (with `closing_only`, only in the closing pass);
-    otherwise `then` (a wait by default)."""
+    """At a decision step, approve the newest request open for you (with `closing_only`, only in
+    the closing pass), else wait; at its own step, `then` (a wait by default)."""
     def play(shown: str) -> dict:
-        ids = open_for_me(shown)
-        if ids and (not closing_only or "closing step" in shown):
-            return say("approve", "fine", max(ids, key=lambda rid: int(rid[4:])))
+        if deciding(shown):
+            ids = open_for_me(shown)
+            if ids and (not closing_only or "closing step" in shown):
+                return say("approve", "fine", max(ids, key=lambda rid: int(rid[4:])))
+            return WAIT
         return then(shown) if then is not None else WAIT
     return play
 
@@ -89,14 +96,14 @@ def test_a_signatorys_approvals_are_machinery_not_initiative(tmp_path):
 
 
 def messenger(recipients: tuple[str, ...]) -> Player:
-    """Once the AI's hypothesis is in view: send one message to each recipient list (the chat shows
-    how many it sent), then approve what is open for it, else wait."""
-    def play(shown: str) -> dict:
+    """Once the AI's hypothesis is in view: send one message to each recipient list in its own
+    steps (the chat shows how many it sent), else wait; approve what is open for it at its decision steps."""
+    def send(shown: str) -> dict:
         sent = len(re.findall(r"\] note from R", shown))
         if "H1" in shown and sent < len(recipients):
             return say("send_message", f"note from R {sent}", recipients[sent])
-        return approver()(shown)
-    return play
+        return WAIT
+    return approver(then=send)
 
 
 def test_a_recipient_list_valid_in_default_stays_valid_while_a_request_is_open(tmp_path):

@@ -16,7 +16,7 @@ from colabkit.session.events import EventLog
 from colabkit.session.prompting.observation import build_observation
 from colabkit.session.prompting.profile import ObservationProfile, compact_profile, full_profile
 from colabkit.session.prompting.views import Thought
-from colabkit.session.scheduler import Scheduler, round_order
+from colabkit.session.scheduler import Scheduler, acts_in_view, round_order
 from colabkit.session.structure.gating import Gatekeeper, gate_table
 from colabkit.team import ACTION_TYPES, GateRule, GateTable, MemoryRecord, VariantConfig, variant
 
@@ -229,7 +229,6 @@ def test_ai_budget_is_the_default_clock_and_each_human_has_its_own_cap():
         assert sched.budget_end("D") is None
     assert sched.used == {"ai": 0, "D": 2, "R": 0}
     assert sched.actions_left("D") == 0 and sched.actions_left("R") == 2 and not sched.eligible("D", "new view")
-    assert sched.eligible("D", "new view", has_requests=True)  # a spent member still decides its requests
     for _ in range(2):
         sched.record_step("R", "k", waited=False)
         assert sched.budget_end("R") is None  # both humans spent: the humans never end the session
@@ -303,13 +302,20 @@ def test_rendered_observation_stays_compact_and_says_what_was_elided():
     assert text.count("private notes") == 0 and "# Your recent thoughts (private)" in text
 
 
-def test_view_key_ignores_private_notes_and_counters():
-    a, b = (Thought(round=1, action="wait", text=text) for text in "ab")
-    one = observe("ai", round=1, actions_left=5, scratchpad=[a])
-    two = observe("ai", round=4, actions_left=2, scratchpad=[a, b])
-    assert one.view_key() == two.view_key()
-    other = observe("ai", round=1, actions_left=5, scratchpad=[], workspace=fake_workspace(2, 1))
-    assert other.view_key() != one.view_key()
+def test_what_wakes_a_member_is_a_teammates_act_held_or_not_never_machinery():
+    def ev(seq, who, action, status="ok", **fields):
+        return Event(session_id="s", seq=seq, phase="task", round=1, participant=who, action=action, status=status,
+                     time=0.0, **fields)
+    default = [ev(0, "ai", "edit_result", args={"text": "H"}), ev(1, "ai", "send_message", args={"text": "x", "to": ["D"]})]
+    held = [ev(0, "ai", "edit_result", "pending", args={"text": "H"}, request_id="req-1", signatory="R"),
+            ev(1, "R", "approve", "approved", request_id="req-1", decision="approved", args={"decision_step": True}),
+            ev(2, "R", "wait", args={"decision_step": True}),
+            ev(3, "ai", "edit_result", args={"text": "H"}, request_id="req-1", proposer="ai", decision="approved"),
+            ev(4, "ai", "send_message", args={"text": "x", "to": ["D"]})]
+    for pid, sees_all, acts in (("D", False, "2"), ("R", False, "1"), ("ai", True, "0")):
+        assert acts_in_view(default, pid, sees_all=sees_all) == acts_in_view(held, pid, sees_all=sees_all) == acts
+    waits = [ev(5, "D", "wait"), ev(6, "D", "execute_code", "failed_step", args={"code": ""})]
+    assert acts_in_view(held + waits, "R", sees_all=False) == "1" and acts_in_view(held + waits, "ai", sees_all=True) == "0"
 
 
 def test_a_simulated_human_sees_every_cell_with_its_output():

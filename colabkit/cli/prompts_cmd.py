@@ -1,7 +1,7 @@
 """`colabkit prompts lint CONFIG`: check that every prompt states the rules the engine enforces.
 
 Renders every kind of prompt (the memory build's propose, consolidate, ratify and amend; a
-task step; a decision-only step; a closing step) for every variant and seat of the experiment,
+task step; a decision step; a closing step) for every variant and seat of the experiment,
 under its own observation profile and the full one, from scripted histories through the
 engine's own code, and checks them (`colabkit.runner.prompt_lint`): the valid-actions list
 is the answer schema's enum, every id named resolves, every stated budget is the scheduler's,

@@ -6,9 +6,8 @@ The prompts are not rebuilt here: a session is set up with the engine's own code
 question is captured where the engine puts it to a model (`Recorder` stands in for the
 gateway and answers with fixed placeholders). A scripted history (`_script`: cells, messages,
 an edited result, and every request and memory update a structure holds, each addressed to
-its signatory) then gives each seat of each variant its task step, its decision-only step (its
-budget spent, with a request open for it), its closing step and, under `gate_latency: at_once`,
-its decision step right after a proposal. So what is checked is what a model would be sent.
+its signatory) then gives each seat of each variant its task step and, with a request open for
+it, its decision step and its closing step. So what is checked is what a model would be sent.
 
 The checks (`CHECKS`), each one `Finding` per defect:
 
@@ -48,8 +47,8 @@ from colabkit.team import GATEABLE_ACTIONS, UPDATE_SLOTS, MemorySlots, Ratificat
 from colabkit.team.memory import SLOTS
 from colabkit.workspace import CellResult
 
-KINDS = ("propose", "consolidate", "ratify", "amend", "step", "decision-only", "closing", "decision-at-once")
-"""Every kind of prompt; "decision-at-once" exists only under `gate_latency: at_once`."""
+KINDS = ("propose", "consolidate", "ratify", "amend", "step", "decision", "closing")
+"""Every kind of prompt (a decision step is the same under both `gate_latency` rules)."""
 CLIP_SLACK = 24
 """Room a clipped section may take past its budget: the marker saying how much was cut."""
 _LONG = "The hoards hold more axes in some centuries than in others; " * 20
@@ -187,18 +186,12 @@ def render_all(spec: SessionSpec, task: Task) -> list[Rendered]:
     for pid in session.team:
         out.append(_task_prompt(session, recorder, pid, "step"))
         if session.has_requests(pid):
-            holder = session.sched.holder(pid)
-            used = session.sched.used[holder]
-            session.sched.used[holder] = settings.budget_for(session.sides[pid])
-            out.append(_task_prompt(session, recorder, pid, "decision-only"))
-            session.sched.used[holder] = used
+            session.deciding = True
+            out.append(_task_prompt(session, recorder, pid, "decision"))
+            session.deciding = False
             session.closing = True
             out.append(_task_prompt(session, recorder, pid, "closing"))
             session.closing = False
-            if settings.gate_latency == "at_once":
-                session.deciding = True
-                out.append(_task_prompt(session, recorder, pid, "decision-at-once"))
-                session.deciding = False
     return out
 
 

@@ -47,8 +47,6 @@ def rules_page() -> str:
     """The page's markdown (see the module docstring)."""
     task = load_tasks().get(TASK_ID)
     prompts = {p.where: p for p in render_all(build_spec(TASK_ID, "scaffolded-dr", 0), task)}
-    at_once = {p.where: p for p in render_all(build_spec(
-        TASK_ID, "scaffolded-dr", 0, settings=SessionSettings(gate_latency="at_once")), task)}
     cogym = SessionSettings(termination="either_side")
     parts = [
         INTRO,
@@ -68,16 +66,18 @@ def rules_page() -> str:
         "## What a member may do now\n\nThe \"Valid actions\" list is exactly the actions the answer's schema "
         "offers at that step. R, with a request open for it:",
         _quote(_section(prompts["scaffolded-dr/R/step"], "Valid actions")),
-        "Once its steps are spent, only decisions (and a wait) remain; the AI agent alone may finish; "
-        "`propose_memory_update` is offered only where the memory lives (Dynamic).",
+        "A member's own step never offers approve or reject (it decides in decision steps, below), so the list "
+        "is the Default twin's. Once its steps are spent a member takes no more steps but its decision steps; "
+        "the AI agent alone may finish; `propose_memory_update` is offered only where the memory lives (Dynamic).",
         "## The gate rules\n\nEvery member of a gated variant reads the gates in force, what a held action "
         "costs, the data-changing rule with the names that exist now, and the gates it signs. R, after two cells:",
         _quote(_section(prompts["scaffolded-dr/R/step"], "Gate rules")),
-        "## Decision steps the engine adds\n\nThe closing pass (before the session ends, every open request is "
-        "decided):",
+        "## Decision steps the engine adds\n\nAt its turn, before its own step, a member with a request open "
+        "for it (under `gate_latency: at_once` also right after the proposal):",
+        _quote(_section(prompts["scaffolded-dr/R/decision"], "Valid actions")),
+        _quote(_now(prompts["scaffolded-dr/R/decision"])),
+        "The closing pass (before the session ends, every open request is decided):",
         _quote(_now(prompts["scaffolded-dr/R/closing"])),
-        "Under `gate_latency: at_once`, right after a proposal, the signatory:",
-        _quote(_now(at_once["scaffolded-dr/R/decision-at-once"])),
         "## What the settings change\n\n`gate_latency: at_once` replaces what a gate costs (in the build and the "
         "gate rules) with:",
         _quote(GATE_COSTS["at_once"]),

@@ -236,12 +236,11 @@ def action_help(kinds: Sequence[str], actor: str, team: Sequence[str], open_ids:
 
 def step_targets(kinds: Sequence[str], open_ids: Sequence[str]) -> tuple[str, ...] | None:
     """The values `to` must take (None: free text, as in Default): the open ids only when
-    decisions are all a member may do (the closing pass, a spent budget), where no common action
-    reads `to`. While a common action is on offer too, `to` stays the common field it is in
-    Default (issue 42: a structure may add actions and fields, never narrow or re-validate a
-    common one; "D,ai" or "everyone" is a recipient list there as here); a decision naming no
-    open request is then a failed step (`gating.Gatekeeper.decide`), with the open ids in its
-    help line."""
+    decisions are all a member may do (a decision step, the closing pass), where no common action
+    reads `to`, and "" beside them where a wait is on offer (a wait names nothing). A member's
+    own step never offers a decision, so there `to` stays the common field it is in Default
+    (issue 42: a structure may add actions and fields, never narrow or re-validate a common
+    one; "D,ai" or "everyone" is a recipient list there as here)."""
     if not set(kinds) & {"approve", "reject"} or not set(kinds) <= set(DECISIONS):
         return None
-    return tuple(open_ids)
+    return (*open_ids, "") if "wait" in kinds else tuple(open_ids)

@@ -43,7 +43,6 @@ from typing import Any, Literal
 
 from colabkit.llm import CallRecord, Gateway
 from colabkit.session.actions import (
-    DECISIONS,
     Action,
     InvalidAction,
     StepSchema,
@@ -52,9 +51,8 @@ from colabkit.session.actions import (
     valid_actions,
 )
 from colabkit.session.events import (
-    AT_ONCE,
     CLOSING_PASS,
-    DECISION_ACTIONS,
+    DECISION_STEP,
     INVALID_OUTPUT,
     REQUEST_SUPERSEDED,
     REQUEST_VOIDED,
@@ -67,7 +65,7 @@ from colabkit.session.hooks import ReplayHook
 from colabkit.session.prompting.observation import Observation, build_observation
 from colabkit.session.prompting.views import Thought, cell_output, clip
 from colabkit.session.rules import budget_line
-from colabkit.session.scheduler import Scheduler, closing_order, round_order
+from colabkit.session.scheduler import Scheduler, acts_in_view, closing_order, round_order
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import Answer, step_messages, step_schema
 from colabkit.session.settings import SessionSpec
@@ -96,8 +94,9 @@ class _Session:
         self.structure = composition(self.variant)  # the variant's coordination structures (`structure.base`)
         self.team = self.variant.team
         self.briefings: dict[str, str] = {}
-        # Every thought (the profile decides how many are shown); stamped when formed, before
-        # its action takes effect, so it comes before that effect in the timeline.
+        # The thought of every own step (the profile decides how many are shown); stamped when
+        # formed, before its action takes effect, so it comes before that effect in the timeline.
+        # A decision step's stays on its event: a Default twin has no such thought to show.
         self.scratch: dict[str, list[Thought]] = {pid: [] for pid in self.team}
         self.profile = spec.profile
         self.sides = {pid: self.variant.persona(pid).role for pid in self.team}
@@ -111,7 +110,7 @@ class _Session:
         self.editor_seq = -1  # the log position at which the edit now in the editor was proposed
         self.finished = False  # a finish has taken effect: the session ends "finish" (`closing_pass`)
         self.spend = Spend(gateway)  # the task's cap, the machinery's account, the build's budget
-        self.deciding = False  # in a decision step right after a proposal (`decide_at_once`)
+        self.deciding = False  # in a decision step (`decision_steps`)
 
     async def play(self) -> EndedBy:
         """The structures' build phase (if any), then task rounds until an end."""
@@ -174,10 +173,13 @@ class _Session:
         return sum(len(self.open_ids(pid)) for pid in self.team)
 
     def offered(self, pid: str) -> tuple[str, ...]:
-        """What `pid` may do now (`actions.valid_actions`): its schema's enum and its help."""
-        return valid_actions(pid, self.team, has_requests=self.has_requests(pid),
-                             decisions_only=self.closing or self.deciding or self.sched.actions_left(pid) == 0,
-                             added=self.structure.actions, clock=self.sched.clock, closing=self.closing)
+        """What `pid` may do now (`actions.valid_actions`): its schema's enum and its help. Its own
+        step never offers a decision (decisions have steps of their own, `decision_steps`), so the
+        list is the Default twin's."""
+        deciding = self.closing or self.deciding
+        return valid_actions(pid, self.team, has_requests=deciding and self.has_requests(pid),
+                             decisions_only=deciding, added=self.structure.actions, clock=self.sched.clock,
+                             closing=self.closing)
 
     def observe(self, pid: str) -> Observation:
         side = [p for p in self.team if self.sched.holder(p) == self.sched.holder(pid)]
@@ -214,29 +216,57 @@ class _Session:
     def emit(self, participant: str, action: str, status: Any, **fields: Any) -> None:
         if self.closing and participant != SYSTEM:  # a closing-pass step (`closing_pass`), marked as such
             fields["args"] = {**(fields.get("args") or {}), CLOSING_PASS: True}
-        if self.deciding and participant != SYSTEM:  # a decision step at once (`decide_at_once`), likewise
-            fields["args"] = {**(fields.get("args") or {}), AT_ONCE: True}
+        if self.deciding and participant != SYSTEM:  # a decision step (`decision_steps`), likewise
+            fields["args"] = {**(fields.get("args") or {}), DECISION_STEP: True}
         self.log.emit(phase="task", round=self.round, participant=participant, action=action, status=status, **fields)
 
     async def turn(self, pid: str) -> EndedBy | None:
-        """One participant's step, if it has anything new in view; the end it caused, if any."""
+        """One participant's turn: its decisions on the requests open for it, each in a decision
+        step of its own (`decision_steps`, machinery), then its step, if it has anything new in
+        view; the end it caused, if any. The step is what it is in a Default twin: no decision
+        takes its place, no decision is on offer in it."""
+        if await self.decision_steps(pid):
+            return "finish"
         if self.fork is not None:
             self.fork.before_turn(self)
-        observation = self.observe(pid)
-        key = observation.view_key()
-        if not self.sched.eligible(pid, key, has_requests=self.has_requests(pid)):
+        key = acts_in_view(self.log.events, pid, sees_all=self.sides[pid] == "ai")
+        if not self.sched.eligible(pid, key):
             return None
-        spent = self.sched.actions_left(pid) == 0  # eligible only to decide the requests addressed to it
+        observation = self.observe(pid)
         step, fields = await self.ask(pid, observation)
-        # A wait not on offer is a failed step: it spends budget and is not idleness. A decision
-        # is machinery (`Event.kind`): no budget of the task's.
+        # A wait not on offer is a failed step: it spends budget and is not idleness.
         self.sched.record_step(pid, key, waited=step is not None and step.action == "wait"
-                               and "wait" in observation.valid_actions,
-                               machinery=step is not None and step.action in DECISION_ACTIONS)
-        if step is not None and await self.act(pid, step, spent=spent, offered=observation.valid_actions, **fields):
+                               and "wait" in observation.valid_actions)
+        if step is not None and await self.act(pid, step, offered=observation.valid_actions, **fields):
             return "finish"
         self.budget_side = self.sched.budget_end(pid)
         return "budget" if self.budget_side is not None else None
+
+    async def decision_steps(self, pid: str) -> bool:
+        """`pid`'s decision steps: while a request is open for it, one step that may only approve
+        or reject one of them, or wait to leave them open (asked again at its next turn; the
+        closing pass decides what is still open at the end). Machinery (`Event.kind`, marked
+        `DECISION_STEP`): no step of any budget, not activity, charged apart (`spend`), so a
+        member's own steps are the same turns as in a Default twin, where no request exists.
+        At most one step per request open when it began. True when an approved finish took effect."""
+        for _ in range(len(self.open_ids(pid))):
+            if self.fork is not None:
+                self.fork.before_turn(self)
+            if not self.has_requests(pid):
+                break
+            self.deciding = True
+            try:
+                observation = self.observe(pid)
+                step, fields = await self.ask(pid, observation)
+                if step is None:
+                    break
+                if await self.act(pid, step, offered=observation.valid_actions, **fields):
+                    return True
+                if step.action == "wait":
+                    break
+            finally:
+                self.deciding = False
+        return False
 
     async def ask(self, pid: str, observation: Observation) -> tuple[StepSchema | None, dict[str, Any]]:
         """`pid`'s answer to `observation` (a fork's changed step, a person's or its model's), its
@@ -249,19 +279,19 @@ class _Session:
         if override is not None:  # a fork's changed step at its fork point
             reply: SeatAnswer[StepSchema] = SeatAnswer(Answer(override, ()))
         else:  # a person's seat answers the same question, shown the same observation (`seats`)
-            with self.spend.turn(closing=self.closing):  # charged once the step's kind is known
+            with self.spend.turn(machinery=self.closing or self.deciding):
                 reply = await answer(self.seats, self.gateway, Question(pid, "step", self.spec.model_for(pid),
                                                                         messages, schema, self.spec.seed, self.team,
                                                                         observation))
-            value = reply.answer.value
-            self.spend.charge(reply.answer.records,
-                              machinery=self.closing or (value is not None and value.action in DECISION_ACTIONS))
+            self.spend.charge(reply.answer.records, machinery=self.closing or self.deciding)
         step, person = reply.answer.value, ({"person": reply.person} if reply.person is not None else {})
         if step is None:
             self.emit(pid, INVALID_OUTPUT, "failed_step", result=reply.answer.error or "",
                       llm_calls=reply.answer.records, **person)
             return None, {}
-        self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought, time=time.time()))
+        if not (self.closing or self.deciding):  # a decision step's thought stays on its event (machinery)
+            self.scratch[pid].append(Thought(round=self.round, action=step.action, text=step.thought,
+                                             time=time.time()))
         return step, {"thought": step.thought, "llm_calls": reply.answer.records, **person}
 
     async def closing_pass(self, ended_by: EndedBy) -> EndedBy:
@@ -293,7 +323,7 @@ class _Session:
                     observation = self.observe(pid)
                     step, fields = await self.ask(pid, observation)
                     if step is not None:
-                        await self.act(pid, step, spent=True, offered=observation.valid_actions, **fields)
+                        await self.act(pid, step, offered=observation.valid_actions, **fields)
             await self.release(force=True)  # approvals held behind a request whose signatory's answers failed
         finally:
             self.closing = False
@@ -302,14 +332,14 @@ class _Session:
             return "finish"
         return ended_by
 
-    async def act(self, pid: str, step: StepSchema, *, spent: bool = False, offered: tuple[str, ...] | None = None,
+    async def act(self, pid: str, step: StepSchema, *, offered: tuple[str, ...] | None = None,
                   **fields: Any) -> bool:
         """Validate and carry out (or hold, or decide) a step; True when a finish took effect.
 
         `offered`: the actions valid at this step (one outside them, which a provider without
         a grammar may let through, is a failed step)."""
         try:
-            if offered is not None and step.action not in offered and not (spent and step.action not in DECISIONS):
+            if offered is not None and step.action not in offered:
                 raise InvalidAction(f"{step.action} is not possible now; possible: {', '.join(offered)}")
             action = to_action(step, pid, self.team, added=self.structure.actions)
         except InvalidAction as exc:
@@ -318,10 +348,6 @@ class _Session:
             return False
         if action.type == "wait":
             self.emit(pid, "wait", "ok", **fields)
-            return False
-        if spent and action.type not in DECISIONS:
-            self.emit(pid, action.type, "failed_step", args=action.args(), result=(
-                f"your side has spent its action budget: only {', '.join(DECISIONS)} are possible now"), **fields)
             return False
         if action.type in ("approve", "reject"):
             own = await self.structure.decide(self, pid, action, fields)  # one of a structure's own requests
@@ -337,24 +363,10 @@ class _Session:
             ref = GateRuleRef(action=rule.action, scope=rule.scope, note=rule.note, signatory=rule.signatory)
             self.emit(pid, action.type, "pending", args=action.args(), request_id=request.request_id,
                       signatory=request.signatory, gate_rule=ref, result=held, **fields)
-            if self.spec.settings.gate_latency == "at_once":
-                return await self.decide_at_once(request.signatory)
+            if self.spec.settings.gate_latency == "at_once":  # its signatory decides now, not at its turn
+                return await self.decision_steps(request.signatory)
             return False
         return await self.apply(action, pid, **fields)
-
-    async def decide_at_once(self, pid: str) -> bool:
-        """`gate_latency: at_once`: the signatory of a request just made decides now, in a step
-        that is machinery (off its budget, decisions or a wait only, marked `AT_ONCE`), so a
-        request's delay does not depend on the round's order; a wait (or a failed answer)
-        leaves it to the signatory's own turn. True when an approved finish took effect."""
-        self.deciding = True
-        try:
-            observation = self.observe(pid)
-            step, fields = await self.ask(pid, observation)
-            return step is not None and await self.act(pid, step, spent=True, offered=observation.valid_actions,
-                                                       **fields)
-        finally:
-            self.deciding = False
 
     async def decide(self, pid: str, action: Action, **fields: Any) -> bool:
         """A signatory's approve/reject; approved actions then take effect as their proposers', in

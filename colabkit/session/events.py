@@ -27,7 +27,7 @@ from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.seats.person import PersonStep
 from colabkit.team import ACTION_TYPES, GateScope
 
-EVENT_SCHEMA_VERSION: Final = 6
+EVENT_SCHEMA_VERSION: Final = 7
 """Version 2 added schema_version, cell_index, message_index, editor_version and gate_rule.
 Version 3 added `person` (a step taken by a person in a seat) and split the calls' cost:
 `cost` is what was paid, a suite replay (`suite_replay`, was `cache_hit`) keeps its original
@@ -40,13 +40,18 @@ until no request is open; under "ai_budget" an AI wait is a step of its budget, 
 `session_end` args carry `expired`. Version 6 (issue 42): decisions on requests are machinery
 (`Event.kind`: off every budget, never initiative), and two system actions are new:
 `request_voided` (a request proposed after a finish that took effect) and `request_superseded`
-(an approved edit older than the edit in the editor). A stored line without `schema_version`
+(an approved edit older than the edit in the editor). Version 7: a member decides requests only in
+decision steps of their own (marked `args["decision_step"]`, `DECISION_STEP`), never in its own
+step, which no longer offers approve/reject; version 6 marked such a step, taken right after a
+proposal, `args["decided_at_once"]`, read as the same. A stored line without `schema_version`
 was written by version 1."""
 CLOSING_PASS: Final = "closing_pass"
 """The engine's closing pass: its system event's action, and the args key marking its steps."""
-AT_ONCE: Final = "decided_at_once"
-"""The args key marking a decision step taken right after a proposal (`gate_latency: at_once`):
-machinery, off its signatory's budget."""
+DECISION_STEP: Final = "decision_step"
+"""The args key marking a member's decision step (approve, reject, or wait to leave its requests
+open), taken at its turn before its own step or, under `gate_latency: at_once`, right after a
+proposal: machinery, off every budget."""
+_DECISION_STEP_MARKS = (DECISION_STEP, "decided_at_once")  # "decided_at_once": version 6's mark
 EndedBy = Literal["finish", "budget", "idle", "max_rounds", "llm_budget", "provider_error", "provider_unavailable",
                   "kernel_unavailable", "error"]
 """How a session ended; the one definition every layer imports."""
@@ -87,7 +92,8 @@ EventKind = Literal["step", "effect", "machinery", "system"]
 - "effect": an approved held action taking effect as its proposer's: the workspace changes (work
   counts it), but it is nobody's turn (the turn was the proposal);
 - "machinery": what exists only because of a structure: the build phase, a decision on a request
-  (approve/reject, in the task or the closing pass), every step of the closing pass, and the
+  (approve/reject) and every decision step (a wait that leaves requests open, a failed answer
+  included), every step of the closing pass, and the
   session's events about requests and the memory (`MACHINERY_SYSTEM_ACTIONS`). It is never
   initiative, never work, and never charged to the task's caps (steps, tokens, dollars);
 - "system": the session's own common events (its start, a kernel restart, its end, a fork)."""
@@ -113,7 +119,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[2, 3, 4, 5, 6] = EVENT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6, 7] = EVENT_SCHEMA_VERSION
     session_id: str
     seq: int
     phase: Phase
@@ -148,7 +154,8 @@ class Event(BaseModel):
             return "machinery" if self.action in MACHINERY_SYSTEM_ACTIONS else "system"
         if self.proposer is not None and self.participant == self.proposer:
             return "effect"  # in the task or the closing pass: the workspace changed either way
-        if self.args.get(CLOSING_PASS) or self.action in DECISION_ACTIONS:
+        if self.args.get(CLOSING_PASS) or self.action in DECISION_ACTIONS or \
+                any(self.args.get(mark) for mark in _DECISION_STEP_MARKS):
             return "machinery"
         return "step"
 

@@ -23,18 +23,18 @@ from colabkit.session.scheduler import Scheduler
 from colabkit.session.settings import SessionSettings, Side
 
 GATE_COSTS = {
-    "in_turn": "A held action costs its proposer the step that proposes it; its signatory decides it at its next "
-               "turn, a decision that spends none of its steps but takes that turn (every turn of the AI agent is "
-               "a step of its budget); it takes effect only when approved (the turn order is drawn afresh every "
-               "round, so that may be the next round: one more step of the AI agent's).",
+    "in_turn": "A held action costs its proposer the step that proposes it; its signatory is asked to decide it at "
+               "its next turn, in a decision step before its own step (a decision step is none of its steps and "
+               "costs no budget; it may wait and decide later); it takes effect only when approved (the turn "
+               "order is drawn afresh every round, so that may be the next round).",
     "at_once": "A held action costs its proposer the step that proposes it; its signatory is asked to decide it at "
-               "once, in a decision step that is not one of its steps (it may wait and decide it at its own turn "
-               "instead); approved, it takes effect before anyone else acts.",
+               "once, in a decision step that is none of its steps and costs no budget (it may wait and decide it "
+               "at its next turn instead); approved, it takes effect before anyone else acts.",
 }
 """What a gate costs in turns under each `SessionSettings.gate_latency`, as the engine makes it
-(a decision is machinery, `Event.kind`: it spends no budget, `Scheduler.record_step`; in turn it
-is asked in the round order of `round_order`, at once in the engine's decision step right after
-the proposal)."""
+(`engine._Session.decision_steps`: a decision is machinery, `Event.kind`, never one of a member's
+steps; in turn it is asked before the signatory's own step in the round order of `round_order`,
+at once right after the proposal)."""
 
 
 def gate_cost(settings: SessionSettings) -> str:
@@ -48,8 +48,8 @@ def _members(pids: Sequence[str]) -> str:
 
 def _wait_clause(sched: Scheduler, pid: str) -> str:
     if sched.clocked(pid):
-        return "every turn is one, a wait or a decision on a request included"
-    return "every turn but a wait or a decision on a request is one; waits and decisions are free"
+        return "every step is one, a wait included"
+    return "every step but a wait is one; waits are free"
 
 
 def budget_line(sched: Scheduler, pid: str) -> str:

@@ -2,14 +2,14 @@
 
 Rounds, not strict turn-taking: in each round the participants take one step each, in an
 order drawn from the session's seed for that round, so nobody holds a privileged first or
-last turn. A simulated human who waited and has nothing new in view (its
-`Observation.view_key`, the shared world it can see, is unchanged since its last step) is
-skipped without a model call.
+last turn. A simulated human who waited and has nothing new in view (no teammate's act it can
+see since its last step, `acts_in_view`) is skipped without a model call. Decisions on requests are not steps: a member decides them in
+decision steps of its own (`colabkit.session.engine`), which this scheduler never sees.
 
 Budgets (`SessionSettings.budget_for`): the AI agent's steps are counted apart from the
 simulated humans', so a talkative teammate never spends the AI agent's steps and the single
-agent has exactly the AI agent's budget of a team. An approve/reject spends no budget (machinery),
-but under the clock every AI turn is a step, its decisions included.
+agent has exactly the AI agent's budget of a team. A decision spends no budget under any rule
+(machinery, `Event.kind`: it is never a step).
 
 When the session ends is `SessionSettings.termination` (`budget_end` below is the one place
 spent budgets are decided):
@@ -29,9 +29,9 @@ spent budgets are decided):
 - "all_sides" (a setting, for sensitivity analyses): the humans share one budget, a spent
   side takes no more steps and the session ends when every side is spent.
 Under the two Co-Gym rules waits are free, anybody may finish, and idleness and
-`max_rounds` end a session (below). Under every rule a member whose budget is spent may
-still approve or reject a request addressed to it (nothing else). A decision is machinery
-(`Event.kind`): it spends no budget under any rule and is not activity (issue 42). The engine records the rule and the side whose step spent the budget
+`max_rounds` end a session (below). Under every rule a member whose budget is spent still
+decides the requests addressed to it, in its decision steps (issue 42: they are machinery,
+spend no budget and are not activity). The engine records the rule and the side whose step spent the budget
 that ended the session (`session_end` args `termination` and `budget_side`); before any end
 but a crash or a provider refusal the engine's closing pass has every open request decided.
 
@@ -50,6 +50,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
+from colabkit.session.actions import STRUCTURE_ACTIONS
+from colabkit.session.events import Event
 from colabkit.session.settings import SessionSettings, Side
 
 
@@ -65,6 +67,25 @@ def closing_order(participants: Sequence[str], seed: int) -> list[str]:
     order = list(participants)
     random.Random(f"{seed}:closing").shuffle(order)
     return order
+
+
+def acts_in_view(events: Sequence[Event], participant: str, *, sees_all: bool) -> str:
+    """The teammates' acts `participant` can see, as the key `Scheduler.eligible` compares: what
+    wakes a member who waited. An act is a teammate's own step that did something (not a wait,
+    not a failed step, not a structure's own action), counted when it is taken, held or not: a
+    hold delays an act's effect, never the news of it, and machinery (a decision, the closing
+    pass, a structure's bookkeeping) is never news. So a variant wakes its members at exactly
+    the turns its Default twin does (issue 42). A message is news to its addressees (and to a
+    member who sees everything, the AI agent), every other act to everyone."""
+    seen = 0
+    for e in events:
+        if (e.phase != "task" or e.kind != "step" or e.participant == participant or e.status == "failed_step"
+                or e.action in ("wait", *STRUCTURE_ACTIONS)):
+            continue
+        to = e.args.get("to") if e.action == "send_message" else None
+        if sees_all or not to or participant in to:
+            seen += 1
+    return str(seen)
 
 
 class Scheduler:
@@ -140,9 +161,9 @@ class Scheduler:
             return side
         return None
 
-    def eligible(self, participant: str, view_key: str, *, has_requests: bool = False) -> bool:
+    def eligible(self, participant: str, view_key: str) -> bool:
         """Whether `participant` gets a step now (see the module docstring)."""
-        if self.actions_left(participant) == 0 and not has_requests:
+        if self.actions_left(participant) == 0:
             return False
         if self.clock and self.sides[participant] == "ai":
             return self.actions_left(participant) > 0  # the clock: asked every round while it has steps
@@ -151,20 +172,15 @@ class Scheduler:
         return self._seen[participant] != view_key
 
     def clocked(self, participant: str) -> bool:
-        """Whether every turn of `participant` is a step of its budget, a wait or a decision
-        included: the AI's, under the clock (its turns are the session's rounds)."""
+        """Whether every step of `participant` is one of its budget, a wait included: the AI's,
+        under the clock (its turns are the session's rounds)."""
         return self.clock and self.sides[participant] == "ai"
 
-    def record_step(self, participant: str, view_key: str, *, waited: bool, machinery: bool = False) -> None:
+    def record_step(self, participant: str, view_key: str, *, waited: bool) -> None:
         """Note a step taken on the view with `view_key`; non-waits (and the AI's waits under the
-        clock) spend the holder's budget. A decision on a request (`machinery`, `Event.kind`)
-        spends nothing and is not activity: a Default twin, where it cannot exist, would have
-        the same budgets left and the same idle rounds. Under the clock the AI's turn is a round
-        whatever it holds, so an AI's decision is still a step of its clock."""
+        clock) spend the holder's budget."""
         self._seen[participant] = view_key
         self._waited[participant] = waited
-        if machinery and not self.clocked(participant):
-            return
         if waited:
             self.waits += 1
         if waited and self.clocked(participant):

@@ -96,9 +96,10 @@ class SessionSettings(BaseModel):
     "sequential" (the default: each member sees the proposals made before it, in a seed-drawn
     order) or "independent" (nobody sees another's proposal; the consolidation sees them all);
     docs/fidelity.md gives the reason for the default. `gate_latency` is when a signatory
-    decides a request addressed to it: "in_turn" (the default) at its next turn of the round
-    order, as one of its steps; "at_once" right after the proposal, in a decision step that is
-    machinery (off its budget; it may wait and decide in turn instead). Both are in the
+    is first asked to decide a request addressed to it, always in a decision step that is
+    machinery (none of its steps, off every budget; it may wait and be asked again at its next
+    turn): "in_turn" (the default) at its next turn of the round order, before its own step;
+    "at_once" right after the proposal. Both are in the
     identity when they are not the default.
     """
 

@@ -27,12 +27,14 @@ class Spend:
         self.machinery: Budget | None = None  # opened at the first machinery charge under a task cap
 
     @contextmanager
-    def turn(self, *, closing: bool) -> Iterator[None]:
-        """Around one turn's calls: the task's cap binds before it (not in the closing pass, which
-        runs past it), and nothing is charged until `charge` knows what the turn was."""
+    def turn(self, *, machinery: bool) -> Iterator[None]:
+        """Around one step's calls: the task's cap binds before a member's own step (not before
+        machinery, a decision step or the closing pass's, which is charged apart and so never
+        meets the cap at another turn than a Default twin does), and nothing is charged until
+        `charge` is told whose the calls were."""
         task, self.gateway.budget = self.gateway.budget, None
         try:
-            if task is not None and not closing:
+            if task is not None and not machinery:
                 task.check()
             yield
         finally:

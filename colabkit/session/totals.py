@@ -176,8 +176,7 @@ def session_totals(
         ai_actions=side_actions("ai"),
         human_actions=side_actions("human"),
         closing_decisions=sum(1 for e in task if closing_step(e) and e.status in ("approved", "rejected")),
-        ai_turns=sum(1 for e in task if sides.get(e.participant) == "ai" and not closing_step(e)
-                     and (e.kind == "step" or e.action in DECISION_ACTIONS)),
+        ai_turns=sum(1 for e in steps if sides.get(e.participant) == "ai"),
         closing_llm_calls=sum(len(e.llm_calls) for e in task if closing_step(e)),
         closing_paid_cost=sum(c.cost for e in task if closing_step(e) for c in e.llm_calls),
         decisions=sum(1 for e in task if e.action in DECISION_ACTIONS and e.status in ("approved", "rejected")

@@ -6,7 +6,7 @@ random order, under `at_once` it is 0 when the signatory approves at once. `gate
 counts, for every held action that took effect, the AI's turns taken strictly between its
 `pending` event and the event of its effect; turns are the AI's own task-phase steps (its
 waits and failed steps included), not an approved action of its applied on a teammate's
-decision, and not the machinery's decision steps (the closing pass, a decision at once).
+decision, and not the machinery's steps (decision steps, the closing pass).
 The batch report shows the mean per variant (`run_outcomes`).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from colabkit.session.events import AT_ONCE, CLOSING_PASS, SYSTEM, Event
+from colabkit.session.events import CLOSING_PASS, DECISION_STEP, SYSTEM, Event
 
 _DECISIONS = ("approve", "reject")
 
@@ -28,7 +28,7 @@ def _effect(event: Event) -> bool:
 def _ai_turn(event: Event) -> bool:
     args = event.args or {}
     return (event.phase == "task" and event.participant == "ai" and not _effect(event)
-            and not args.get(CLOSING_PASS) and not args.get(AT_ONCE))
+            and not args.get(CLOSING_PASS) and not args.get(DECISION_STEP))
 
 
 def gate_delays(events: Sequence[Event]) -> list[int]:

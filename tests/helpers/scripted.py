@@ -11,6 +11,14 @@ what they are shown, e.g. a signatory approving the newest request open for it).
 `APIConnectionError`, which is retried). When a script runs out, `default` is returned.
 `latency_s` makes every async call take that long (a model mid-answer, for batch tests).
 
+Decision steps (the engine asks a member to approve, reject or wait in steps of their own,
+apart from its own steps): a script's approve/reject entries are its decisions and every other
+entry one of its own steps. Each kind of step pops only its kind: where the script's next entry
+is of the other kind, the double answers a wait without popping (at a decision step: the
+requests stay open; at its own step: a wait, as when a decision took the member's turn). So a
+script written as "approve req-1, then code" decides at the decision step of the turn that
+approves and runs the code at its next own step.
+
 Other processes (a `colabkit batch` subprocess, its papermill kernels, Dask workers) get
 the same double through `scripted_plugin`, loaded there by `COLABKIT_PROVIDER_PLUGINS`.
 """
@@ -57,7 +65,10 @@ class ScriptedModel(CustomLLM):
         self.calls.append({"name": model, "messages": copy.deepcopy(messages),
                            "caller": metadata.get("caller"), "params": dict(optional_params)})
         queue = self.scripts.get(model)
-        output = queue.pop(0) if queue else self.default
+        if queue and _offered(optional_params) and _decision_step(optional_params) != _is_decision(queue[0]):
+            output: Output | Policy = DEFAULT_OUTPUT  # the entry is for the other kind of step
+        else:
+            output = queue.pop(0) if queue else self.default
         if callable(output) and not isinstance(output, BaseException):
             output = output(model, messages)
         if isinstance(output, BaseException):
@@ -76,6 +87,34 @@ class ScriptedModel(CustomLLM):
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         return self.completion(*args, **kwargs)
+
+
+def _offered(params: dict[str, Any]) -> set[str]:
+    """The actions the request's answer schema offers (empty: no step schema)."""
+    fmt = params.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        schema = fmt["json_schema"].get("schema", {})
+    elif isinstance(fmt, type) and hasattr(fmt, "model_json_schema"):
+        schema = fmt.model_json_schema()
+    else:
+        return set()
+    action = schema.get("properties", {}).get("action", {})
+    return set(action.get("enum") or [])
+
+
+def _decision_step(params: dict[str, Any]) -> bool:
+    """Whether the request is a decision step: approve/reject, at most a wait beside them."""
+    offered = _offered(params)
+    return bool(offered & {"approve", "reject"}) and offered <= {"approve", "reject", "wait"}
+
+
+def _is_decision(output: object) -> bool:
+    if isinstance(output, str):
+        try:
+            output = json.loads(output)
+        except ValueError:
+            return False
+    return isinstance(output, dict) and output.get("action") in ("approve", "reject")
 
 
 def use_scripted(scripts: dict[str, list[Output]],

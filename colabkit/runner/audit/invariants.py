@@ -15,8 +15,9 @@ invariants (named as the audit prints them):
   failed (a malformed or impossible answer: the member's failure, recorded as such).
 - `gates-transparent`: when every member approves every request (in any order, or at the end) and only the
   AI edits, a gated variant submits what its ungated twin submits (the same seats, personas and
-  memory without gates, `gate_twin`: Scaffolded and Memory-only, Preassigned and Default; a variant with plugin structures that add no action and its twin
-  without them, `plugin_twin`), unless the AI itself signs (its decisions are its turns).
+  memory without gates, `gate_twin`: Scaffolded and Memory-only, Preassigned and Default; a variant
+  with plugin structures that add no action and its twin without them, `plugin_twin`), whoever
+  signs (a decision is never a member's turn).
 - `same-capacity`: a human seat's steps available (its first prompt's "actions left") are the
   same in every variant that has it, and it never takes more turns than that; a seat never
   offered a step in a session the AI's budget ended (without a team cap) has lost its steps
@@ -82,9 +83,9 @@ class Violation:
 
 
 def turns(run: Run, pid: str) -> list[Event]:
-    """`pid`'s task-phase turns outside the closing pass (each carries its model call)."""
-    return [e for e in run.events if e.phase == "task" and e.participant == pid and e.llm_calls
-            and not closing_step(e)]
+    """`pid`'s own task steps (`Event.kind` "step", each with its model call): never a decision
+    step or the closing pass's (machinery)."""
+    return [e for e in run.events if e.participant == pid and e.llm_calls and e.kind == "step"]
 
 
 def check_all(scenario: Scenario, runs: Sequence[Run], termination: str) -> list[Violation]:
@@ -157,7 +158,7 @@ def gates_transparent(scenario: Scenario, runs: Sequence[Run]) -> list[Violation
     pairs += [(run, plugin_twin(run, runs)) for run in runs if run.spec.variant.structures]
     out = []
     for run, other in pairs:
-        if other is None or any(e.participant == "ai" and e.decision for e in run.events):
+        if other is None:
             continue
         if run.result.final_hypothesis != other.result.final_hypothesis:
             out.append(Violation("gates-transparent", (other.variant, run.variant), (
@@ -337,7 +338,7 @@ def _is_step(call: dict[str, Any]) -> bool:
 def _orders(run: Run) -> dict[int, list[str]]:
     orders: dict[int, list[str]] = {}
     for e in run.events:
-        if e.phase == "task" and e.llm_calls and e.participant != SYSTEM and not closing_step(e):
+        if e.llm_calls and e.kind == "step":
             seq = orders.setdefault(e.round, [])
             if e.participant not in seq:
                 seq.append(e.participant)

@@ -132,21 +132,24 @@ class PolicyDouble(CustomLLM):
 
     def answer(self, role: str, messages: Sequence[dict[str, Any]], schema: tuple[str, dict[str, Any]]) -> str:
         name, body = schema
-        repair = len(messages) > 2
-        if repair:
-            return MALFORMED if role in self._failing else self._next(role, str(messages[1]["content"]))
+        offered = body.get("properties", {}).get("action", {}).get("enum")
+        if len(messages) > 2:  # a repair: the same choices as the answer it repairs
+            return MALFORMED if role in self._failing else self._next(role, str(messages[1]["content"]), offered)
         if name.startswith("Ratification"):
             return json.dumps({"reply": self._ratification(role)})
         if name.startswith("Memory"):
             return json.dumps(self._memory("gates" in body.get("properties", {})))
-        offered = body.get("properties", {}).get("action", {}).get("enum")
         return self._next(role, str(messages[-1]["content"]), offered)
 
     def _next(self, role: str, observation: str, offered: Sequence[str] | None = None) -> str:
+        """A decision step (or a closing step) gets the policy's decision or a wait, never one of
+        its moves; any other step its next move."""
         policy = self.scenario.policy(role)
-        shown = open_requests(observation)
-        only = decisions_only(observation) or (offered is not None and not set(offered) - {"approve", "reject"})
-        if shown and policy.decider != "ignore" and (policy.decider != "late" or only):
+        if deciding(observation, offered):
+            shown = open_requests(observation)
+            forced = offered is not None and "wait" not in offered  # the closing pass: decide now
+            if not shown or policy.decider == "ignore" or (policy.decider == "late" and not forced):
+                return _step("wait")
             verdict, which = ("approve", "oldest") if policy.decider == "late" else policy.decider.split("-")
             pick = {"oldest": shown[0], "newest": shown[-1]}.get(which) or random.Random(
                 f"{self.scenario.seed}:{role}:{len(self.calls)}").choice(shown)
@@ -184,13 +187,14 @@ class PolicyDouble(CustomLLM):
         return slots
 
 
-def decisions_only(observation: str) -> bool:
-    """Whether the prompt offers nothing but decisions (the closing pass, a spent budget)."""
-    listed = _VALID.search(observation)
-    actions = {line[2:].split(":")[0] for line in listed.group(1).splitlines() if line.startswith("- ")} \
-        if listed else set()
-    return any(text in observation for text in ("session has ended", "session is ending", "closing step",
-                                                "Only approve or reject")) or not actions - {"approve", "reject"}
+def deciding(observation: str, offered: Sequence[str] | None) -> bool:
+    """Whether the step asks for decisions only (a decision step, a closing step): its schema's
+    actions, or without a schema its prompt's "Valid actions" list."""
+    if offered is None:
+        listed = _VALID.search(observation)
+        offered = [line[2:].split(":")[0] for line in listed.group(1).splitlines() if line.startswith("- ")] \
+            if listed else []
+    return bool(set(offered) & {"approve", "reject"}) and set(offered) <= {"approve", "reject", "wait"}
 
 
 def schema_of(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -36,6 +36,7 @@ from colabkit.session.actions import StepSchema, to_action
 from colabkit.session.engine import _Session
 from colabkit.session.prompting.preview import prepared
 from colabkit.session.prompting.views import Thought
+from colabkit.session.scheduler import acts_in_view
 from colabkit.session.structure.registry import plugin_structures
 from colabkit.tasks import Task
 
@@ -98,7 +99,7 @@ async def _render(spec: SessionSpec, task: Task, members: tuple[str, ...],
             step = StepSchema(thought=f"audit: {move}", action=_ACTIONS[kind],
                               content=pool[i % len(pool)], to="all" if kind == "msg" else "")
             session.scratch[actor].append(Thought(round=rnd, action=step.action, text=step.thought, time=0.0))
-            key = session.observe(actor).view_key()
+            key = acts_in_view(session.log.events, actor, sees_all=session.sides[actor] == "ai")
             await session.apply(to_action(step, actor, session.team, added=session.structure.actions), actor,
                                 thought=step.thought)
             session.sched.record_step(actor, key, waited=False)

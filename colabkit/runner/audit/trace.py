@@ -19,7 +19,8 @@ and `to` choices naming its actions, decisions and request ids; the turns taken 
 decide or to play its actions. What its holds change is the timing of the held action's
 effect, so where a hold fired the shared channels (the notebook, the chat, the editor, the
 answer, the metrics) are compared at the end, and the prompts' shared sections only before
-the first hold; a held action that was never applied (rejected, expired) matches anything.
+the first hold; a held action that was never applied (rejected, expired) matches anything. A
+held finish ended the twin where it was proposed: the channels compare up to it.
 Everything else must be equal: a difference is printed as the first element that differs,
 channel by channel (`diff`).
 """
@@ -41,7 +42,7 @@ from colabkit.runner.audit.player import Run, schema_of
 from colabkit.runner.audit.rules import RULES
 from colabkit.runner.batch import run_sync
 from colabkit.session.actions import valid_actions
-from colabkit.session.events import SYSTEM, Event
+from colabkit.session.events import DECISION_STEP, SYSTEM, Event
 from colabkit.session.structure.base import Structure
 from colabkit.session.structure.registry import structures_for
 from colabkit.session.totals import closing_step
@@ -106,6 +107,9 @@ class Trace:
     """Whether a hold fired (a `pending` event): shared channels then compare at the end only."""
     unapplied: bool = False
     """Whether a held action never took effect (rejected or expired)."""
+    until: dict[str, int] | None = None
+    """Per channel, the entries up to a held finish's proposal: where a finish was held, the
+    Default twin ended there, so what came after is the hold's (its channels compare up to it)."""
 
 
 def _split(text: str) -> list[tuple[str, str]]:
@@ -208,7 +212,7 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
     for e in events:
         if e.phase != "task" or e.participant == SYSTEM or not e.llm_calls or closing_step(e):
             continue
-        if e.action in dec.own_actions or (dec.decides and e.decision):
+        if e.action in dec.own_actions or (dec.decides and _deciding(e)):
             continue
         status: str = e.status
         if status == "pending":  # held: as it was applied; never applied (the structure's decision): anything
@@ -216,10 +220,10 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
         args = json.dumps({k: v for k, v in e.args.items() if k in ("content", "to", "code", "text")}, sort_keys=True)
         add(f"turns {e.participant}", f"round {e.round}: {e.action} {status} {_digest(args)}", e.seq, e.action == "wait")
     # requests as sent: what the seat's model was asked, the structure's parts projected out
-    for call, (phase, event_seq, closing) in zip(run.calls, _call_times(run)):
+    for call, (phase, event_seq, closing, deciding) in zip(run.calls, _call_times(run)):
         answer = _answer_action(call.get("answer", ""))
-        if (dec.builds and phase == "build") or closing or answer in dec.own_actions:
-            continue  # the build, the closing pass, a decision or the structure's action: its turns
+        if (dec.builds and phase == "build") or closing or answer in dec.own_actions or (dec.decides and deciding):
+            continue  # the build, the closing pass, a decision step or the structure's action: its turns
         channel = f"requests {call['role']}"
         n = len(ch.get(channel, []))
         before = first_hold is not None and event_seq is not None and event_seq < first_hold
@@ -234,7 +238,7 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
             event_seq, answer == "wait")
     # charges against the cap: the task's only (the build phase is the structure's)
     for e in events:
-        if (dec.builds and e.phase == "build") or e.action in dec.own_actions or (dec.decides and e.decision):
+        if (dec.builds and e.phase == "build") or e.action in dec.own_actions or (dec.decides and _deciding(e)):
             continue
         for c in e.llm_calls:
             add(f"charges {e.participant}", f"round {e.round}: {c.total_tokens} tokens", e.seq, e.action == "wait")
@@ -246,7 +250,15 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
         for channel, wait_at in waited.items():
             cut = cuts.get(channel, 0)
             ch[channel] = [text for i, text in enumerate(ch[channel]) if i < cut or i not in wait_at]
-    ch["end"] = [f"ended_by {run.result.ended_by}"]
+    held_finish = min((e.seq for e in events if e.status == "pending" and e.action == "finish"), default=None)
+    if like is None and held_finish is not None:
+        trace.until = {k: sum(1 for q in seqs if q is not None and q <= held_finish) for k, seqs in at.items()}
+        trace.unapplied = True
+    until = trace.until if like is None else like.until
+    if until is not None:
+        for channel in ch:
+            ch[channel] = ch[channel][:until.get(channel, 0)]
+    ch["end"] = [f"ended_by {run.result.ended_by}"] if until is None else []
     if not trace.unapplied:  # shared channels: equal once every held action took effect
         cells = [f"{c.author}: {c.status} {c.code!r} -> {c.output[:200]!r}" for c in run.result.snapshot.cells]
         ch["kernel"] = sorted(cells) if trace.held else cells
@@ -259,21 +271,28 @@ def _digest(text: str) -> str:
     return text if len(text) <= 120 else f"{text[:100]}... ({sha256_hex(text)[:8]})"
 
 
-def _call_times(run: Run) -> list[tuple[str, int | None, bool]]:
-    """For each request in `run.calls`, the phase and seq of the event that carried it and whether
-    it was a closing-pass step (calls and events are matched in order, per caller)."""
-    owners: dict[str, list[tuple[str, int | None, bool]]] = {}
+def _deciding(event: Event) -> bool:
+    """A decision (approve/reject) or any step of a decision step (its wait, its failed answer):
+    turns that exist only where a structure holds requests (`Event.kind` machinery)."""
+    return (event.decision is not None and event.action in DECISIONS) or bool(event.args.get(DECISION_STEP))
+
+
+def _call_times(run: Run) -> list[tuple[str, int | None, bool, bool]]:
+    """For each request in `run.calls`, the phase and seq of the event that carried it, whether it
+    was a closing-pass step and whether a decision step (calls and events are matched in order,
+    per caller)."""
+    owners: dict[str, list[tuple[str, int | None, bool, bool]]] = {}
     for e in run.events:
         for _ in e.llm_calls:
-            owners.setdefault(e.participant, []).append((e.phase, e.seq, closing_step(e)))
+            owners.setdefault(e.participant, []).append((e.phase, e.seq, closing_step(e), _deciding(e)))
     used: dict[str, int] = {}
-    out: list[tuple[str, int | None, bool]] = []
+    out: list[tuple[str, int | None, bool, bool]] = []
     for call in run.calls:
         role = call["role"]
         k = used.get(role, 0)
         used[role] = k + 1
         mine = owners.get(role, [])
-        out.append(mine[k] if k < len(mine) else ("task", None, False))
+        out.append(mine[k] if k < len(mine) else ("task", None, False, False))
     return out
 
 
@@ -377,7 +396,7 @@ def team_vs_single(runs: Sequence[Run]) -> list[Violation]:
     """Each team Default's AI against the single agent, on the parts their prompts share: the AI's
     requests, turns and charges and how the session ended (the shared sections until a teammate
     does something but wait); under the study's clock ("ai_budget") only, where the AI's budget
-    alone ends a session whatever the team."""
+    alone ends a session whatever the team (or the spending cap, which the team shares)."""
     single = next((r for r in runs if not r.spec.variant.humans), None)
     if single is None or single.spec.settings.termination != "ai_budget":
         return []  # under the Co-Gym rules the composition decides the end (a team may end idle)
@@ -395,11 +414,18 @@ def team_vs_single(runs: Sequence[Run]) -> list[Violation]:
                   and (added is None or e.seq < added)]
         upto = {"requests ai": sum(len(e.llm_calls) for e in before), "turns ai": len(before),
                 "charges ai": sum(len(e.llm_calls) for e in before)}
+        # a spending cap is the team's to share: its teammates' calls reach it sooner, so where it
+        # ended either run the AI's channels compare up to the shorter (the composition's cost)
+        capped = "llm_budget" in (single.result.ended_by, run.result.ended_by)
         for t in (ta, tb):
             t.channels = {k: v[:upto[k]] if added is not None and k in upto else v
                           for k, v in t.channels.items() if k in (*upto, "end")}
-            if "end" in t.channels and (tb.unapplied or added is not None):
-                t.channels["end"] = t.channels["end"][:1] if added is None else []
+            if "end" in t.channels and (tb.unapplied or added is not None or capped):
+                t.channels["end"] = t.channels["end"][:1] if added is None and not capped else []
+        if capped:
+            for k in upto:
+                shorter = min(len(ta.channels.get(k, [])), len(tb.channels.get(k, [])))
+                ta.channels[k], tb.channels[k] = ta.channels.get(k, [])[:shorter], tb.channels.get(k, [])[:shorter]
         found = diff(ta, tb)
         if found:
             out.append(Violation("same-trace", (single.variant, run.variant), "the AI: " + "; ".join(found)))

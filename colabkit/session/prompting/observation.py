@@ -44,8 +44,8 @@ held, decisions, closing steps: `Event.kind`) never takes room from a common lin
 section "Requests and decisions" after the common part, with a budget of its own (the
 activity list's under "compact", the chat's under "full"), and a member's own requests are
 the section "Your requests" (the profile's `requests` most recent), never timeline entries. `benchmarks/prompts.py`
-measures the reuse this gives. `view_key` hashes only the shared-world part, so the
-scheduler can tell whether a participant has anything new in view.
+measures the reuse this gives. Whether a participant has anything new in view is the
+scheduler's (`scheduler.acts_in_view`: its teammates' acts, never what a structure adds).
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from colabkit.hashing import sha256_hex
 from colabkit.session.actions import action_help
 from colabkit.session.actions import valid_actions as valid_actions_for
 from colabkit.session.events import SYSTEM, Event
@@ -81,11 +80,6 @@ from colabkit.session.prompting.views import (
 from colabkit.session.structure.gating import BOOKKEEPING_TITLE, Gatekeeper, Request
 
 _DECISIONS = ("approve", "reject")
-_WORLD_FIELDS = {"messages", "older_messages", "cells", "older_cells", "activity", "older_activity", "bookkeeping",
-                 "editor", "requests_for_me", "other_requests_for_me", "my_requests", "memory", "updates_for_me", "my_updates",
-                 "sections"}
-
-
 class Observation(BaseModel):
     """Everything one participant may see at one moment, already sized by the profile."""
 
@@ -99,7 +93,7 @@ class Observation(BaseModel):
     budget_holder: str
     ai_actions_left: int | None = None  # the AI agent's steps left, shown to every other member (None: the AI itself)
     closing: bool = False  # the engine's closing pass: the session has ended, only open requests are decided
-    deciding: bool = False  # a decision step right after a proposal (`gate_latency: at_once`), off budget
+    deciding: bool = False  # a decision step (at its turn, or right after a proposal under `gate_latency: at_once`)
     end_rule: str = ""  # when the session ends (`SessionSettings.end_rule`), the same text in every variant
     query: str  # "" when the briefing already states it
     briefing: str
@@ -128,10 +122,6 @@ class Observation(BaseModel):
     standing_actions: tuple[str, ...]  # what it may do while its side has budget (a person's form reads these)
     updates_for_me: tuple[str, ...] = ()  # a living memory's open updates awaiting this participant's answer
     my_updates: tuple[str, ...] = ()  # the updates it proposed, with their fate
-
-    def view_key(self) -> str:
-        """Hash of what the team's actions can change in this view (not notes or counters)."""
-        return sha256_hex(self.model_dump(mode="json", include=_WORLD_FIELDS))
 
     def render(self) -> str:
         """The observation as the prompt text the participant's model reads."""
@@ -167,12 +157,12 @@ class Observation(BaseModel):
             older = [i for i in self.open_ids if i.startswith("req-") and i not in listed]  # every id `to` may name
             rest = (f"\n({self.other_requests_for_me} older requests for you not shown: {', '.join(older)}; they "
                     "come next)" if self.other_requests_for_me else "")
-            parts.append("# Approval requests for you (newest first; approve or reject each)\n"
+            parts.append(f"# Approval requests for you (newest first; {self._how_decided()})\n"
                          + "\n".join(request_for_signatory(r, shown) for r in self.requests_for_me) + rest)
         if self.my_requests:  # structure bookkeeping: never an entry of the common timeline
             parts.append("# Your requests\n" + "\n".join(request_line(r) for r in self.my_requests))
         if self.updates_for_me:
-            parts.append("# Memory updates for you (approve or reject each; to = the update id)\n"
+            parts.append(f"# Memory updates for you ({self._how_decided()}; to = the update id)\n"
                          + "\n".join(f"- {line}" for line in self.updates_for_me))
         if self.my_updates:
             parts.append("# Your memory updates\n" + "\n".join(f"- {line}" for line in self.my_updates))
@@ -190,16 +180,22 @@ class Observation(BaseModel):
                          + ("" if self.timeline else f"\n{reply}"))
             return "\n\n".join(parts)
         if self.deciding:
-            parts.append(f"# Now (round {self.round}: a decision step)\nA request for you was just proposed. This "
-                         "step is not one of your steps: approve or reject it now, or wait to decide it at your own "
-                         "turn." + ("" if self.timeline else f"\n{reply}"))
+            parts.append(f"# Now (round {self.round}: a decision step)\nA request is open for you. This step is not "
+                         "one of your steps and spends none of your budget: approve or reject one request open for "
+                         "you, or wait to leave them open for now (you are asked again at your next turn, and "
+                         "once more when the session ends)."
+                         + ("" if self.timeline else f"\n{reply}"))
             return "\n\n".join(parts)
-        spent = self.timeline and not set(self.valid_actions) - set(_DECISIONS)
         ai_left = "" if self.ai_actions_left is None else f"; {self.ai_actions_left} for the AI agent (ai)"
         parts.append(f"# Now (round {self.round}, {self.actions_left} actions left for {self.budget_holder}{ai_left})"
-                     + ("\nOnly approve or reject is possible now." if spent else "")
                      + ("" if self.timeline else f"\n{reply}"))
         return "\n\n".join(parts)
+
+    def _how_decided(self) -> str:
+        """How the requests listed for this member are decided: in this step, or in steps of their own."""
+        if self.closing or self.deciding:
+            return "approve or reject one in this step"
+        return "you decide them in decision steps of their own, before your own step; not in this step"
 
     def _timeline(self) -> str:
         """Code cells and chat messages (under "full" also the activity list and the participant's
@@ -285,6 +281,7 @@ def build_observation(
     booked = [ActivityView(line=activity_line(e, profile.activity_chars), time=e.time)
               for e in seen if e.kind == "machinery" or e.status == "pending"]
     decided_at = {e.request_id: e.time for e in task_events if e.action in _DECISIONS and e.status != "failed_step"}
+    last = _last_step(own)
     proposed = [request_view(r, profile, time=decided_at.get(r.request_id, 0.0))
                 for r in gatekeeper.proposed_by(participant)]
     notes = [t.clipped(profile.note_chars) for t in scratchpad]
@@ -339,8 +336,8 @@ def build_observation(
         timeline=profile.timeline,
         # In the timeline layout a step that took effect is there already (its thought, then
         # its cell, message or activity line): only a failed one needs saying.
-        feedback=clip(_feedback(own[-1], {c.index for c in cells}), profile.feedback_chars)
-        if own and (own[-1].status == "failed_step" or not profile.timeline) else "",
+        feedback=clip(_feedback(last, {c.index for c in cells}), profile.feedback_chars)
+        if last is not None and (last.status == "failed_step" or not profile.timeline) else "",
         valid_actions=tuple(valid_actions),
         standing_actions=tuple(standing_actions) if standing_actions is not None else
         valid_actions_for(participant, team, has_requests=False, added=added),
@@ -360,6 +357,19 @@ def _own_history(activity: Sequence[ActivityView], thoughts: Sequence[Thought],
     history: list[ActivityView | Thought] = sorted([*activity, *thoughts], key=lambda entry: entry.time)
     kept = {id(entry) for entry in recent(history, None, budget, size)[0]}
     return [a for a in activity if id(a) in kept], [t for t in thoughts if id(t) in kept]
+
+
+def _last_step(own: Sequence[Event]) -> Event | None:
+    """The outcome of the member's own last step (`Event.kind` "step"), what its feedback says:
+    never a decision or a closing step (machinery, which a Default twin never takes); a held
+    step once it took effect is its effect, as the twin's step took effect at once."""
+    steps = [e for e in own if e.kind == "step"]
+    if not steps:
+        return None
+    last = steps[-1]
+    if last.status == "pending" and last.request_id is not None:
+        return next((e for e in own if e.kind == "effect" and e.request_id == last.request_id), last)
+    return last
 
 
 def _feedback(event: Event, shown_cells: set[int]) -> str:

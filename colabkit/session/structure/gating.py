@@ -91,7 +91,7 @@ def gate_rules_text(table: GateTable | None, source: str, participant: str,
         lines += [DATA_CHANGING_RULE, f"Names that exist now: {names or 'none yet'}."]
     held = [rule.action for rule in table.rules if rule.signatory == participant]
     if held:
-        lines.append(f"You sign: {', '.join(held)} (by anyone else); approve or reject each such request.")
+        lines.append(f"You sign: {', '.join(held)} (by anyone else); you approve or reject each such request in a decision step of its own.")
     return "\n".join(lines)
 
 
