@@ -51,6 +51,7 @@ from colabkit.evaluation.metrics.private_items import (
 from colabkit.evaluation.metrics.process import ask_each, clip, humans_of, missing_flag, transient, verdict_flags
 from colabkit.evaluation.records import Judgement, ScoreResult, Value
 from colabkit.evaluation.scorer import Scorer, SessionContext, register_scorer
+from colabkit.store import SessionRecord
 
 HYPOTHESIS = "hypothesis"
 _CHANNEL_WORDS = {"chat": "chat message", "memory": "the team's shared memory", "cell": "code cell",
@@ -133,15 +134,21 @@ def pooling_values(fates: Sequence[ItemFate], prefix: str) -> tuple[dict[str, Va
     return values, flags
 
 
-def session_items(ctx: SessionContext) -> tuple[list[PrivateItem] | None, list[str]]:
+def session_items(record: SessionRecord) -> tuple[list[PrivateItem] | None, list[str]]:
     """The team's humans' items from the briefings they received; None when a briefing is not stored."""
     items: list[PrivateItem] = []
-    for human in humans_of(ctx.record.spec.variant.team):
-        briefing = ctx.record.briefings.get(human)
+    for human in humans_of(record.spec.variant.team):
+        briefing = record.briefings.get(human)
         if briefing is None:
             return None, [f"pooling:no_briefing_stored({human})"]
         items += split_briefing(human, briefing)
     return items, []
+
+
+def lexical_fates(items: Sequence[PrivateItem], texts: Sequence[RecordText], hypothesis: str) -> list[ItemFate]:
+    """Every item's fate by the lexical bound (deterministic: the explorer recomputes it on the fly)."""
+    used = {i.item_id for i in items if lexically_conveys(i, hypothesis)}
+    return item_fates(items, texts, lexical_decisions(items, texts), used)
 
 
 class ConveyVerdict(BaseModel):
@@ -177,12 +184,11 @@ class PoolingLexicalScorer(Scorer):
     opt_in = True
 
     async def score(self, ctx: SessionContext) -> ScoreResult:
-        items, flags = session_items(ctx)
+        items, flags = session_items(ctx.record)
         if not humans_of(ctx.record.spec.variant.team) or items is None:
             return ScoreResult(values=dict.fromkeys(self.columns), flags=flags)
         texts = shared_record(ctx.events)
-        used = {i.item_id for i in items if lexically_conveys(i, ctx.hypothesis)}
-        fates = item_fates(items, texts, lexical_decisions(items, texts), used)
+        fates = lexical_fates(items, texts, ctx.hypothesis)
         values, flags = pooling_values(fates, "pooling_lex")
         return ScoreResult(values={**values, "private_items": len(items)}, flags=flags,
                            details={"decider": "lexical", "n_texts": len(texts),
@@ -201,7 +207,7 @@ class PoolingScorer(Scorer):
     opt_in = True
 
     async def score(self, ctx: SessionContext) -> ScoreResult:
-        items, flags = session_items(ctx)
+        items, flags = session_items(ctx.record)
         if not humans_of(ctx.record.spec.variant.team) or items is None:
             return ScoreResult(values=dict.fromkeys(self.columns), flags=flags)
         texts = shared_record(ctx.events)
