@@ -192,3 +192,13 @@ def test_not_defined_for_the_single_agent_and_missing_without_a_stored_briefing(
     assert single.values == dict.fromkeys((*columns("pooling"), "private_items")) and double.calls == []
     unstored = score("pooling_lexical", context(tmp_path / "b", session(), {"D": BRIEFINGS["D"]}))
     assert unstored.values["pooling_lex"] is None and unstored.flags == ["pooling:no_briefing_stored(R)"]
+
+
+def test_the_judge_sees_content_alone_one_question_per_text_and_one_for_the_hypothesis(tmp_path):
+    double = use_judge_double({}, fallback=lambda prompt_id, payload: truthful(payload))
+    score("pooling", context(tmp_path, session()))
+    asked = [c["payload"] for c in double.calls if c["prompt_id"] == "pooling_conveys"]
+    assert sorted(p["text"]["kind"] for p in asked) == sorted([  # asked concurrently: any order
+        "the team's shared memory", "chat message", "code cell", "edit of the result", "the submitted hypothesis"])
+    assert all(set(p["text"]) == {"kind", "content"} for p in asked)  # not who wrote it
+    assert all(set(n) == {"n", "note"} for n in asked[0]["private_notes"])  # not who held it

@@ -168,10 +168,11 @@ wording; naming a column or a file without its meaning, or a generic remark, con
 List the numbers of the notes the text conveys, [] if none. Answer in JSON.""")
 
 
-def pooling_fields(items: Sequence[PrivateItem], channel: str, author: str, text: str) -> dict[str, Any]:
-    """What the judge sees about one text (its author only as a role; the notes' holders not at all)."""
+def pooling_fields(items: Sequence[PrivateItem], channel: str, text: str) -> dict[str, Any]:
+    """What the judge sees about one text: neither who wrote it nor who held each note, so that
+    "conveys" is judged on content alone (as the profile judge is not told the contributor)."""
     return {"private_notes": [{"n": n, "note": i.text} for n, i in enumerate(items, 1)],
-            "text": {"kind": channel, "by": author, "content": clip(text)}}
+            "text": {"kind": channel, "content": clip(text)}}
 
 
 @register_scorer
@@ -211,9 +212,9 @@ class PoolingScorer(Scorer):
         if not humans_of(ctx.record.spec.variant.team) or items is None:
             return ScoreResult(values=dict.fromkeys(self.columns), flags=flags)
         texts = shared_record(ctx.events)
-        asked = {t.text_id: pooling_fields(items, _CHANNEL_WORDS[t.channel], t.author, t.text) for t in texts}
+        asked = {t.text_id: pooling_fields(items, _CHANNEL_WORDS[t.channel], t.text) for t in texts}
         if ctx.delivered:
-            asked[HYPOTHESIS] = pooling_fields(items, "the submitted hypothesis", "the team", ctx.hypothesis)
+            asked[HYPOTHESIS] = pooling_fields(items, "the submitted hypothesis", ctx.hypothesis)
         verdicts = await ask_each(ctx, POOLING_PROMPT, asked if items else {}, ConveyVerdict)
         decisions: dict[str, set[str] | None] = {}
         out_of_range = 0

@@ -26,6 +26,8 @@ executed cell, whatever its outcome: the notebook shows it; outputs are the kern
 member's words), `reason` (a held request's content as its signatory saw it, and the stated reason
 of every decision) and `editor` (every result-editor version that took effect). The submitted
 hypothesis is judged apart: "used in the final hypothesis" is a property of an item, not a channel.
+The build phase's proposals and ratifications are drafts read by the consolidating AI, not the
+team's common record: the memory counts as the channel once it is frozen.
 
 **The lexical lower bound.** An item's distinctive tokens are its words (lower case, a final "s"
 dropped, cut to 6 letters; numbers kept whole) minus stop words and minus every token of the
