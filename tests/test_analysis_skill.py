@@ -103,3 +103,16 @@ def test_a_connected_graph_can_still_leave_a_seat_inseparable_and_the_rank_test_
     table = fit.table.set_index("entity")
     assert set(table["component"]) == {0} and not fit.separable
     assert not table.loc["D:m2", "identifiable"] and pd.isna(table.loc["D:m2", "skill"])
+
+
+def test_the_evidence_in_parameter_space_equals_the_direct_gaussian_density():
+    from scipy.stats import multivariate_normal
+
+    from colabkit.analysis.skill import _log_evidence
+
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 2, size=(12, 5)).astype(float)
+    y = rng.normal(size=12)
+    prior = np.array([100.0, 1.0, 1.0, 0.04, 0.04])
+    direct = multivariate_normal(np.zeros(12), (x * prior) @ x.T + 0.3**2 * np.eye(12)).logpdf(y)
+    assert _log_evidence(x, y, prior, 0.3) == pytest.approx(direct, rel=1e-9)

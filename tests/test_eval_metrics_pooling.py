@@ -202,3 +202,21 @@ def test_the_judge_sees_content_alone_one_question_per_text_and_one_for_the_hypo
         "the team's shared memory", "chat message", "code cell", "edit of the result", "the submitted hypothesis"])
     assert all(set(p["text"]) == {"kind", "content"} for p in asked)  # not who wrote it
     assert all(set(n) == {"n", "note"} for n in asked[0]["private_notes"])  # not who held it
+
+
+def test_a_session_the_real_engine_recorded_maps_every_event_kind_to_its_channel(tmp_path):
+    from helpers.stored_session import HYPOTHESIS as SIGNED
+    from helpers.stored_session import record_scaffolded_session
+
+    from colabkit.evaluation.storage import load_context
+
+    ctx = load_context(record_scaffolded_session(tmp_path / "exp"), None, None)
+    texts = shared_record(ctx.events)
+    assert [(t.channel, t.author) for t in texts] == [
+        ("memory", "system"), ("cell", "ai"), ("chat", "R"), ("cell", "D"),
+        ("reason", "ai"), ("reason", "R"), ("editor", "ai"), ("chat", "ai")]  # held edit, R's reason, applied edit
+    assert texts[4].text == SIGNED and texts[5].text == "matches the counts"
+    result = score("pooling_lexical", ctx)
+    # the scripted team says nothing of its private notes: every item stays unshared, and says why delay is missing
+    assert result.values["pooling_lex"] == 0 and result.values["private_items"] == 28
+    assert result.values["pooling_lex_delay"] is None and result.flags == ["pooling_lex:nothing_pooled"]

@@ -117,10 +117,16 @@ def _prior(names: Sequence[str], task_cols: np.ndarray, task_sd: float) -> np.nd
 
 
 def _log_evidence(x: np.ndarray, y: np.ndarray, prior: np.ndarray, noise: float) -> float:
-    """log N(y; 0, X diag(prior) X' + noise^2 I): the exact marginal likelihood."""
-    cov = (x * prior) @ x.T + noise**2 * np.eye(len(y))
-    sign, logdet = np.linalg.slogdet(cov)
-    return float(-0.5 * (logdet + y @ np.linalg.solve(cov, y) + len(y) * np.log(2 * np.pi))) if sign > 0 else -np.inf
+    """log N(y; 0, X diag(prior) X' + noise^2 I), the exact marginal likelihood, computed in the
+    parameters' dimension (matrix determinant lemma and Woodbury), not the sessions': a study's
+    1,500 sessions would otherwise mean a 1,500 x 1,500 determinant per grid point."""
+    n = len(y)
+    precision = np.diag(1.0 / prior) + x.T @ x / noise**2
+    chol = np.linalg.cholesky(precision)
+    projected = np.linalg.solve(chol, x.T @ y / noise**2)
+    logdet = n * np.log(noise**2) + float(np.sum(np.log(prior))) + 2.0 * float(np.sum(np.log(np.diag(chol))))
+    quadratic = float(y @ y) / noise**2 - float(projected @ projected)
+    return float(-0.5 * (logdet + quadratic + n * np.log(2 * np.pi)))
 
 
 def _posterior(x: np.ndarray, y: np.ndarray, prior: np.ndarray, noise: float) -> tuple[np.ndarray, np.ndarray]:

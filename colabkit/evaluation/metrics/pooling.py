@@ -131,6 +131,8 @@ def pooling_values(fates: Sequence[ItemFate], prefix: str) -> tuple[dict[str, Va
         if reached:
             values[f"{prefix}_delay"] = statistics.fmean(0 if f.first_phase == "build" else f.first_round or 0
                                                          for f in reached)
+        else:
+            flags.append(f"{prefix}:nothing_pooled")  # no delay to measure: missing, and why
     return values, flags
 
 
