@@ -30,7 +30,12 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
 - `missing_score_bounds`: each variant's means with its missing scores filled in worst- and
   best-case (does a result depend on the sessions that have no score?); `missing_sessions`:
   per variant, how many sessions are missing and why (crash, provider refusal, context overflow).
-- `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
+- `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it
+  (its "Private notes" tab: `private_notes`).
+- `pooling_table` / `pooling_figure` / `pooling_items`: where the simulated humans' private
+  knowledge went, per variant and per item (docs/pooling.md).
+- `fit_skills` / `skill_frame`: AI models and human seats ranked on one scale, with what the
+  design cannot separate said so (docs/skill-model.md).
 """
 
 from colabkit.analysis.figures import (
@@ -75,6 +80,7 @@ from colabkit.analysis.inference.power_analysis.power import (
 from colabkit.analysis.judging import banner_html, judge_status, judge_warning, scores_warning
 from colabkit.analysis.memory_dynamics import MEMORY_DYNAMICS_COLUMNS, memory_dynamics, memory_versions
 from colabkit.analysis.own_contrasts import comparisons, own_contrasts
+from colabkit.analysis.pooling import pooling_figure, pooling_items, pooling_table
 from colabkit.analysis.replication import claim_verdicts, claims_table, replication_table
 from colabkit.analysis.scores import (
     RATE_METRICS,
@@ -84,6 +90,7 @@ from colabkit.analysis.scores import (
     read_score_table,
     variant_order,
 )
+from colabkit.analysis.skill import SkillFit, fit_skills, skill_frame
 
 __all__ = [
     "DECOMPOSITION",
@@ -98,6 +105,7 @@ __all__ = [
     "WORK_METRICS",
     "AnalysisPlan",
     "Hypothesis",
+    "SkillFit",
     "ablation_figure",
     "analysis_plan",
     "artefacts",
@@ -113,6 +121,7 @@ __all__ = [
     "contrasts",
     "decision_counts",
     "figure_bytes",
+    "fit_skills",
     "format_study_table",
     "gate_figure",
     "gate_summary",
@@ -132,6 +141,9 @@ __all__ = [
     "plan_for",
     "plan_summary",
     "planned_tests",
+    "pooling_figure",
+    "pooling_items",
+    "pooling_table",
     "power_of",
     "power_table",
     "read_plan",
@@ -141,6 +153,7 @@ __all__ = [
     "scores_warning",
     "seeds_needed",
     "sign_flip_p",
+    "skill_frame",
     "study_table",
     "task_contrast",
     "tasks_needed",

@@ -19,6 +19,12 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
+from colabkit.analysis.private_notes import (
+    first_appearances,
+    note_fates,
+    render_private_notes,
+    render_step_marks,
+)
 from colabkit.analysis.session_table import render_session_table, session_table
 from colabkit.analysis.trajectory import (
     ALL,
@@ -57,8 +63,10 @@ class TrajectoryExplorer:
         self.view = widgets.HTML()
         self.memory, self.thoughts, self.full = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.claims = widgets.HTML()  # the submitted hypothesis claim by claim -> supporting cells
-        tabs = widgets.Tab(children=[self.view, self.memory, self.thoughts, self.full, self.claims])
-        for i, title in enumerate(("Step", "Memory", "Thoughts", "Whole session", "Claims")):
+        self.private = widgets.HTML()  # each private note and where it first appeared
+        self.marks: dict[int, list[str]] = {}
+        tabs = widgets.Tab(children=[self.view, self.memory, self.thoughts, self.full, self.claims, self.private])
+        for i, title in enumerate(("Step", "Memory", "Thoughts", "Whole session", "Claims", "Private notes")):
             tabs.set_title(i, title)
         self.widget = widgets.VBox([self.experiment, self.sessions, self.session, widgets.HBox([self.participant, self.phase]),
                                     widgets.HBox([self.previous, self.step, self.next]), tabs])
@@ -87,7 +95,8 @@ class TrajectoryExplorer:
         if self.trajectory is None:
             return f"<i>no finished sessions under {self.root}</i>"
         return (f"<h4>Sessions of {self.experiment.value}</h4>"
-                f"{render_session_table(self.table, self.session.value)}{render_session(self.trajectory)}")
+                f"{render_session_table(self.table, self.session.value)}{render_session(self.trajectory)}"
+                f"{self.private.value}")
 
     def move(self, delta: int) -> None:
         """Step forward or back within the filtered events."""
@@ -115,6 +124,9 @@ class TrajectoryExplorer:
         self.participant.options = [ALL, *self.trajectory.participants]
         self.memory.value = render_memory(self.trajectory)
         self.claims.value = render_claims(self.trajectory)
+        fates = note_fates(self.trajectory)
+        self.private.value = render_private_notes(fates)
+        self.marks = first_appearances(fates)
         self.thoughts.value = "".join(render_thoughts(self.trajectory, p)
                                       for p in self.trajectory.participants if p != "system")
         self._on_filter()
@@ -130,4 +142,8 @@ class TrajectoryExplorer:
 
     def _on_step(self, _: Any = None) -> None:
         if self.trajectory is not None:
-            self.view.value = render_step(self.trajectory, self.steps, self.step.value - 1)
+            view = render_step(self.trajectory, self.steps, self.step.value - 1)
+            if self.steps:
+                seq = int(self.trajectory.events.iloc[self.steps[self.step.value - 1]]["seq"])
+                view += render_step_marks(self.marks, seq)
+            self.view.value = view

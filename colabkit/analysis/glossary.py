@@ -40,6 +40,15 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "w_human": ("count", "The part of W_total the simulated humans did. Not defined for the single agent."),
     "ca_plus": ("count", "Controlled autonomy: the AI's questions answered by a human's confirmation (Co-Gym)."),
     "ca_minus": ("count", "Controlled autonomy: human messages a judge finds halt the AI (Co-Gym)."),
+    "pooling": ("0 to 1", "Information pooling (Stasser & Titus): share of the simulated humans' private briefing "
+                "items that reached the shared record (chat, memory, cells, request and decision reasons, result "
+                "editor), as a judge decides. Opt-in; not defined for the single agent."),
+    "pooling_lex": ("0 to 1", "The same share by the judge-free lexical lower bound (distinctive-token overlap; "
+                    "errs toward 'not conveyed')."),
+    "pooling_hyp": ("0 to 1", "Share of the private items the submitted hypothesis uses (judged; an empty "
+                    "editor uses none)."),
+    "pooling_delay": ("rounds", "Mean task round in which the pooled items first appeared (an item first in the "
+                      "memory built before the task counts 0; judged)."),
 }
 """metric column -> (range, meaning); its label is `METRIC_LABELS`'."""
 

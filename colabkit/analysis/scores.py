@@ -27,6 +27,7 @@ METRIC_LABELS = {
     "h_init_norm": "H_init,norm", "s_hyp": "S_hyp", "performance": "Performance", "hms": "HMS",
     "w_total": "W_total", "w_human": "W_human", "delivered": "Delivery", "a_profile": "A_profile",
     "c_wf": "C_wf", "h_init_events": "H_init,events", "ca_plus": "CA+", "ca_minus": "CA-",
+    "pooling": "Pooling", "pooling_lex": "Pooling_lex", "pooling_hyp": "Pooling_hyp", "pooling_delay": "Pooling delay",
 }
 
 

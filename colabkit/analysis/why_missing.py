@@ -16,14 +16,17 @@ from collections import Counter
 import pandas as pd
 
 from colabkit.evaluation import scorers_for
+from colabkit.evaluation.scorer import registered
 
 SHOWN_REASONS = 2
 _COUNT = re.compile(r"\(\d+\)$")  # judge_missing(3): the count per session, not a different reason
 
 
 def scorer_of(metric: str) -> str:
-    """The name of the default scorer that fills `metric` (the metric's own name otherwise)."""
-    return next((s.name for s in scorers_for(None) if metric in s.columns), metric)
+    """The name of the scorer that fills `metric`: a default one, else an opt-in one (the metric's
+    own name otherwise)."""
+    return next((s.name for s in scorers_for(None) if metric in s.columns),
+                next((name for name, factory in registered().items() if metric in factory().columns), metric))
 
 
 def why_missing(scores: pd.DataFrame, metric: str) -> str:

@@ -13,6 +13,7 @@ from colabkit.evaluation.metrics import (
     gates,  # noqa: F401  (n_gated, approval/rejection rates, gate annotations)
     hypothesis,  # noqa: F401  (performance, hms)
     initiative,  # noqa: F401  (h_init_norm, h_init_zero_rule, ca_plus, ca_minus; h_init_events)
+    pooling,  # noqa: F401  (pooling, pooling_lex and their channel columns; opt-in)
     profile,  # noqa: F401  (a_profile)
     simfailure,  # noqa: F401  (sim_failure, sim_failure_kind, sim_failure_events; opt-in)
     support,  # noqa: F401  (s_hyp, s_hyp_all)
