@@ -222,6 +222,8 @@ class _Session:
         """One participant's step, if it has anything new in view; the end it caused, if any."""
         if self.fork is not None:
             self.fork.before_turn(self)
+            if not self.fork.seated(pid):  # a seat a fork emptied from its point (`fork.members`)
+                return None
         observation = self.observe(pid)
         key = observation.view_key()
         if not self.sched.eligible(pid, key, has_requests=self.has_requests(pid)):
@@ -288,7 +290,7 @@ class _Session:
                 for pid in waiting:
                     if self.fork is not None:
                         self.fork.before_turn(self)
-                    if not self.has_requests(pid):
+                    if not self.has_requests(pid) or (self.fork is not None and not self.fork.seated(pid)):
                         continue
                     observation = self.observe(pid)
                     step, fields = await self.ask(pid, observation)
@@ -347,6 +349,8 @@ class _Session:
         that is machinery (off its budget, decisions or a wait only, marked `AT_ONCE`), so a
         request's delay does not depend on the round's order; a wait (or a failed answer)
         leaves it to the signatory's own turn. True when an approved finish took effect."""
+        if self.fork is not None and not self.fork.seated(pid):  # an emptied seat decides nothing
+            return False
         self.deciding = True
         try:
             observation = self.observe(pid)
