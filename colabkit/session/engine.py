@@ -66,7 +66,7 @@ from colabkit.session.events import (
 from colabkit.session.hooks import ReplayHook
 from colabkit.session.prompting.observation import Observation, build_observation
 from colabkit.session.prompting.views import Thought, cell_output, clip
-from colabkit.session.rules import budget_line
+from colabkit.session.rules import budget_line, end_rule
 from colabkit.session.scheduler import Scheduler, closing_order, round_order
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import Answer, step_messages, step_schema
@@ -190,7 +190,7 @@ class _Session:
             round=self.round,
             actions_left=self.sched.actions_left(pid),
             ai_actions_left=None if pid == "ai" else self.sched.ai_actions_left(),
-            end_rule=f"{self.spec.settings.end_rule()}\n{budget_line(self.sched, pid)}",
+            end_rule=f"{end_rule(self.spec.settings, self.sched)}\n{budget_line(self.sched, pid)}",
             budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],

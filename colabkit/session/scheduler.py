@@ -79,6 +79,8 @@ class Scheduler:
         self.clock = settings.termination == "ai_budget"  # the AI's budget is the session's clock
         self.sides = dict(sides)
         self.participants = tuple(sides)
+        # Who holds the clock: the AI agent; a human alone (a solo variant) holds it in its place.
+        self.keeper = "ai" if "ai" in sides or len(sides) != 1 else self.participants[0]
         self.used: dict[str, int] = {self.holder(pid): 0 for pid in self.participants}
         self.waits = 0
         self.idle_streak = 0
@@ -92,7 +94,7 @@ class Scheduler:
         return participant if side == "human" and self.settings.per_member else side
 
     def _budget(self, holder: str) -> int:
-        return self.settings.budget_for("ai" if holder == "ai" else "human")
+        return self.settings.budget_for("ai" if holder in ("ai", self.keeper) else "human")
 
     @property
     def actions(self) -> int:
@@ -135,7 +137,7 @@ class Scheduler:
             return None
         rule = self.settings.termination
         if rule == "ai_budget":
-            return "ai" if side == "ai" else None
+            return side if last == self.keeper else None
         if rule == "either_side" or all(self.spent(h) for h in self.used):
             return side
         return None
@@ -144,7 +146,7 @@ class Scheduler:
         """Whether `participant` gets a step now (see the module docstring)."""
         if self.actions_left(participant) == 0 and not has_requests:
             return False
-        if self.clock and self.sides[participant] == "ai":
+        if self.clock and participant == self.keeper:
             return self.actions_left(participant) > 0  # the clock: asked every round while it has steps
         if participant not in self._seen or not self._waited[participant]:
             return True
@@ -153,7 +155,7 @@ class Scheduler:
     def clocked(self, participant: str) -> bool:
         """Whether every turn of `participant` is a step of its budget, a wait or a decision
         included: the AI's, under the clock (its turns are the session's rounds)."""
-        return self.clock and self.sides[participant] == "ai"
+        return self.clock and participant == self.keeper
 
     def record_step(self, participant: str, view_key: str, *, waited: bool, machinery: bool = False) -> None:
         """Note a step taken on the view with `view_key`; non-waits (and the AI's waits under the
