@@ -31,6 +31,8 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
   best-case (does a result depend on the sessions that have no score?); `missing_sessions`:
   per variant, how many sessions are missing and why (crash, provider refusal, context overflow).
 - `trajectory` and `explorer`: one stored session as HTML, and an ipywidgets stepper over it.
+- `contributions` (each member's counterfactual contribution from paired replays) and `synergy`
+  (each team against its members alone: strong, weak synergy, process loss), from their modules.
 """
 
 from colabkit.analysis.figures import (
