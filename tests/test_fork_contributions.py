@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from colabkit.analysis.contributions import (
     contribution_pairs,
     contribution_runs,
+    section,
     session_contributions,
     variant_contributions,
 )
@@ -119,6 +120,14 @@ def test_a_member_who_only_waits_contributes_zero_and_one_who_carries_the_answer
     assert table.loc[("R", "messages"), "contribution"] == 1.0  # its one message
     per_session = session_contributions(pairs)
     assert set(per_session["n_seeds"]) == {3} and set(per_session["variant"]) == {"default-dr"}
+
+
+def test_the_notebook_section_shows_the_replays_or_says_why_not(replays, tmp_path):
+    shown = section(replays)
+    assert shown.figure is not None and set(shown.table["member"]) == {"D", "R"}
+    assert "1 session(s), 9 continuation(s)" in shown.note and "process counts only" in shown.note
+    absent = section(tmp_path / "forks")
+    assert absent.figure is None and absent.table.empty and "colabkit contributions" in absent.note
 
 
 def test_a_missing_score_stays_missing(replays):

@@ -26,13 +26,13 @@ PARAMETERS = {
     "run_variant": ["experiment", "results", "variant"],
     "score": ["experiment", "results"],
     "annotate_gates": ["experiment", "results"],
-    "ablations": ["experiment", "results", "scores_file", "out"],
+    "ablations": ["experiment", "results", "scores_file", "out", "forks"],
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
     "realism": ["experiment", "results", "people", "cogym", "recllmsim", "out"],
 }
 TABLES = ("replication", "claims", "hypotheses", "plan", "power_of_procedure", "study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
           "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores",
-          "comparisons")
+          "comparisons", "contributions", "synergy")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 # Three notebook kernels, about a minute each: started early (tests/conftest.py orders slow files first).
 pytestmark = pytest.mark.slow
@@ -142,6 +142,9 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert pd.read_csv(out / "living_memory.csv").empty  # no Dynamic variants: no such family
     assert pd.read_csv(out / "simulator_effect.csv").empty  # no simulator sweep: nothing to compare
     assert pd.read_csv(out / "comparisons.csv").empty  # the paper's variants only: no own comparison
+    assert pd.read_csv(out / "contributions.csv").empty and pd.read_csv(out / "synergy.csv").empty
+    assert any(t.startswith("no contribution replays in") and "colabkit contributions" in t for t in texts)
+    assert any("add solo-d and solo-r" in h for h in html)  # no member alone: said why, nothing decided
     closing = code_cells(nb)[-1].outputs[-1]["data"]["text/html"]  # the summary in words, last
     assert "What this run does not show" in closing and "Not declared, and why" in closing
     assert all(h in closing for h in claims["hypothesis"])  # every claim named with its decision

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from scipy import stats as scipy_stats
@@ -179,6 +181,44 @@ def contribution_figure(table: pd.DataFrame, metric: str, title: str = "") -> ob
         ax.legend(dict(zip(labels, handles)).values(), dict(zip(labels, handles)).keys(), fontsize=8)
     fig.tight_layout()
     return fig
+
+
+@dataclass
+class Section:
+    """What a notebook shows of a forks folder's contribution replays (`section`)."""
+
+    table: pd.DataFrame
+    figure: Any | None
+    note: str
+
+
+def section(forks: Path | str, title: str = "") -> Section:
+    """The per-variant contributions of the replays under `forks` with their scores where the
+    evaluation layer has scored them (else process counts only), a bar chart on the first outcome
+    that has values (else `delivered`), and one line saying what was found or why nothing was."""
+    from colabkit.analysis.scores import load_score_table
+    from colabkit.errors import ColabkitError
+
+    folder = Path(forks)
+    empty = pd.DataFrame(columns=list(VARIANT_COLUMNS))
+    how = (f"run `colabkit contributions <experiment folder> --seeds 0,1,2` (it prints the cost first), then "
+           f"`colabkit score {folder}`")
+    runs = contribution_runs(folder) if folder.is_dir() else pd.DataFrame(columns=list(RUN_COLUMNS))
+    if runs.empty:
+        return Section(empty, None, f"no contribution replays in {folder}: {how}")
+    try:
+        scores = load_score_table(folder)
+    except (ColabkitError, OSError, ValueError) as exc:
+        scores, unscored = None, f"; not scored ({' '.join(str(exc).split())[:120]}): process counts only"
+    else:
+        unscored = "" if not scores.empty else "; not scored yet: process counts only"
+    table = variant_contributions(contribution_pairs(contribution_runs(folder, scores)))
+    if table.empty:
+        return Section(empty, None, f"replays in {folder} but no control to pair them with: {how}")
+    metric = next((m for m in (*OUTCOME_METRICS, "delivered") if m in set(table["metric"])), str(table["metric"].iloc[0]))
+    note = (f"{runs['parent_id'].nunique()} session(s), {len(runs)} continuation(s) in {folder}{unscored}; "
+            f"the chart shows {metric}")
+    return Section(table, contribution_figure(table, metric, title), note)
 
 
 def _members(values: Sequence[str] | pd.Series) -> list[str]:

@@ -34,6 +34,8 @@ def synergy_table(scores: pd.DataFrame, plan: AnalysisPlan | None = None,
     """One row per team variant and kind (strong, weak, process-loss): see the module docstring.
     `plan`: the experiment's (default: the default plan, which plans no synergy test)."""
     plan = plan or analysis_plan()
+    if metric not in scores.columns:  # not scored on it: nothing to compare (missing, never 0)
+        return pd.DataFrame(columns=list(SYNERGY_COLUMNS))
     table = check_scores(scores, [metric])
     present = variant_order(table["variant"].unique())
     tests = synergy_tests(present, metric)
