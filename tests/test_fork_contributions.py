@@ -159,6 +159,11 @@ def test_the_cost_is_read_from_the_parents_log_and_printed_before_a_run(answer_p
     out = capsys.readouterr().out
     assert "remove D from event" in out and f"model calls: {cost.calls:,.0f}" in out and "cost: unpriced" in out
     assert not any(tmp_path.iterdir())  # a dry run runs nothing
+    use_scripted({}, default=answer_policy)
+    assert main(["contributions", str(answer_parent), "--seeds", "0", "--members", "R", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "without R: 1 continuation(s), 1 control(s)" in out and "next: colabkit score" in out
+    assert len([f for f in tmp_path.iterdir() if (f / "session.json").is_file()]) == 2
 
 
 # -- the changes themselves, on the stored Scaffolded-DR session -----------------------------------------
@@ -176,6 +181,10 @@ def test_the_structure_switched_off_plays_the_default_twin_from_n(scaffolded, tm
     after = [c for c in model.calls if c["caller"] in ("ai", "D", "R")]
     assert after and not any("Gate rules" in json.dumps(c["messages"]) or "Shared Group Memory"
                              in json.dumps(c["messages"]) for c in after)
+    use_scripted({"ai": scaffolded_scripts()["ai"][3:]}, default=WAIT)
+    fork(scaffolded, at=R_MESSAGE, seeds=[0], out=tmp_path)  # its control
+    runs = contribution_runs(tmp_path)  # the structure's replay counts for the parent's variant
+    assert sorted(zip(runs["member"], runs["variant"])) == [("control", "scaffolded-dr"), ("structure", "scaffolded-dr")]
 
 
 def test_a_request_open_when_the_structure_goes_off_expires_at_n(scaffolded, tmp_path):

@@ -211,7 +211,8 @@ def section(forks: Path | str, title: str = "") -> Section:
     except (ColabkitError, OSError, ValueError) as exc:
         scores, unscored = None, f"; not scored ({' '.join(str(exc).split())[:120]}): process counts only"
     else:
-        unscored = "" if not scores.empty else "; not scored yet: process counts only"
+        scored = [m for m in OUTCOME_METRICS if m in scores.columns and scores[m].notna().any()]
+        unscored = "" if scored else "; no Performance, HMS or S_hyp scored yet: process counts only"
     table = variant_contributions(contribution_pairs(contribution_runs(folder, scores)))
     if table.empty:
         return Section(empty, None, f"replays in {folder} but no control to pair them with: {how}")
