@@ -79,7 +79,9 @@ def replays(answer_parent, tmp_path_factory) -> Path:
     use_scripted({}, default=answer_policy)
     jobs = contributions.plan([answer_parent], [0, 1, 2])
     assert sorted(j.member for j in jobs) == ["D", "R"]  # Default: no structure to switch off
-    contributions.run(jobs, out=out)
+    said: list[str] = []
+    contributions.run(jobs, out=out, say=said.append)
+    assert said == contributions.estimate(jobs).lines()  # the cost, said before anything ran
     return out
 
 

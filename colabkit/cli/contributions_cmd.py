@@ -52,7 +52,7 @@ def _contributions(args: argparse.Namespace) -> int:
     if args.dry_run or not jobs:
         return 0
     data_root = data_root_for(sessions[0], args.data_root)[0]
-    for job, forks in contributions.run(jobs, out=args.out, data_root=data_root).items():
+    for job, forks in contributions.run(jobs, out=args.out, data_root=data_root, say=None).items():
         print(f"{job.session_id} without {job.member}: {len(forks.changed)} continuation(s), "
               f"{len(forks.controls)} control(s) in {forks.changed[0].parent if forks.changed else '-'}")
     print("next: colabkit score <the forks folder>, then colabkit.analysis.contributions (docs/contributions.md)")

@@ -22,7 +22,7 @@ Judge requests for scoring the continuations are `estimate.judge_questions` per 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -148,9 +148,13 @@ def estimate(jobs: Sequence[ContributionJob], *, judge_metrics: Sequence[str] = 
 
 
 def run(jobs: Sequence[ContributionJob], *, out: Path | str | None = None, data_root: Path | str | None = None,
-        concurrency: int = 2) -> dict[ContributionJob, ForkSet]:
+        concurrency: int = 2, say: Callable[[str], None] | None = print) -> dict[ContributionJob, ForkSet]:
     """Run every job's replays and controls with the fork machinery (`runner.fork.fork`); a
-    finished continuation is found, not rerun. `out`: where they go (default: each parent's forks/)."""
+    finished continuation is found, not rerun. `out`: where they go (default: each parent's forks/).
+    The cost (`estimate`) is said first (`say`; None: the caller has said it)."""
+    if say is not None:
+        for line in estimate(jobs).lines():
+            say(line)
     done = {}
     for job in jobs:
         done[job] = fork(job.parent, at=job.at, change=job.change(), seeds=list(job.seeds), out=out,
