@@ -1,10 +1,10 @@
 """Counterfactual contributions (issue 47): a seat emptied from N, the structure switched off from N,
 and each member's contribution measured on scripted sessions whose truth is known by construction.
 
-The Default-DR parent of `answer_parent` is played by one policy: R posts the answer to the whole
-team in its first turn, D always waits, and the AI writes the answer into the editor once it sees
-it in the chat (else it runs a cell). So R's contribution to the delivered answer is 1 by
-construction and D's is 0 on every metric.
+The Default-DR parent of `answer_parent` (`helpers.contribution_replays`) is played by one policy:
+R posts the answer to the whole team in its first turn, D always waits, and the AI writes the
+answer into the editor once it sees it in the chat. So R's contribution to the delivered answer
+is 1 by construction and D's is 0 on every metric.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers.contribution_replays import ANSWER, answer_policy, record_answer_parent, record_replays
 from helpers.scripted import use_scripted
-from helpers.stored_session import WAIT, record_scaffolded_session, record_session, say, scaffolded_scripts
+from helpers.stored_session import WAIT, record_scaffolded_session, scaffolded_scripts
 from pydantic import ValidationError
 
 from colabkit.analysis.contributions import (
@@ -27,17 +28,13 @@ from colabkit.analysis.contributions import (
 )
 from colabkit.cli import main
 from colabkit.errors import ColabkitError
-from colabkit.llm import ModelConfig
 from colabkit.runner import contributions
 from colabkit.runner.fork import fork
-from colabkit.session import Event, SessionSettings, SessionSpec
+from colabkit.session import Event
 from colabkit.session.fork import RemoveMember, StructureOff, fork_points
 from colabkit.store import SessionRecord
-from colabkit.tasks import load_tasks
 from colabkit.team import variant
 
-TASK_ID = "demo_archaeology/0/0"
-ANSWER = "Axes peak in hoards of the 12th century BCE."
 R_MESSAGE, R_APPROVES = 9, 13  # in the scaffolded parent (tests/test_runner_fork.py checks them)
 
 
@@ -49,25 +46,9 @@ def record_of(folder: Path) -> SessionRecord:
     return SessionRecord.model_validate_json((folder / "session.json").read_bytes())
 
 
-def answer_policy(model: str, messages: list[dict]) -> dict | str:
-    """R tells everyone the answer once; D waits; the AI writes what it read in the chat, else runs a cell."""
-    view = str(messages[-1].get("content", ""))
-    if model == "R":
-        return WAIT if "ANSWER:" in view else say("send_message", f"ANSWER: {ANSWER}", "all")
-    if model == "ai":
-        if "ANSWER:" in view and "editor version" not in view:
-            return say("edit_result", ANSWER)
-        return say("execute_code", "print(6 * 7)")
-    return WAIT
-
-
 @pytest.fixture(scope="module")
 def answer_parent(tmp_path_factory) -> Path:
-    use_scripted({}, default=answer_policy)
-    var = variant("default-dr")
-    spec = SessionSpec(task_id=TASK_ID, variant=var, seed=5, settings=SessionSettings(action_budget=4),
-                       models={pid: ModelConfig(model=f"scripted/{pid}") for pid in var.team})
-    folder = record_session(spec, load_tasks().get(TASK_ID), tmp_path_factory.mktemp("runs"))
+    folder = record_answer_parent(tmp_path_factory.mktemp("runs"))
     assert record_of(folder).final_hypothesis == ANSWER
     return folder
 
@@ -75,12 +56,10 @@ def answer_parent(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def replays(answer_parent, tmp_path_factory) -> Path:
     """Every member's replays of the parent from its first task step, seeds 0-2, with controls."""
-    out = tmp_path_factory.mktemp("forks")
-    use_scripted({}, default=answer_policy)
     jobs = contributions.plan([answer_parent], [0, 1, 2])
     assert sorted(j.member for j in jobs) == ["D", "R"]  # Default: no structure to switch off
     said: list[str] = []
-    contributions.run(jobs, out=out, say=said.append)
+    out = record_replays(answer_parent, tmp_path_factory.mktemp("forks"), [0, 1, 2], said)
     assert said == contributions.estimate(jobs).lines()  # the cost, said before anything ran
     return out
 
