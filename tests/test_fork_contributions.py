@@ -173,7 +173,9 @@ def test_a_request_open_when_the_structure_goes_off_expires_at_n(scaffolded, tmp
     use_scripted({}, default=WAIT)
     folder = fork(scaffolded, at=R_APPROVES, change=StructureOff(), seeds=[0], out=tmp_path,
                   controls=False).changed[0]
-    expired = [e for e in events_of(folder) if e.action == "request_expired"]
+    events = events_of(folder)
+    assert [e.action for e in events[R_APPROVES:R_APPROVES + 2]] == ["fork_change", "request_expired"]
+    expired = [e for e in events if e.action == "request_expired"]
     assert [(e.request_id, e.args.get("switched_off")) for e in expired] == [("req-1", R_APPROVES)]
     assert record_of(folder).final_hypothesis == ""  # the held edit never took effect
 

@@ -35,7 +35,7 @@ from colabkit.hashing import sha256_hex
 from colabkit.session.actions import StepAction, StepSchema
 from colabkit.session.events import SYSTEM, Event, EventSink
 from colabkit.session.fork.changes import CellMismatch, ForkPoint, ReplayReport, describe
-from colabkit.session.fork.members import switch_off
+from colabkit.session.fork.members import default_twin, switch_off
 from colabkit.session.hooks import SessionState
 from colabkit.team import MemoryRecord, persona
 from colabkit.workspace import CellResult
@@ -201,8 +201,8 @@ class ForkReplay:
             spec = spec.model_copy(update={"variant": session.variant})
         elif change.kind == "remove_member":
             self._absent.add(change.role)
-        elif change.kind == "structure_off":
-            spec = spec.model_copy(update={"variant": switch_off(session, at)})
+        elif change.kind == "structure_off":  # switched off below, once the change is logged
+            spec = spec.model_copy(update={"variant": default_twin(session.variant)})
         elif change.kind == "memory" and (frozen := session.board.memory) is not None:
             board = session.board
             board.memory = MemoryRecord.model_validate({**frozen.model_dump(), **change.slots})
@@ -214,6 +214,8 @@ class ForkReplay:
             session.emit(SYSTEM, "fork_change", "info", args={"parent": self.point.parent_id, "at": at,
                                                                "change": change.model_dump(mode="json")},
                          result=f"fork of {self.point.parent_id} at event {at}: {describe(change)}", **fields)
+        if change.kind == "structure_off":
+            switch_off(session, at)
 
     def _step(self, event: Event, action: StepAction, content: str, to: str) -> None:
         # model_construct: the researcher's text is not bounded by the model's answer grammar.
