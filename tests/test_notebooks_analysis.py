@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+from helpers.contribution_replays import record_answer_parent, record_replays
 from helpers.notebooks import NOTEBOOKS, code_cells, execute
 from helpers.score_tables import score_table
 
@@ -26,13 +27,13 @@ PARAMETERS = {
     "run_variant": ["experiment", "results", "variant"],
     "score": ["experiment", "results"],
     "annotate_gates": ["experiment", "results"],
-    "ablations": ["experiment", "results", "scores_file", "out"],
+    "ablations": ["experiment", "results", "scores_file", "out", "forks"],
     "explore_trajectory": ["results", "experiment_dir", "session_id"],
     "realism": ["experiment", "results", "people", "cogym", "recllmsim", "out"],
 }
 TABLES = ("replication", "claims", "hypotheses", "plan", "power_of_procedure", "study_table", "study_table_formatted", "decomposition", "contrasts", "power", "termination",
           "termination_interaction", "living_memory", "simulator_effect", "contrasts_by_simulator", "missing_scores",
-          "comparisons")
+          "comparisons", "contributions", "synergy")
 FIGURES = ("ablation_quality", "ablation_work", "contrasts")
 # Three notebook kernels, about a minute each: started early (tests/conftest.py orders slow files first).
 pytestmark = pytest.mark.slow
@@ -142,6 +143,9 @@ def test_ablations_stores_the_tables_and_figures(tmp_path, scores_file):
     assert pd.read_csv(out / "living_memory.csv").empty  # no Dynamic variants: no such family
     assert pd.read_csv(out / "simulator_effect.csv").empty  # no simulator sweep: nothing to compare
     assert pd.read_csv(out / "comparisons.csv").empty  # the paper's variants only: no own comparison
+    assert pd.read_csv(out / "contributions.csv").empty and pd.read_csv(out / "synergy.csv").empty
+    assert any(t.startswith("no contribution replays in") and "colabkit contributions" in t for t in texts)
+    assert any("add solo-d and solo-r" in h for h in html)  # no member alone: said why, nothing decided
     closing = code_cells(nb)[-1].outputs[-1]["data"]["text/html"]  # the summary in words, last
     assert "What this run does not show" in closing and "Not declared, and why" in closing
     assert all(h in closing for h in claims["hypothesis"])  # every claim named with its decision
@@ -201,3 +205,17 @@ def test_ablations_compare_an_own_variant_with_its_default_twin_in_the_tables_an
     assert len(pd.read_csv(out / "study_table_formatted.csv")) == 15  # the study table has both
     closing = code_cells(nb)[-1].outputs[-1]["data"]["text/html"]
     assert "preassigned-drs − default-drs (its Default twin): " in closing
+
+
+def test_ablations_shows_each_members_contribution_from_the_replays(tmp_path, scores_file):
+    """The contributions section on replays of a session whose truth is known by construction
+    (`helpers.contribution_replays`): R's bar above 0, D's at 0, the chart stored and shown."""
+    forks = record_replays(record_answer_parent(tmp_path / "runs"), tmp_path / "forks", [0, 1])
+    out = tmp_path / "analysis"
+    nb = execute("ablations", tmp_path, experiment="", results=str(tmp_path), scores_file=str(scores_file),
+                 out=str(out), forks=str(forks))
+    table = pd.read_csv(out / "contributions.csv").set_index(["member", "metric"])
+    assert table.loc[("R", "delivered"), "contribution"] == 1.0 and table.loc[("D", "delivered"), "contribution"] == 0
+    assert (out / "contributions.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    texts = [o.get("text", "") for c in code_cells(nb) for o in c.outputs if o.get("output_type") == "stream"]
+    assert any("1 session(s), 6 continuation(s)" in t and "the chart shows delivered" in t for t in texts)

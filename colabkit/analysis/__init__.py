@@ -36,6 +36,8 @@ save what this layer returns (`artefacts` renders it to bytes for an atomic writ
   knowledge went, per variant and per item (docs/pooling.md).
 - `fit_skills` / `skill_frame`: AI models and human seats ranked on one scale, with what the
   design cannot separate said so (docs/skill-model.md).
+- `contributions` (each member's counterfactual contribution from paired replays) and `synergy`
+  (each team against its members alone: strong, weak synergy, process loss), from their modules.
 """
 
 from colabkit.analysis.figures import (

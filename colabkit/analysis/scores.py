@@ -16,6 +16,9 @@ import pandas as pd
 from colabkit.errors import ColabkitError
 
 STRUCTURES = ("single", "default", "scaffolded", "memory", "preassigned", "dynamic")  # dynamic: beyond the study
+SOLO = "solo"
+"""Each persona alone (`solo-d`, `solo-r`, beyond the study): a structure of the table, never of the
+study's grid or its plan (so it is not in `STRUCTURES`)."""
 COMPOSITIONS = ("none", "d", "r", "dr")
 # The columns the analysis needs; the evaluation table has more (flags, judge grade, ...).
 FACTOR_COLUMNS = ("session_id", "task_id", "variant", "structure", "composition", "seed")
@@ -33,7 +36,7 @@ METRIC_LABELS = {
 
 def variant_order(variants: Iterable[str]) -> list[str]:
     """The variants present, in the study's order (unknown names last, alphabetically)."""
-    known = ["single"] + [f"{s}-{c}" for s in STRUCTURES[1:] for c in COMPOSITIONS[1:]]
+    known = ["single"] + [f"{s}-{c}" for s in STRUCTURES[1:] for c in COMPOSITIONS[1:]] + ["solo-d", "solo-r"]
     present = set(variants)
     return [v for v in known if v in present] + sorted(present - set(known))
 
@@ -50,7 +53,7 @@ def check_scores(scores: pd.DataFrame, metrics: Iterable[str] = ()) -> pd.DataFr
     missing = [c for c in wanted if c not in scores.columns]
     if missing:
         raise ColabkitError(f"score table lacks column(s): {', '.join(missing)}")
-    unknown = sorted(set(scores["structure"]) - set(STRUCTURES))
+    unknown = sorted(set(scores["structure"]) - {*STRUCTURES, SOLO})
     if unknown:
         raise ColabkitError(f"score table has unknown structure value(s): {', '.join(map(str, unknown))}")
     if scores.empty:

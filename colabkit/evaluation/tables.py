@@ -61,6 +61,8 @@ def structure_of(variant: dict[str, Any]) -> tuple[str, str]:
     composition = "".join(h.lower() for h in sorted(humans)) or "none"
     if not humans:
         return "single", composition
+    if variant.get("ai") is False:  # one human alone (a solo variant, beyond the study)
+        return "solo", composition
     if variant.get("memory_updates"):  # a living memory (Dynamic); absent from older records
         return "dynamic", composition
     if variant.get("gate_source") == "self":

@@ -66,8 +66,8 @@ def session_model(spec: SessionSpec) -> SessionModel:
     settings, variant = spec.settings, spec.variant
     humans = len(variant.humans)
     rounds = min(settings.action_budget * AI_BUDGET_SHARE, settings.max_rounds)
-    ai = rounds
-    human_cap = settings.budget_for("human")
+    ai = rounds if variant.ai else 0.0  # a solo variant: its human holds the AI's clock
+    human_cap = settings.budget_for("human" if variant.ai else "ai")
     per_human = min(human_cap if settings.per_member else human_cap / max(humans, 1), rounds)
     human = humans * per_human
     if settings.team_action_budget:

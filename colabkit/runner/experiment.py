@@ -77,7 +77,7 @@ from colabkit.runner.experiment_sections import (
 from colabkit.session import SessionSettings, SessionSpec
 from colabkit.session.structure.registry import structures_for
 from colabkit.tasks import Task, TaskSuite, load_tasks
-from colabkit.team import VARIANT_NAMES, VariantConfig
+from colabkit.team import SOLO_VARIANT_NAMES, VARIANT_NAMES, VariantConfig
 from colabkit.team import variant as registered_variant
 from colabkit.team.declare import declare_in, read_yaml
 
@@ -135,7 +135,7 @@ class Experiment(StrictModel):
     @field_validator("variants")
     @classmethod
     def _variants(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        valid = (*VARIANT_NAMES, *(v.name for v in info.data.get("declared", ())))
+        valid = (*VARIANT_NAMES, *SOLO_VARIANT_NAMES, *(v.name for v in info.data.get("declared", ())))
         unknown = [v for v in value if v not in valid]
         if unknown:
             raise ValueError(f"unknown variant(s) {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")

@@ -51,6 +51,7 @@ from colabkit.session.fork import (
     fork_points,
     seat_map,
 )
+from colabkit.session.structure.registry import structures_for
 from colabkit.store import (
     CACHE_DIR,
     EVENTS_FILE,
@@ -147,7 +148,8 @@ class Parent:
         """The fork point, checked against this session (one-line errors)."""
         point = ForkPoint(parent_id=self.record.session_id, parent_spec_identity=self.record.spec_identity,
                           at=at, change=change, seed=seed, verify=verify, seats=seat_map(seats))
-        check_fork(self.events, self.record.spec.participants, self.record.memory is not None, point)
+        check_fork(self.events, self.record.spec.participants, self.record.memory is not None, point,
+                   has_structure=bool(structures_for(self.record.spec.variant)))
         if "person" in point.seats.values():
             raise ColabkitError(f"fork of {self.record.session_id}: a fork runs headless, so a person cannot take "
                                 "a seat after N here; use 'persona'")

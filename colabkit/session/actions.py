@@ -213,7 +213,7 @@ def valid_actions(actor: str, team: Sequence[str], *, has_requests: bool, decisi
             continue
         if kind == "wait" and lone and not clock:
             continue
-        if kind == "finish" and clock and actor != "ai":
+        if kind == "finish" and clock and actor != "ai" and not lone:  # a solo human holds the clock
             continue
         if kind in STRUCTURE_ACTIONS and kind not in added:
             continue

@@ -64,7 +64,7 @@ from colabkit.session.events import (
 from colabkit.session.hooks import ReplayHook
 from colabkit.session.prompting.observation import Observation, build_observation
 from colabkit.session.prompting.views import Thought, cell_output, clip
-from colabkit.session.rules import budget_line
+from colabkit.session.rules import budget_line, end_rule
 from colabkit.session.scheduler import Scheduler, acts_in_view, closing_order, round_order
 from colabkit.session.seats.policy import Question, Seat, SeatAnswer, answer
 from colabkit.session.seats.react import Answer, step_messages, step_schema
@@ -192,7 +192,7 @@ class _Session:
             round=self.round,
             actions_left=self.sched.actions_left(pid),
             ai_actions_left=None if pid == "ai" else self.sched.ai_actions_left(),
-            end_rule=f"{self.spec.settings.end_rule()}\n{budget_line(self.sched, pid)}",
+            end_rule=f"{end_rule(self.spec.settings, self.sched)}\n{budget_line(self.sched, pid)}",
             budget_holder="you" if len(side) == 1 else f"{' and '.join(side)} together",
             query=self.task.query,
             briefing=self.briefings[pid],
@@ -229,6 +229,8 @@ class _Session:
             return "finish"
         if self.fork is not None:
             self.fork.before_turn(self)
+            if not self.fork.seated(pid):  # a seat a fork emptied from its point (`fork.members`)
+                return None
         key = acts_in_view(self.log.events, pid, sees_all=self.sides[pid] == "ai")
         if not self.sched.eligible(pid, key):
             return None
@@ -252,8 +254,8 @@ class _Session:
         for _ in range(len(self.open_ids(pid))):
             if self.fork is not None:
                 self.fork.before_turn(self)
-            if not self.has_requests(pid):
-                break
+            if not self.has_requests(pid) or (self.fork is not None and not self.fork.seated(pid)):
+                break  # nothing open, or a seat a fork emptied (`fork.members`): it decides nothing
             self.deciding = True
             try:
                 observation = self.observe(pid)
@@ -318,7 +320,7 @@ class _Session:
                 for pid in waiting:
                     if self.fork is not None:
                         self.fork.before_turn(self)
-                    if not self.has_requests(pid):
+                    if not self.has_requests(pid) or (self.fork is not None and not self.fork.seated(pid)):
                         continue
                     observation = self.observe(pid)
                     step, fields = await self.ask(pid, observation)

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 from colabkit.session.actions import StepSchema
 from colabkit.session.events import EventLog, EventSink
 from colabkit.session.settings import SessionSpec
-from colabkit.session.structure.base import Board
+from colabkit.session.structure.base import Board, Composition
+from colabkit.session.structure.gating import Gatekeeper
 from colabkit.team import VariantConfig
 from colabkit.workspace import CellResult, Workspace
 
@@ -24,6 +25,8 @@ class SessionState(Protocol):
     spec: SessionSpec
     variant: VariantConfig
     board: Board  # the structures' records: the frozen memory, the living one, the gates in force
+    structure: Composition  # the structures in play (a fork may switch them off: `fork.members`)
+    requests: Gatekeeper  # the held requests (a fork switching the structure off expires the open ones)
 
     @property
     def log(self) -> EventLog: ...
@@ -36,13 +39,16 @@ class SessionState(Protocol):
 
 class ReplayHook(Protocol):
     """What the engine calls on a fork's replay: its log's identity and sink, a check before
-    each turn, a replacement step at the fork point, and a check of each prefix cell."""
+    each turn, whether a participant is seated (a fork may empty a seat from its point), a
+    replacement step at the fork point, and a check of each prefix cell."""
 
     session_id: str
 
     def verifying(self, sink: EventSink) -> EventSink: ...
 
     def before_turn(self, session: SessionState) -> None: ...
+
+    def seated(self, participant: str) -> bool: ...
 
     def step_for(self, participant: str) -> StepSchema | None: ...
 

@@ -7,6 +7,8 @@ costs in turns (the same scheduler rules, for the build's gate choice and the ta
 rules). So the text and the behaviour cannot disagree, and `colabkit prompts lint` checks the
 numbers a prompt states against the scheduler it came from.
 
+- `end_rule(settings, sched)`: when the session ends, as every member reads it (the setting's
+  rule; for a human alone, a solo variant, the clock it holds in the AI agent's place).
 - `budget_line(sched, pid)`: the member's own steps and what its wait costs (the task phase's
   "Team" section, after the end rule; the same text in a variant and its Default twin).
 - `task_budgets(settings, sides)`: every member's steps, for the build phase (where gates are
@@ -40,6 +42,21 @@ at once right after the proposal)."""
 def gate_cost(settings: SessionSettings) -> str:
     """What a held action costs in turns under `settings` (the build's gate choice, the gate rules)."""
     return GATE_COSTS[settings.gate_latency]
+
+
+SOLO_END_RULE = ("You work alone and hold the session's clock, as the AI agent does when it works alone: the "
+                 "session ends when you have taken all your steps (every turn of yours is one of your steps, a wait "
+                 "included) or when your finish takes effect.")
+"""The end rule of a solo variant (`Scheduler.keeper` a human): the AI agent's clock, held by the human."""
+
+
+def end_rule(settings: SessionSettings, sched: Scheduler) -> str:
+    """When the session ends, as its members read it: the setting's rule (`SessionSettings.end_rule`,
+    the same text in every variant with the AI agent); under the clock with a human alone, the
+    clock that human holds (`SOLO_END_RULE`), as the scheduler applies it."""
+    if sched.clock and sched.keeper != "ai":
+        return SOLO_END_RULE
+    return settings.end_rule()
 
 
 def _members(pids: Sequence[str]) -> str:

@@ -100,6 +100,8 @@ class Scheduler:
         self.clock = settings.termination == "ai_budget"  # the AI's budget is the session's clock
         self.sides = dict(sides)
         self.participants = tuple(sides)
+        # Who holds the clock: the AI agent; a human alone (a solo variant) holds it in its place.
+        self.keeper = "ai" if "ai" in sides or len(sides) != 1 else self.participants[0]
         self.used: dict[str, int] = {self.holder(pid): 0 for pid in self.participants}
         self.waits = 0
         self.idle_streak = 0
@@ -113,7 +115,7 @@ class Scheduler:
         return participant if side == "human" and self.settings.per_member else side
 
     def _budget(self, holder: str) -> int:
-        return self.settings.budget_for("ai" if holder == "ai" else "human")
+        return self.settings.budget_for("ai" if holder in ("ai", self.keeper) else "human")
 
     @property
     def actions(self) -> int:
@@ -156,30 +158,30 @@ class Scheduler:
             return None
         rule = self.settings.termination
         if rule == "ai_budget":
-            return "ai" if side == "ai" else None
+            return side if last == self.keeper else None
         if rule == "either_side" or all(self.spent(h) for h in self.used):
             return side
         return None
 
-    def eligible(self, participant: str, view_key: str) -> bool:
+    def eligible(self, participant: str, acts: str) -> bool:
         """Whether `participant` gets a step now (see the module docstring)."""
         if self.actions_left(participant) == 0:
             return False
-        if self.clock and self.sides[participant] == "ai":
+        if self.clock and participant == self.keeper:
             return self.actions_left(participant) > 0  # the clock: asked every round while it has steps
         if participant not in self._seen or not self._waited[participant]:
             return True
-        return self._seen[participant] != view_key
+        return self._seen[participant] != acts
 
     def clocked(self, participant: str) -> bool:
-        """Whether every step of `participant` is one of its budget, a wait included: the AI's,
-        under the clock (its turns are the session's rounds)."""
-        return self.clock and self.sides[participant] == "ai"
+        """Whether every step of `participant` is one of its budget, a wait included: the clock's
+        keeper's (the AI's, or a solo persona's), under the clock (its turns are the session's rounds)."""
+        return self.clock and participant == self.keeper
 
-    def record_step(self, participant: str, view_key: str, *, waited: bool) -> None:
-        """Note a step taken on the view with `view_key`; non-waits (and the AI's waits under the
+    def record_step(self, participant: str, acts: str, *, waited: bool) -> None:
+        """Note a step taken having seen `acts` (`acts_in_view`); non-waits (and the AI's waits under the
         clock) spend the holder's budget."""
-        self._seen[participant] = view_key
+        self._seen[participant] = acts
         self._waited[participant] = waited
         if waited:
             self.waits += 1

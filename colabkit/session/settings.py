@@ -185,8 +185,8 @@ class SessionSpec(BaseModel):
 
     @property
     def participants(self) -> tuple[str, ...]:
-        """The AI agent first, then the variant's simulated humans, in config order."""
-        return ("ai", *self.variant.humans)
+        """The AI agent first (none in a solo variant), then the variant's simulated humans, in config order."""
+        return self.variant.team
 
     def model_for(self, role: str) -> ModelConfig:
         """The model config `role` uses, after the defaulting rule above."""

@@ -38,6 +38,8 @@ from colabkit.team.memory_update import (
 )
 from colabkit.team.personas import AI_ID, PERSONA_IDS, Persona, persona
 from colabkit.team.variants import (
+    SOLO_VARIANT_NAMES,
+    SOLO_VARIANTS,
     STUDY_VARIANT_NAMES,
     VARIANT_NAMES,
     VARIANTS,
@@ -54,6 +56,8 @@ __all__ = [
     "DEFAULT_PREASSIGNED_GATES",
     "GATEABLE_ACTIONS",
     "PERSONA_IDS",
+    "SOLO_VARIANTS",
+    "SOLO_VARIANT_NAMES",
     "STUDY_VARIANT_NAMES",
     "UPDATE_SLOTS",
     "VARIANTS",

@@ -14,6 +14,13 @@ with `memory_updates`: a living memory the team may amend during the task by a t
 the study's 13 (`STUDY_VARIANT_NAMES`), so `--variant dynamic-dr` works, while the reference
 grid stays the study's.
 
+Beyond the study too, the solo variants (`solo-d`, `solo-r`, issue 47): one simulated human
+working alone in the workspace, no AI agent (`ai=False`), holding the session clock the AI
+holds when it works alone (the same steps; the session ends at its last step or its finish).
+They are what a team is compared with to ask whether it beats its best member alone (strong
+synergy, `colabkit.analysis.synergy`). They are found by `variant` but kept out of
+`VARIANT_NAMES` (`SOLO_VARIANT_NAMES`), so every grid, audit and plan of the study stays as it was.
+
 A user-defined variant is just another `VariantConfig`: other personas (`personas`, which
 also override the shipped ones by id), other gate tables, more humans. The config carries
 everything the session needs, so its `identity()` (sha256 of its canonical JSON) names the
@@ -70,6 +77,7 @@ class VariantConfig(BaseModel):
     memory_updates: bool = Field(False, description="members may amend the memory during the task (Dynamic)")
     structures: tuple[StructureRef, ...] = Field(default=(), description="plugin structures, played after the "
                                                  "study's (memory, gates, updates) in this order")
+    ai: bool = Field(True, description="the AI agent is on the team (False: one human alone, the solo variants)")
 
     @model_validator(mode="after")
     def _consistent(self) -> VariantConfig:
@@ -105,6 +113,9 @@ class VariantConfig(BaseModel):
         plugins = [ref.name for ref in self.structures]
         if len(set(plugins)) != len(plugins):
             raise ColabkitError(f"{where}: structures repeat: {plugins}")
+        if not self.ai and (len(self.humans) != 1 or self.memory or self.gate_source != "none" or self.structures):
+            raise ColabkitError(f"{where}: without the AI agent a variant is one human alone, with no structure "
+                                "(the solo variants)")
         if self.gate_source != "none" and not self.humans:
             raise ColabkitError(f"{where}: gating needs at least one human (nobody signs their own request)")
         return self
@@ -119,12 +130,14 @@ class VariantConfig(BaseModel):
             data.pop("memory_updates", None)
         if not self.structures:  # likewise: a variant without plugins keeps its identity
             data.pop("structures", None)
+        if self.ai:  # likewise: every variant with the AI agent keeps its identity
+            data.pop("ai", None)
         return data
 
     @property
     def team(self) -> tuple[str, ...]:
-        """Every participant id: the AI agent first, then the humans in config order."""
-        return (AI_ID, *self.humans)
+        """Every participant id: the AI agent first (unless a solo variant), then the humans in config order."""
+        return (AI_ID, *self.humans) if self.ai else self.humans
 
     def persona(self, pid: str) -> Persona:
         """The persona for `pid` in this variant: a custom one if given, else the shipped one."""
@@ -169,9 +182,16 @@ STUDY_VARIANT_NAMES: tuple[str, ...] = tuple(name for name in VARIANT_NAMES if n
 """The study's 13 variants (the reference grid's), without the Dynamic extension."""
 
 
+SOLO_VARIANTS: MappingProxyType[str, VariantConfig] = MappingProxyType(
+    {f"solo-{pid.lower()}": VariantConfig(name=f"solo-{pid.lower()}", humans=(pid,), ai=False) for pid in ("D", "R")})
+SOLO_VARIANT_NAMES: tuple[str, ...] = tuple(SOLO_VARIANTS)
+"""Each persona alone (module docstring): found by `variant`, outside `VARIANT_NAMES`."""
+
+
 def variant(name: str) -> VariantConfig:
-    """The registered variant `name` (case and surrounding spaces ignored)."""
+    """The registered variant `name` (case and surrounding spaces ignored), a solo one included."""
     key = name.strip().lower()
-    if key not in VARIANTS:
-        raise ColabkitError(f"unknown variant {name!r}; valid: {', '.join(VARIANT_NAMES)}")
-    return VARIANTS[key]
+    found = VARIANTS.get(key) or SOLO_VARIANTS.get(key)
+    if found is None:
+        raise ColabkitError(f"unknown variant {name!r}; valid: {', '.join((*VARIANT_NAMES, *SOLO_VARIANT_NAMES))}")
+    return found

@@ -49,6 +49,7 @@ from colabkit.runner.batch import run_sync
 from colabkit.session import SessionSpec
 from colabkit.session import run as session_run
 from colabkit.session.events import Event, ListSink
+from colabkit.session.hooks import ReplayHook
 from colabkit.session.run import SessionResult, run_session
 from colabkit.session.settings import SessionSettings
 from colabkit.tasks import Task
@@ -300,8 +301,10 @@ def scenario_spec(spec: SessionSpec, scenario: Scenario, wire: bool = False) -> 
                        settings=settings)
 
 
-def play(spec: SessionSpec, task: Task, scenario: Scenario, workdir_root: Path | None = None) -> Run:
-    """Run `spec` (already `scenario_spec`'d) on `task` with the scenario's policies."""
+def play(spec: SessionSpec, task: Task, scenario: Scenario, workdir_root: Path | None = None,
+         fork: ReplayHook | None = None) -> Run:
+    """Run `spec` (already `scenario_spec`'d) on `task` with the scenario's policies; with `fork`,
+    as a fork's continuation (`removal`: a removal against its control)."""
     double = PolicyDouble(scenario)
     register_provider(PROVIDER, double)
     budget = Budget(max_tokens=scenario.cost_cap) if scenario.cost_cap else None
@@ -312,7 +315,7 @@ def play(spec: SessionSpec, task: Task, scenario: Scenario, workdir_root: Path |
     try:
         with _in_memory(not scenario.real), RecordingServer.shared().serving(double) if wired else nullcontext():
             result = run_sync(lambda: run_session(spec, task, gateway=gateway, sink=sink,
-                                                     workdir_root=workdir_root))
+                                                     workdir_root=workdir_root, fork=fork))
     finally:
         gateway.close()
     return Run(spec, tuple(sink.events), tuple(double.calls), result)

@@ -18,16 +18,19 @@ from colabkit.session.fork.changes import (
     ForkRecord,
     InsertMessage,
     NoChange,
+    RemoveMember,
     ReplaceMessage,
     ReplayReport,
     SetModel,
     SetPersona,
+    StructureOff,
     VerifyMode,
     check_fork,
     describe,
     fork_points,
     seat_map,
 )
+from colabkit.session.fork.members import default_twin
 from colabkit.session.fork.replay import ForkDivergence, ForkReplay, normalise, replay_view
 
 __all__ = [
@@ -44,12 +47,15 @@ __all__ = [
     "ForkReplay",
     "InsertMessage",
     "NoChange",
+    "RemoveMember",
     "ReplaceMessage",
     "ReplayReport",
     "SetModel",
     "SetPersona",
+    "StructureOff",
     "VerifyMode",
     "check_fork",
+    "default_twin",
     "describe",
     "fork_points",
     "normalise",

@@ -11,8 +11,12 @@ Two families of change, by what they act on:
   participant's step; in the fork its model is not asked for it, the given step is taken
   instead (a message with other text or addressees, a wait instead of the message, the
   opposite decision on the same request). It is that participant's step like any other.
-- the state at N (`insert_message`, `model`, `persona`, `memory`): applied when the fork
-  point is reached; then the step that produced event N is asked again, under the change.
+- the state at N (`insert_message`, `model`, `persona`, `memory`, `remove_member`,
+  `structure_off`): applied when the fork point is reached; then the step that produced
+  event N is asked again, under the change (unless its participant was just removed).
+- the team from N (`remove_member`, `structure_off`, the counterfactual contributions of
+  issue 47, `colabkit.session.fork.members`): a human's seat is empty from N, or the
+  variant's coordination structures are switched off from N (its Default twin plays on).
 `none` is the control: nothing changes, only the seed may. Every change except `none` is
 logged as a `fork_change` system event at N, which no participant sees (observations skip
 system events), so a control with the parent's seed reproduces the parent's log exactly.
@@ -23,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from colabkit.errors import ColabkitError
 from colabkit.hashing import sha256_hex
@@ -100,10 +104,39 @@ class AmendMemory(_Change):
     slots: dict[Literal["expertise", "responsibility", "plan", "evidence_standards"], str] = Field(min_length=1)
 
 
+class RemoveMember(_Change):
+    """`role`'s seat is empty from N on: it takes no step and is asked nothing (not even to
+    decide a request addressed to it: such a request stays undecided and expires at the end,
+    as a silent signatory's does). Everything else plays on as before, its teammates' view of
+    the team included. The AI cannot be removed: under the study's clock it holds the session
+    clock (the AI's part is read from the `single` and solo variants instead)."""
+
+    kind: Literal["remove_member"] = "remove_member"
+    role: str = Field(min_length=1)
+
+    @field_validator("role")
+    @classmethod
+    def _human(cls, role: str) -> str:
+        if role == "ai":
+            raise ValueError("the AI holds the session clock and cannot be removed; compare with the solo variants")
+        return role
+
+
+class StructureOff(_Change):
+    """The variant's coordination structures are switched off from N: its Default twin (the same
+    seats and personas, no memory shown, nothing held) plays on. Every held request not yet in
+    effect at N (pending, or approved and waiting on an earlier one) expires at N, undecided by
+    the switch: nothing held takes effect once the structure that held it is gone, and the
+    proposer, who sees the expiry, may do it again (`members.switch_off`)."""
+
+    kind: Literal["structure_off"] = "structure_off"
+
+
 Change = Annotated[NoChange | ReplaceMessage | DropMessage | InsertMessage | FlipDecision | SetModel | SetPersona
-                   | AmendMemory, Field(discriminator="kind")]
+                   | AmendMemory | RemoveMember | StructureOff, Field(discriminator="kind")]
 CHANGE_KINDS: tuple[str, ...] = tuple(cls.model_fields["kind"].default for cls in (
-    NoChange, ReplaceMessage, DropMessage, InsertMessage, FlipDecision, SetModel, SetPersona, AmendMemory))
+    NoChange, ReplaceMessage, DropMessage, InsertMessage, FlipDecision, SetModel, SetPersona, AmendMemory,
+    RemoveMember, StructureOff))
 STEP_CHANGES = ("replace_message", "drop_message", "flip_decision")
 """Changes that replace the step at N (the others change the state at N)."""
 
@@ -197,7 +230,7 @@ def fork_points(events: Sequence[Event]) -> list[int]:
 
 
 def check_fork(events: Sequence[Event], team: Sequence[str], has_memory: bool, point: ForkPoint,
-               person_seats: Sequence[str] = ()) -> None:
+               person_seats: Sequence[str] = (), has_structure: bool = True) -> None:
     """Raise `ColabkitError` (one line) unless `point` can fork a session with these `events`."""
     where = f"fork of session {point.parent_id} at event {point.at}"
     if point.at not in fork_points(events):
@@ -217,6 +250,8 @@ def check_fork(events: Sequence[Event], team: Sequence[str], has_memory: bool, p
             raise ColabkitError(f"{where}: {role!r} is not on the team ({', '.join(team)})")
     if change.kind == "memory" and not has_memory:
         raise ColabkitError(f"{where}: the session has no Shared Group Memory to amend")
+    if change.kind == "structure_off" and not has_structure:
+        raise ColabkitError(f"{where}: the variant has no coordination structure to switch off")
     unknown = sorted(set(point.seats) - set(team) - {"ai"}) + sorted(set(point.seats) & {"ai"})
     if unknown:
         raise ColabkitError(f"{where}: seats names {unknown}, not a human seat of the team ({', '.join(team)})")

@@ -35,6 +35,7 @@ from colabkit.hashing import sha256_hex
 from colabkit.session.actions import StepAction, StepSchema
 from colabkit.session.events import SYSTEM, Event, EventSink
 from colabkit.session.fork.changes import CellMismatch, ForkPoint, ReplayReport, describe
+from colabkit.session.fork.members import default_twin, switch_off
 from colabkit.session.hooks import SessionState
 from colabkit.team import MemoryRecord, persona
 from colabkit.workspace import CellResult
@@ -95,6 +96,7 @@ class ForkReplay:
         self.mismatches: list[CellMismatch] = []
         self.cells_checked = 0
         self._override: tuple[str, StepSchema] | None = None
+        self._absent: set[str] = set()  # seats emptied at the fork point (`RemoveMember`)
 
     # -- called by the engine ------------------------------------------------------------
     def before_turn(self, session: SessionState) -> None:
@@ -107,6 +109,10 @@ class ForkReplay:
         self.reached = True
         self._on_fork_point()
         self._apply(session)
+
+    def seated(self, participant: str) -> bool:
+        """Whether `participant` takes turns: not once a `remove_member` fork emptied its seat."""
+        return participant not in self._absent
 
     @property
     def step_pending(self) -> bool:
@@ -193,6 +199,10 @@ class ForkReplay:
             others = tuple(p for p in session.variant.personas if p.id != change.role)
             session.variant = session.variant.model_copy(update={"personas": (*others, new)})
             spec = spec.model_copy(update={"variant": session.variant})
+        elif change.kind == "remove_member":
+            self._absent.add(change.role)
+        elif change.kind == "structure_off":  # switched off below, once the change is logged
+            spec = spec.model_copy(update={"variant": default_twin(session.variant)})
         elif change.kind == "memory" and (frozen := session.board.memory) is not None:
             board = session.board
             board.memory = MemoryRecord.model_validate({**frozen.model_dump(), **change.slots})
@@ -204,6 +214,8 @@ class ForkReplay:
             session.emit(SYSTEM, "fork_change", "info", args={"parent": self.point.parent_id, "at": at,
                                                                "change": change.model_dump(mode="json")},
                          result=f"fork of {self.point.parent_id} at event {at}: {describe(change)}", **fields)
+        if change.kind == "structure_off":
+            switch_off(session, at)
 
     def _step(self, event: Event, action: StepAction, content: str, to: str) -> None:
         # model_construct: the researcher's text is not bounded by the model's answer grammar.

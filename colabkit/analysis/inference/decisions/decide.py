@@ -9,7 +9,9 @@ procedure-adjusted p (`p_adjusted`) and decision (`declared`: adjusted p <= alph
 The p a hypothesis contributes (`p_test`) is its claim's: for "greater" / "less" the
 two-sided t p when the estimate lies in the claimed direction, else 1 (a one-sided test at
 alpha / 2, so a declared claim is one in its direction); for "two-sided" the two-sided p; for
-"equivalent" the standardised TOST's p (`tost_p`). Exploratory tests are two-sided.
+"equivalent" the standardised TOST's p (`tost_p`). Exploratory tests are two-sided, but for the
+synergy tests a plan with solo variants fixes (`planning.synergy`: one-sided as stated there,
+strong synergy an intersection), which join them last.
 
 **The interval at the level this test got** (`sim_ci_low`, `sim_ci_high`, `interval` says so):
 each test's two-sided t interval at the local level the procedure gave it, 1 - w alpha, with w
@@ -28,6 +30,7 @@ stays in `ci_low` / `ci_high`, labelled.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,6 +45,7 @@ from colabkit.analysis.inference.planning.hypotheses import (
     study_graph,
 )
 from colabkit.analysis.inference.planning.plan import AnalysisPlan, planned_tests
+from colabkit.analysis.inference.planning.synergy import SYNERGY_FAMILY, SynergyTest, synergy_tests
 from colabkit.analysis.scores import check_scores
 
 DECISION_COLUMNS = ("hypothesis", "family", "composition", "metric", "a", "b", "component", "direction", "claim",
@@ -209,6 +213,30 @@ def _exploratory_rows(grid: pd.DataFrame, plan: AnalysisPlan, claimed: set[tuple
     return rows
 
 
+def synergy_rows(grid: pd.DataFrame, plan: AnalysisPlan, tests: Sequence[SynergyTest] | None = None) -> list[dict]:
+    """The synergy tests (`planning.synergy`; default: the plan's), each as a row: an
+    intersection's p is the largest of its comparisons' and its row the binding comparison's,
+    as for a hypothesis. In `study_decisions` they are exploratory tests of the plan."""
+    present, rows = set(grid.columns.get_level_values("variant")), list[dict]()
+    for test in synergy_tests(plan.variants) if tests is None else tests:
+        row: dict[str, object] = {"hypothesis": "", "family": SYNERGY_FAMILY, "composition": test.team.split("-")[-1],
+               "metric": test.metric, "a": test.team, "b": "single", "component": test.claim,
+               "direction": test.direction, "claim": ""}
+        if not {v for c in test.contrasts for a, b, _ in c for v in (a, b)} <= present \
+                or test.metric not in grid.columns.levels[0]:
+            rows.append(row | {"note": ABSENT})
+            continue
+        results = [contrast_test(grid, c, test.metric, plan) for c in test.contrasts]
+        ps = [claim_p(r, test.direction, plan.equivalence_margin_sd) for r in results]
+        binding = int(np.argmax([1.0 if math.isnan(p) else p for p in ps]))
+        b = test.contrasts[binding][0][1] if test.kind != "weak" else f"mean of {', '.join(test.alone)}"
+        listed = "; ".join(f"{_label(c)}: {float(r['diff']):+.3g} (p {p:.3g})"  # type: ignore[arg-type]
+                           for c, r, p in zip(test.contrasts, results, ps))
+        rows.append(row | results[binding] | {"b": b, "comparisons": listed,
+                                              "p_test": math.nan if any(math.isnan(p) for p in ps) else max(ps)})
+    return rows
+
+
 def _decision(declared: bool, direction: str, power: float, reached: bool, level: float, target: float) -> str:
     if declared:
         return "declared" if direction != "equivalent" else "declared equivalent"
@@ -227,7 +255,8 @@ def study_decisions(table: pd.DataFrame, plan: AnalysisPlan) -> pd.DataFrame:
                for c in hypothesis_contrasts(h, plan.variants) if len(c) == 1 and not h.intersection}
     table = check_scores(table, [m for m in plan.metrics if m in table.columns])  # floats (a bool with NA too)
     grid = score_grid(table, list(plan.metrics))
-    rows = [_hypothesis_row(grid, h, plan) for h in plan.hypotheses] + _exploratory_rows(grid, plan, claimed)
+    rows = [_hypothesis_row(grid, h, plan) for h in plan.hypotheses] + _exploratory_rows(grid, plan, claimed) \
+        + synergy_rows(grid, plan)
     out = pd.DataFrame(rows).reindex(columns=[*DECISION_COLUMNS, "t", "parts"])
     for column in ("a", "b", "metric", "family", "component", "hypothesis", "direction", "claim"):
         if column in out.columns and out.empty:  # no planned test in this grid: text columns stay text
