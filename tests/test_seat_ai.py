@@ -65,10 +65,24 @@ def test_a_person_plays_the_ai_seat_through_the_build_to_a_submitted_hypothesis(
     assert asyncio.run(replay_session(folder, task=task)).identical
 
 
-def test_colabkit_seat_takes_the_ai_seat(tmp_path, capsys):
+def test_colabkit_seat_takes_the_ai_seat_and_welcomes_and_asks_the_person_as_the_ai(tmp_path, capsys):
+    import json
+
+    import nbformat
+
+    from colabkit.seat.pages import AI_SEAT_QUESTIONS, AI_SEAT_WELCOME, QUESTIONS, person_file, questionnaire
+
     assert main(["seat", "--task", TASK_ID, "--variant", "default-d", "--seat", "ai", "--participant", "p-ai",
                  "--folder", str(tmp_path), "--out", str(tmp_path / "res")]) == 0
     assert "voila" in capsys.readouterr().out
+    page = nbformat.read(tmp_path / "seat-p-ai.ipynb", as_version=4)
+    assert page.cells[0].source == AI_SEAT_WELCOME and "You play the team's AI agent" in AI_SEAT_WELCOME
+    spec = seat_spec(TASK_ID, "default-d", "ai", 0, participant_id="p-ai")
+    form = questionnaire(tmp_path, spec, "ai")
+    texts = [w.value for w in form.children if type(w).__name__ == "HTML"]
+    assert AI_SEAT_QUESTIONS["collaboration"] in texts and QUESTIONS["collaboration"] not in texts
+    next(w for w in form.children if getattr(w, "description", "") == "Send answers").click()
+    assert json.loads((tmp_path / person_file("ai")).read_text())["questionnaire"]["questions"] == AI_SEAT_QUESTIONS
 
 
 def _decide_as_the_ai(form, offered: list[tuple[str, ...]]) -> None:
