@@ -31,9 +31,9 @@ from helpers import seat_scenario as sc
 from helpers.lab import run_all_cells, start_lab
 from helpers.scripted import use_scripted
 from helpers.scripted_plugin import subprocess_env
+from helpers.voila import voila_pages
 
 from colabkit.seat import replay_session
-from colabkit.seat.pages import KERNEL_CULL_S
 from colabkit.session import Event
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "take_a_seat.ipynb"
@@ -155,35 +155,8 @@ def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_l
 @pytest.fixture
 def voila(tmp_path):
     """Serve participant pages as `colabkit seat` prints (a notebook copy per person, a Voilà each)."""
-    import shlex
-    import subprocess
-
-    from helpers.lab import free_port, stop, wait_serving
-
-    from colabkit.seat import participant_notebook, voila_command
-
-    servers: list[tuple[subprocess.Popen, object]] = []
-    results = tmp_path / "results"
-
-    def serve(parameters: dict, scripts: dict, cull_s: int = KERNEL_CULL_S) -> str:
-        notebook = participant_notebook(tmp_path / "pages", {**parameters, "out": str(results)})
-        port = free_port()
-        log = (tmp_path / f"voila-{port}.log").open("wb")
-        command = voila_command(notebook, port, cull_s=cull_s)
-        server = subprocess.Popen(shlex.split(command), cwd=notebook.parent, stdout=log,
-                                  stderr=subprocess.STDOUT, env=subprocess_env(default=sc.DEFAULT, scripts=scripts))
-        servers.append((server, log))
-        # any answer means it is serving (the page itself would join the session: not asked here)
-        wait_serving(f"http://127.0.0.1:{port}/voila/static/", server, Path(log.name))
-        return f"http://127.0.0.1:{port}/"
-
-    try:
+    with voila_pages(tmp_path) as (serve, _, results, servers):
         yield serve, results, servers
-    finally:
-        for server, log in servers:
-            stop(server)
-            log.close()
-        sc.stop_hosts(results)
 
 
 def _seat_parameters(seat: str, participant: str, **extra) -> dict:

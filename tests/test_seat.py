@@ -63,6 +63,15 @@ def test_a_shortened_briefing_says_plainly_that_the_person_sees_the_models_cut()
     assert note not in observation_html(observation(("wait",)).model_copy(update={"briefing": whole}))
 
 
+def test_the_page_shows_the_gate_rules_section_with_the_held_drafts_of_the_result():
+    from colabkit.seat.view import observation_html
+
+    rules = "Gate rules\n- edit_result -> D\nHeld edits of the result, not yet in effect: ...\n- req-1, ai's edit"
+    page = observation_html(observation(("approve", "reject"), ("req-1",)).model_copy(update={"gate_rules": rules}))
+    assert '<div class="ck-gates"><h4>Gate rules</h4><pre>- edit_result -&gt; D\nHeld edits' in page
+    assert page.index("ck-gates") < page.index("ck-editor")
+
+
 def step_form(obs: Observation, schema: type | None = None) -> tuple[StepForm, Presentation]:
     from colabkit.session.actions import StepSchema
 

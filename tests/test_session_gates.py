@@ -97,3 +97,30 @@ def test_preassigned_without_r_gates_only_data_changing_code_by_d(tmp_path):
     assert [(e.action, e.status) for e in events if e.action in ("edit_result", "finish")] == [
         ("edit_result", "ok"), ("finish", "ok")]  # R's gates are absent, nobody signs in R's place
     assert result.ended_by == "finish" and result.final_hypothesis == "H"
+
+
+def test_held_drafts_name_each_edit_to_its_proposer_and_signatory_until_it_takes_effect():
+    """`held_drafts`: pending, then approved but waiting on an earlier edit, then nothing once applied;
+    a cell held meanwhile is no draft of the result."""
+    from colabkit.session.actions import Action
+    from colabkit.session.structure.gating import DRAFTS_HEAD, Gatekeeper, gate_rules_text, held_drafts
+    from colabkit.team import GateRule, GateTable
+
+    table = GateTable(rules=(GateRule(action="edit_result", signatory="R"),))
+    ledger = Gatekeeper(table, ("ai", "D", "R"))
+    rule = GateRule(action="edit_result", signatory="R")
+    first, second = (ledger.open(Action(type="edit_result", text=t), "ai", rule, 1) for t in ("H1", "H2"))
+    ledger.open(Action(type="execute_code", code=READ), "ai", GateRule(action="execute_code", signatory="R"), 1)
+    ledger.decide(second.request_id, "R", "approved", "ok")
+    requests = list(ledger.requests.values())
+    assert held_drafts(requests, "ai") == [
+        "- req-1, your edit of the result, awaits R's decision",
+        "- req-2, your edit of the result, is approved and takes effect once the earlier requests it waits on "
+        "are decided"]
+    assert held_drafts(requests, "R")[0] == "- req-1, ai's edit of the result, awaits your decision"
+    assert held_drafts(requests, "D") == []
+    text = gate_rules_text(table, "preassigned", "R", drafts=held_drafts(requests, "R"))
+    assert text is not None and text.split("\n")[-3:] == [DRAFTS_HEAD, *held_drafts(requests, "R")]
+    for request in (first, second):
+        request.status, request.applied = "approved", True
+    assert held_drafts(list(ledger.requests.values()), "ai") == []

@@ -226,3 +226,31 @@ def test_the_build_phase_has_its_own_declared_budget_and_reaching_it_leaves_the_
     assert result.ended_by == "llm_budget" and "token budget reached" in events[-1].result
     assert not [e for e in events if e.phase == "task" and e.participant != "system"] and task_cap.spent_tokens == 0
     assert result.spec.settings.build_budget == BuildBudget(max_tokens=1)  # declared, recorded with the session
+
+
+def section(prompt: str, title: str) -> str | None:
+    """The text of the prompt's section `title` (its heading line included), None when absent."""
+    head = f"# {title}"
+    found = next((part for part in prompt.split("\n\n# ") if f"# {part}".startswith(head)), None)
+    return None if found is None else f"# {found}"
+
+
+def test_a_held_draft_is_stated_in_the_gating_section_of_its_proposer_and_signatory_only(tmp_path):
+    """The AI's edit waits for R (who decides only in the closing pass): the AI and R read in their
+    gate rules that the draft is held, D (no party to it) does not; and the common result editor
+    says nothing of it: every editor section the gated members read is one the Default twin shows."""
+    editors, gated = {}, None
+    for name in ("default-dr", "preassigned-dr"):
+        _, _, model = run(tmp_path, name, {"R": approver(closing_only=True)},
+                          scripts={"ai": [say("edit_result", "H1")]}, action_budget=3)
+        editors[name] = {section(p, "Result editor") for pid in ("ai", "D", "R") for p in prompts(model, pid)}
+        gated = model if name == "preassigned-dr" else gated
+    assert editors["preassigned-dr"] <= editors["default-dr"]
+    assert "# Result editor (the submitted hypothesis)\n(empty)" in editors["preassigned-dr"]
+    rules = {pid: [section(p, "Gate rules") or "" for p in prompts(gated, pid)] for pid in ("ai", "D", "R")}
+    assert any(r.endswith("- req-1, your edit of the result, awaits R's decision") for r in rules["ai"][1:])
+    assert "- req-1, your edit" not in rules["ai"][0]  # the AI's first prompt, before its edit
+    asked = [open_for_me(p) == ["req-1"] for p in prompts(gated, "R")]
+    assert any(asked) and asked == [r.endswith("- req-1, ai's edit of the result, awaits your decision")
+                                    for r in rules["R"]]  # said exactly while the draft is open for R
+    assert not any("Held edits of the result" in r for r in rules["D"])

@@ -70,7 +70,8 @@ def rules_page() -> str:
         "is the Default twin's. Once its steps are spent a member takes no more steps but its decision steps; "
         "the AI agent alone may finish; `propose_memory_update` is offered only where the memory lives (Dynamic).",
         "## The gate rules\n\nEvery member of a gated variant reads the gates in force, what a held action "
-        "costs, the data-changing rule with the names that exist now, and the gates it signs. R, after two cells:",
+        "costs, the data-changing rule with the names that exist now, the gates it signs and the held edits of "
+        "the result it proposed or signs (the editor shows only the text in force). R, after two cells:",
         _quote(_section(prompts["scaffolded-dr/R/step"], "Gate rules")),
         "## Decision steps the engine adds\n\nAt its turn, before its own step, a member with a request open "
         "for it (under `gate_latency: at_once` also right after the proposal):",

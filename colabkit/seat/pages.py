@@ -2,12 +2,14 @@
 
 `participant_notebook` writes a copy of `take_a_seat.ipynb` for one person: its parameters
 set (papermill's parameterisation) and the researcher's text replaced by a short welcome
-for the participant, so the page served by Voilà holds nothing meant for the researcher.
+for the participant (a person in the AI agent's seat is welcomed as the AI agent), so the
+page served by Voilà holds nothing meant for the researcher.
 `voila_command` and `lab_command` are the commands `colabkit seat` prints; JupyterLab reads
 the project's own Jupyter config (`jupyter/`, which allows running as root).
 
 After the session the page offers an optional questionnaire (Co-Gym-style 1-5 ratings and a
-comment); its answers go to `person-<seat>.json` in the session folder, one file per person.
+comment); its answers, with the question texts shown, go to `person-<seat>.json` in the session
+folder, one file per person.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ QUESTIONS = {
     "communication": "How clear was the team's communication?",
     "control": "How much control did you have over what the team did?",
 }
+AI_SEAT_QUESTIONS = {**QUESTIONS, "collaboration": "How well did your teammates collaborate with you?"}
+"""The questions for a person in the AI agent's seat: the same items, the one about the AI agent
+asked of the teammates (the person is the AI agent there). The texts shown are stored with the
+answers, so an analysis never pools differently worded items unknowingly."""
+
+
+def questions_for(seat: str) -> dict[str, str]:
+    return AI_SEAT_QUESTIONS if seat == "ai" else QUESTIONS
+
+
 WELCOME = """# Welcome
 
 You are a member of a small team solving a data-analysis task together with an AI agent.
@@ -49,6 +61,17 @@ others wait until you submit. Take your time.
 
 If you reload this page or open it again, you return to where you were. When the session
 ends, a few optional questions follow."""
+AI_SEAT_WELCOME = """# Welcome
+
+You play the team's AI agent in a data-analysis task: your teammates are simulated. Below you
+see exactly what the AI agent sees: the task's briefing, the team's notebook and chat, every
+teammate's activity and the team's result. When it is your turn, a form under it offers what
+the AI agent can do now, finishing the task among it; the others wait until you submit. Take
+your time.
+
+If you reload this page or open it again, you return to where you were. When the session
+ends, a few optional questions follow."""
+"""The welcome of a person in the AI agent's seat (WELCOME speaks to a teammate of an AI agent)."""
 
 
 def person_file(seat: str) -> str:
@@ -58,8 +81,9 @@ def person_file(seat: str) -> str:
 
 def questionnaire(folder: Path, spec: SessionSpec, seat: str) -> widgets.VBox:
     """The optional post-session questionnaire; its answers are written to `person_file(seat)`."""
+    asked = questions_for(seat)
     scales = {key: widgets.ToggleButtons(options=[1, 2, 3, 4, 5], value=None, description="", style={"button_width": "40px"})
-              for key in QUESTIONS}
+              for key in asked}
     comment = widgets.Textarea(placeholder="Anything else you want to tell us (optional)",
                                layout=widgets.Layout(width="95%"))
     note = widgets.HTML()
@@ -68,7 +92,7 @@ def questionnaire(folder: Path, spec: SessionSpec, seat: str) -> widgets.VBox:
 
     def submit(_: Any) -> None:
         ratings = {key: scale.value for key, scale in scales.items()}
-        save_person_record(folder, spec, seat, {"ratings": ratings, "comment": comment.value,
+        save_person_record(folder, spec, seat, {"ratings": ratings, "questions": asked, "comment": comment.value,
                                                 "shown": shown.model_dump(), "submitted": stamp().model_dump()})
         for widget in (*scales.values(), comment, send):
             widget.disabled = True
@@ -76,7 +100,7 @@ def questionnaire(folder: Path, spec: SessionSpec, seat: str) -> widgets.VBox:
 
     send.on_click(submit)
     rows: list[widgets.Widget] = [widgets.HTML("<h4>A few questions (optional; 1 = not at all, 5 = fully)</h4>")]
-    for key, text in QUESTIONS.items():
+    for key, text in asked.items():
         rows += [widgets.HTML(html.escape(text)), scales[key]]
     box = widgets.VBox([*rows, comment, send, note])
     box.add_class("ck-questionnaire")
@@ -133,7 +157,7 @@ def participant_notebook(folder: Path | str, parameters: Mapping[str, Any]) -> P
     folder.mkdir(parents=True, exist_ok=True)
     nb = parameterize_notebook(load_notebook_node(str(NOTEBOOK)), dict(parameters))
     nb.cells = [cell for cell in nb.cells if cell.cell_type == "code"]
-    nb.cells.insert(0, nbformat.v4.new_markdown_cell(WELCOME))
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(AI_SEAT_WELCOME if parameters.get("seat") == "ai" else WELCOME))
     nb.metadata.pop("papermill", None)
     name = f"seat-{parameters.get('participant_id', 'person')}.ipynb"
     nbformat.write(nb, folder / name)

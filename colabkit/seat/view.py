@@ -2,11 +2,12 @@
 
 Nothing here decides what the person may see. A task step shows the `Observation` the
 engine built for the persona (the same object its model's prompt is rendered from), laid
-out for a person: the private briefing, the frozen memory with its gate rules, the notebook
+out for a person: the private briefing, the frozen memory, the gate rules in force (with the
+held drafts of the result the seat proposed or signs) and any section a structure adds, the notebook
 cells with their outputs, the chat, the result editor, the requests addressed to the seat,
 the seat's own requests and last step. Below, folded, is the exact text the persona's model
-would read (`Observation.render()`), so any section the observation gains (e.g. the gate
-rules section) reaches the person even before this layout knows it. A memory-build question
+would read (`Observation.render()`), so any section the observation gains reaches the
+person even before this layout knows it. A memory-build question
 shows its prompt's own sections (briefing, the build's rules, the proposals or the draft,
 the request), which is all a simulated member is given there; the members' proposals in it
 are laid out slot by slot, their gates in words ("edit_result signed by D"), not as the
@@ -77,6 +78,11 @@ def observation_html(obs: Observation) -> str:
     if obs.memory is not None:
         title, _, body = obs.memory.partition("\n")
         parts.append(_section(title or "Team memory", _pre(body), "ck-memory"))
+    if obs.gate_rules is not None:  # the rules in force and the held drafts of the result the seat is party to
+        title, _, body = obs.gate_rules.partition("\n")
+        parts.append(_section(title, _pre(body), "ck-gates"))
+    for title, text in obs.sections:  # a plugin structure's own sections
+        parts.append(_section(title, _pre(text), "ck-structure"))
     cells = "".join(
         f'<div class="ck-cell"><b>cell {c.index}</b> by {html.escape(c.author)} ({html.escape(c.status)})'
         f"{_pre(c.code)}{_pre(c.output or '(no output)')}</div>" for c in obs.cells)

@@ -29,7 +29,8 @@ Every member of a gated variant sees the table in force in every task-phase obse
 (`gate_rules_text`), in one section with the same wording whoever chose it; one line says
 who set it, which is the one thing Scaffolded and Preassigned differ in by design (issue 16:
 a table known only once a request appears confounded "who chose the gates" with "whether
-anyone knows them"). A signatory's section also names the gates it holds.
+anyone knows them"). A signatory's section also names the gates it holds, and a proposer's and a
+signatory's the held edits of the result not yet in effect (`held_drafts`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ _GATE_RULE_INTRO = ("An action listed here takes effect only after its signatory
 _ORDERED = ("execute_code", "edit_result")
 """Held actions whose effects build on the earlier ones of their kind: cells read the kernel state
 earlier cells leave; an edit replaces the editor an earlier edit wrote."""
+DRAFTS_HEAD = ("Held edits of the result, not yet in effect (the result editor shows the text in force, "
+               "not these drafts):")
 EXISTING_NAMES_SHOWN = 40
 """At most this many existing names are listed in the gate rules (the rest are counted)."""
 RequestStatus = Literal["pending", "approved", "rejected", "expired", "voided"]
@@ -70,15 +73,40 @@ def gate_table(variant: VariantConfig, memory: MemoryRecord | None) -> GateTable
     return None
 
 
+def held_drafts(requests: Sequence[Request], participant: str) -> list[str]:
+    """What `participant` is told of the held edits of the result it proposed or signs that have not
+    taken effect yet (pending, or approved and waiting on an earlier request), in proposal order.
+
+    Why here: such a draft is not in the result editor, which shows the text in force, so a
+    member who reads "(empty)" there would not know a hypothesis is on its way. The note belongs
+    to the gating structure's own section, never to the common editor view, which must read as
+    the Default twin's does (docs/fidelity.md, issue 42); members with no part in the request are
+    told nothing, as in the twin (the AI agent sees every request in "Requests and decisions").
+    The section sits in the prompt's stable head, so while a draft is held a provider's prefix
+    cache reuses less of the two members' prompts: the price of saying it where the structure speaks."""
+    lines = []
+    for r in requests:
+        if r.action.type != "edit_result" or participant not in (r.proposer, r.signatory) \
+                or r.applied or r.status not in ("pending", "approved"):
+            continue
+        whose = "your" if r.proposer == participant else f"{r.proposer}'s"
+        signer = "your" if r.signatory == participant else f"{r.signatory}'s"
+        fate = f"awaits {signer} decision" if r.status == "pending" else \
+            "is approved and takes effect once the earlier requests it waits on are decided"
+        lines.append(f"- {r.request_id}, {whose} edit of the result, {fate}")
+    return lines
+
+
 def gate_rules_text(table: GateTable | None, source: str, participant: str,
-                    existing: Sequence[str] = (), cost: str = "") -> str | None:
+                    existing: Sequence[str] = (), cost: str = "", drafts: Sequence[str] = ()) -> str | None:
     """The gate-rules section `participant` sees, or None when the variant gates nothing.
 
     `source` is the variant's `gate_source` ("self" or "preassigned"); it only picks the
     "Set by" line. The rules are listed as `GateRule.describe` writes them, then, where a rule
     holds data-changing code only, what that means (`DATA_CHANGING_RULE`) and the names that
     exist now (`existing`, the engine's own list), so a member can tell before proposing a cell
-    whether it will be held; then the gates `participant` signs, if any. `cost` is what a held
+    whether it will be held; then the gates `participant` signs, if any; last, the held drafts
+    of the result it proposed or signs (`drafts`, `held_drafts`' lines). `cost` is what a held
     action costs in turns (`colabkit.session.rules.gate_cost`), after the intro.
     """
     if table is None or source not in SET_BY:
@@ -91,7 +119,10 @@ def gate_rules_text(table: GateTable | None, source: str, participant: str,
         lines += [DATA_CHANGING_RULE, f"Names that exist now: {names or 'none yet'}."]
     held = [rule.action for rule in table.rules if rule.signatory == participant]
     if held:
-        lines.append(f"You sign: {', '.join(held)} (by anyone else); you approve or reject each such request in a decision step of its own.")
+        lines.append(f"You sign: {', '.join(held)} (by anyone else); you approve or reject each such request in a "
+                     "decision step of its own.")
+    if drafts:
+        lines += [DRAFTS_HEAD, *drafts]
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ from colabkit.session.actions import MEMORY_UPDATE, Action
 from colabkit.session.rules import gate_cost
 from colabkit.session.structure.base import Context, Structure, View
 from colabkit.session.structure.build_phase import build_memory
-from colabkit.session.structure.gating import GATE_RULES_TITLE, HELD_SECTIONS, gate_rules_text
+from colabkit.session.structure.gating import GATE_RULES_TITLE, HELD_SECTIONS, gate_rules_text, held_drafts
 from colabkit.session.structure.memory_updates import LivingMemory, answer_update, expire_updates, propose_update
 from colabkit.team import GATEABLE_ACTIONS, GateRule, GateTable, names_defined
 
@@ -72,7 +72,8 @@ class _Gates(Structure):
 
     def view(self, ctx: Context, pid: str) -> View:
         return {"gate_rules": gate_rules_text(ctx.board.gates, self.source, pid, kernel_names(ctx),
-                                              gate_cost(ctx.spec.settings))}
+                                              gate_cost(ctx.spec.settings),
+                                              held_drafts(list(ctx.requests.requests.values()), pid))}
 
     def hold(self, ctx: Context, action: Action, proposer: str) -> GateRule | None:
         return held_by(ctx.board.gates, ctx.team, action, proposer, kernel_names(ctx))
