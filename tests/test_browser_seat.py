@@ -117,16 +117,15 @@ def test_a_person_plays_d_in_jupyterlab_and_the_session_replays(chromium, seat_l
             _fill(form.locator("textarea[placeholder^='at most']"), sc.MESSAGE, expect)
             submit.click()
 
-            _turn(page, expect, 4, "your step")
+            _turn(page, expect, 4, "your step")  # a decision step, before its own step of the round
             expect(page.locator(".ck-view .ck-requests")).to_contain_text("req-1", timeout=30_000)
-            form.locator("select").first.select_option("execute_code")
-            _fill(form.get_by_placeholder("Python for the shared kernel"), sc.CODE, expect)
+            form.locator("select").first.select_option("approve")
+            _fill(form.locator("textarea[placeholder^='at most']"), sc.APPROVAL, expect)
             submit.click()
 
             _turn(page, expect, 5, "your step")
-            expect(page.locator(".ck-view")).to_contain_text("PERSON-CELL 42")
-            form.locator("select").first.select_option("approve")
-            _fill(form.locator("textarea[placeholder^='at most']"), sc.APPROVAL, expect)
+            form.locator("select").first.select_option("execute_code")
+            _fill(form.get_by_placeholder("Python for the shared kernel"), sc.CODE, expect)
             submit.click()
 
             expect(page.locator(".ck-ended")).to_contain_text("The session has ended (finish)", timeout=180_000)
@@ -264,12 +263,12 @@ def test_a_participant_reloads_and_reopens_the_voila_page_and_nothing_outlives_t
             submit = page.locator(".ck-form button", has_text="Submit")
             form = page.locator(".ck-form")
             expect(page.locator(".ck-view .ck-chat")).to_contain_text(sc.MESSAGE)  # the view so far is back
-            form.locator("select").first.select_option("execute_code")
-            _fill(form.get_by_placeholder("Python for the shared kernel"), sc.CODE, expect)
+            form.locator("select").first.select_option("approve")  # a decision step
+            _fill(form.locator("textarea[placeholder^='at most']"), sc.APPROVAL, expect)
             submit.click()
             _turn(page, expect, 5, "your step")
-            form.locator("select").first.select_option("approve")
-            _fill(form.locator("textarea[placeholder^='at most']"), sc.APPROVAL, expect)
+            form.locator("select").first.select_option("execute_code")
+            _fill(form.get_by_placeholder("Python for the shared kernel"), sc.CODE, expect)
             submit.click()
             expect(page.locator(".ck-ended")).to_contain_text("The session has ended (finish)", timeout=180_000)
             expect(page.locator(".ck-questionnaire")).to_be_visible()
@@ -302,7 +301,7 @@ def _play(page, state: dict) -> bool:
         for i, box in enumerate(form.locator("textarea").all()):
             box.fill(f"{state['seat']}-SLOT-{i}")
     elif "your step" in status:
-        if page.locator(".ck-view .ck-requests").count():
+        if form.locator("select").first.locator("option", has_text="approve").count():  # a decision step
             form.locator("select").first.select_option("approve")
             box = form.locator("textarea[placeholder^='at most']")
             box.wait_for(state="visible", timeout=30_000)

@@ -76,7 +76,8 @@ def test_score_runs_on_a_real_session_and_reports_the_embedded_judge_as_it_is(sc
     for column in FRACTIONS:  # in range, or missing with a flag saying why; out of range never
         value = row[column]
         assert pd.isna(value) or 0.0 <= value <= 1.0, (column, value)
-        assert not pd.isna(value) or row["flags"], (column, "missing without a flag")
+        undefined = column in ("approval_rate", "rejection_rate") and row["n_gated"] == 0  # shares of no request
+        assert not pd.isna(value) or row["flags"] or undefined, (column, "missing without a flag")
     for column in ("w_total", "w_human", "n_gated"):  # counts need no judge: never missing
         assert not math.isnan(row[column]) and row[column] >= 0
 

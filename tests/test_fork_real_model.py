@@ -23,7 +23,7 @@ from colabkit.store import SessionRecord
 # heavy: six real-model continuations; make test keeps the fork mechanics on scripted models
 # (tests/test_runner_fork.py), CI runs this one too
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
-SEED = 0  # under the AI's clock, the seed whose parent session messages and goes on (seed 1: the AI finishes at once)
+SEED = 1  # under the AI's clock, a seed whose parent session sends a message and goes on (seed 0 sends none)
 TEXT = "Count the axes per century before you write anything."
 
 
@@ -38,7 +38,7 @@ def test_forking_a_demo_session_at_a_message_with_three_seeds(tmp_path_factory, 
     at = next(n for n in fork_points(events) if events[n].action == "send_message" and events[n].status == "ok"
               and any(e.llm_calls for e in events[n + 1:]))
     other = "R" if events[at].participant == "ai" else "ai"
-    forks = fork(parent, at=at, change=ReplaceMessage(text=TEXT, to=(other,)), seeds=[1, 2, SEED])
+    forks = fork(parent, at=at, change=ReplaceMessage(text=TEXT, to=(other,)), seeds=[0, 2, SEED])
     assert len(forks.changed) == len(forks.controls) == 3
     for folder in forks.changed:
         mine = events_of(folder)

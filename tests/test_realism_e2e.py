@@ -60,12 +60,13 @@ class AnsweringDesk:
             return RATIFY[0]
         obs = question.observation
         assert obs is not None
-        if "send_message" not in self.done:
+        if obs.deciding:  # a decision step: approve what is open for it
+            step = say("approve", sc.APPROVAL, obs.requests_for_me[0].request_id) if obs.requests_for_me \
+                else say("wait")
+        elif "send_message" not in self.done:
             step = say("send_message", PERSON_MESSAGE)
         elif "execute_code" not in self.done:
             step = say("execute_code", sc.CODE)
-        elif obs.requests_for_me:
-            step = say("approve", sc.APPROVAL, obs.requests_for_me[0].request_id)
         else:
             step = say("wait")
         self.done.append(step["action"])

@@ -167,16 +167,17 @@ def play(form) -> None:
     elif stage == "step":
         obs = form.question.observation
         done = {a for a, _ in play.log}  # type: ignore[attr-defined]
-        if "send_message" not in done:
+        if obs.deciding:  # a decision step: approve what is open, or leave it open
+            form.action.value = "approve" if obs.requests_for_me else "wait"
+            if obs.requests_for_me:
+                form.text.value = sc.APPROVAL
+        elif "send_message" not in done:
             form.action.value = "send_message"
             form.submit.click()  # no text yet: refused and recorded
             form.text.value = sc.MESSAGE
         elif "execute_code" not in done:
             form.action.value = "execute_code"
             form.code.value = sc.CODE
-        elif obs.requests_for_me:
-            form.action.value = "approve"
-            form.text.value = sc.APPROVAL
         else:
             form.action.value = "wait"
         play.log.append((form.action.value, obs.round))  # type: ignore[attr-defined]

@@ -87,7 +87,8 @@ def test_colabkit_seat_takes_the_ai_seat_and_welcomes_and_asks_the_person_as_the
 
 def _decide_as_the_ai(form, offered: list[tuple[str, ...]]) -> None:
     """The person in the AI's seat, through the real form's widgets: slots, a gate it signs on D's
-    edits, a cell, then approve D's first edit, then finish; in the closing pass, reject."""
+    edits, a cell; at its decision steps approve D's first edit (and leave the second open); its own
+    steps wait for D's second edit, then finish; in the closing pass, reject."""
     if form.question.stage != "step":
         for name, box in form.slots.items():
             box.value = f"ai says: {name}"
@@ -99,10 +100,15 @@ def _decide_as_the_ai(form, offered: list[tuple[str, ...]]) -> None:
     offered.append(tuple(value for _, value in form.action.options))
     if obs.closing:
         form.action.value, form.request.value, form.text.value = "reject", obs.requests_for_me[0].request_id, "too late"
-    elif "req-1" in obs.open_ids:
-        form.action.value, form.request.value, form.text.value = "approve", "req-1", "fits"
+    elif obs.deciding:  # a decision step at its turn: approve D's first edit, leave the second open
+        if "req-1" in obs.open_ids:
+            form.action.value, form.request.value, form.text.value = "approve", "req-1", "fits"
+        else:
+            form.action.value = "wait"
     elif not obs.cells:
         form.action.value, form.code.value = "execute_code", "print('AI-PERSON', 6 * 7)"
+    elif "req-2" not in obs.open_ids:  # its own step: wait for D's second edit, then finish
+        form.action.value = "wait"
     else:
         form.action.value, form.text.value = "finish", "D's hypothesis is in"
     assert form.try_submit(), form.error.value

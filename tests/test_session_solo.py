@@ -42,7 +42,7 @@ def test_a_human_alone_takes_the_single_agents_steps_waits_included(name, tmp_pa
     assert (solo.ended_by, single.ended_by) == ("budget", "budget") and solo.final_hypothesis == "a hypothesis"
     assert events[-1].args["budget_side"] == "human"
     prompt = model.calls[0]["messages"][-1]["content"]
-    assert SOLO_END_RULE in prompt and "Your steps: 3 for the task (every turn is one" in prompt
+    assert SOLO_END_RULE in prompt and "Your steps: 3 for the task (every step is one" in prompt
     assert "AI agent (ai) has taken" not in prompt and "- finish" in prompt
 
 

@@ -2,9 +2,10 @@
 
 Shared by the widget-driven test (the real forms, clicked from Python) and the browser test
 (the same forms, clicked in JupyterLab). The AI proposes and consolidates a memory whose one
-gate holds its edits until D signs; then it runs a cell, edits the result (a request to D),
-waits, and finishes once its edit is approved. The person proposes, ratifies, sends a
-message, runs a cell and approves the request, in that order (`PLAN`).
+gate holds its edits until D signs; then it runs a cell, edits the result (a request to D, who
+approves it at its next turn) and finishes. The person proposes, ratifies, sends a
+message, approves the request (in a decision step, at its turn before its own step) and runs a
+cell, in that order (`PLAN`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ HYPOTHESIS = "Axes are most frequent in hoards of the 12th century BCE."
 MESSAGE = "PERSON-MSG: I will check the counts."
 CODE = "print('PERSON-CELL', 6 * 7)"
 APPROVAL = "PERSON-OK: matches the counts"
-PLAN = ("propose_memory", "ratify_memory", "send_message", "execute_code", "approve")
+PLAN = ("propose_memory", "ratify_memory", "send_message", "approve", "execute_code")
 GATE = {"action": "edit_result", "signatory": "D", "scope": "all", "note": "D checks"}
 
 
@@ -33,7 +34,6 @@ def scripts() -> dict[str, list]:
                {**SLOTS, "gates": [GATE]},
                say("execute_code", "print('AI-CELL')"),
                say("edit_result", HYPOTHESIS),
-               say("wait"),
                say("finish", "approved by D")],
         "R": [{**SLOTS, "gates": []}, *RATIFY],
     }
