@@ -155,8 +155,10 @@ def hypothesis_contrasts(hypothesis: Hypothesis, variants: Sequence[str]) -> lis
     """The contrasts a hypothesis tests among the planned `variants`: one for a pooled claim
     (the mean of its compositions' paired differences) or a single pair; one per comparison
     for an intersection (`versus`, `relative_to`, `each`); [] when nothing of it is planned.
-    A comparison whose variants are not all planned is left out (the claim as far as the
-    planned variants can test it)."""
+    A pooled claim keeps the compositions that are planned (the claim as far as the planned
+    variants can test it); an intersection or a difference of differences is tested whole or
+    not at all ([] unless every comparison's variants are planned): "Default-DR is the worst"
+    declared from Single alone would read as a decision the procedure did not make."""
     planned = set(variants)
     h = hypothesis
     if "-" in h.a or h.a == "single":
@@ -176,7 +178,7 @@ def hypothesis_contrasts(hypothesis: Hypothesis, variants: Sequence[str]) -> lis
     else:
         kept = [(a, b) for a, b in pairs if a in planned and b in planned]
         return [tuple((a, b, 1.0 / len(kept)) for a, b in kept)] if kept else []
-    return [c for c in found if all(a in planned and b in planned for a, b, _ in c)]
+    return found if all(a in planned and b in planned for c in found for a, b, _ in c) else []
 
 
 def variant_pairs(hypothesis: Hypothesis, variants: Sequence[str]) -> list[tuple[str, str]]:
