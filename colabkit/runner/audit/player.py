@@ -170,7 +170,9 @@ class PolicyDouble(CustomLLM):
             return _step("send_message", MESSAGES[i % len(MESSAGES)], "all")
         if kind == "edit":
             return _step("edit_result", EDITS[i % len(EDITS)])
-        if kind == "update":
+        if kind == "update":  # where the memory does not live, the same move is a failed step (its repair fails)
+            if offered is not None and "propose_memory_update" not in offered:
+                self._failing.add(role)
             return _step("propose_memory_update", f"audit: a new plan from {role}\nReason: audit", "plan")
         return _step(kind, f"audit: {kind}" if kind == "finish" else "")
 

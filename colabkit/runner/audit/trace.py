@@ -49,6 +49,7 @@ from colabkit.session.totals import closing_step
 from colabkit.team import VariantConfig
 
 DECISIONS = ("approve", "reject")
+_THOUGHT = re.compile(r"^(?:- r\d+ ([a-z_]+):|\[your private thought, r\d+ -> ([a-z_]+)\])")
 SHARED_SECTIONS = ("Code cells", "Activity", "Result editor", "Your last step")
 """The engine's sections (`structure.base.ENGINE_SECTIONS`, by the start of their titles) that
 show what members did: a held action shows there once applied, so where a hold fired they are
@@ -134,8 +135,20 @@ def _prompt(text: str, dec: Declared, shared: bool) -> str:
         if title == "Valid actions":
             part = "\n".join(line for line in part.splitlines()
                              if not (line.startswith("- ") and line[2:].split(":")[0] in dec.own_actions))
+        if dec.actions:  # the thought of a structure's own act is the act's (its twin's member could not act)
+            lines = [line for line in part.splitlines() if not _thought_of(line, dec.actions)]
+            if len(lines) == 1 and title == "Your recent thoughts":
+                continue
+            part = "\n".join(lines)
         kept.append(part)
     return "\n\n".join(kept)
+
+
+def _thought_of(line: str, actions: frozenset[str]) -> bool:
+    """Whether a prompt line is a member's thought of one of `actions` ("- r2 act: ..." in its
+    thoughts, "[your private thought, r2 -> act]" in the timeline)."""
+    found = _THOUGHT.match(line)
+    return found is not None and (found.group(1) or found.group(2)) in actions
 
 
 def _choices(text: str, dec: Declared) -> str:
@@ -208,9 +221,16 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
         entries.append(text)
         at.setdefault(channel, []).append(seq)
 
+    # a structure's own act, or the same move in its twin (a failed step: the action is not on offer
+    # there), spends its member's step and is nobody's news: both are one "declared act" turn
+    declared_acts = {seq for call, (_, seq, _, _) in zip(run.calls, _call_times(run))
+                     if seq is not None and _answer_action(call.get("answer", "")) in dec.actions}
     # turns: each seat's steps, the structure's turns (decisions, its actions, the build) left out
     for e in events:
         if e.phase != "task" or e.participant == SYSTEM or not e.llm_calls or closing_step(e):
+            continue
+        if e.seq in declared_acts:
+            add(f"turns {e.participant}", f"round {e.round}: a declared act", e.seq, False)
             continue
         if e.action in dec.own_actions or (dec.decides and _deciding(e)):
             continue
@@ -222,7 +242,8 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
     # requests as sent: what the seat's model was asked, the structure's parts projected out
     for call, (phase, event_seq, closing, deciding) in zip(run.calls, _call_times(run)):
         answer = _answer_action(call.get("answer", ""))
-        if (dec.builds and phase == "build") or closing or answer in dec.own_actions or (dec.decides and deciding):
+        if ((dec.builds and phase == "build") or closing or answer in dec.own_actions or (dec.decides and deciding)
+                or event_seq in declared_acts):
             continue  # the build, the closing pass, a decision step or the structure's action: its turns
         channel = f"requests {call['role']}"
         n = len(ch.get(channel, []))
@@ -238,7 +259,8 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
             event_seq, answer == "wait")
     # charges against the cap: the task's only (the build phase is the structure's)
     for e in events:
-        if (dec.builds and e.phase == "build") or e.action in dec.own_actions or (dec.decides and _deciding(e)):
+        if ((dec.builds and e.phase == "build") or e.action in dec.own_actions or (dec.decides and _deciding(e))
+                or e.seq in declared_acts):
             continue
         for c in e.llm_calls:
             add(f"charges {e.participant}", f"round {e.round}: {c.total_tokens} tokens", e.seq, e.action == "wait")
