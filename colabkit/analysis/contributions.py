@@ -38,9 +38,8 @@ from typing import Any
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.analysis.counterfactual import PROCESS_METRICS, paired_interval, read_record, session_values
+from colabkit.analysis.counterfactual import PROCESS_METRICS, continuations, paired_interval, session_values
 from colabkit.analysis.inference.estimation.stats import clustered_standard_error
-from colabkit.store import SESSION_FILE
 
 OUTCOME_METRICS = ("performance", "hms", "s_hyp")
 CONTRIBUTION_METRICS = (*OUTCOME_METRICS, *PROCESS_METRICS)
@@ -72,13 +71,8 @@ def contribution_runs(forks: Path | str | Iterable[Path | str], scores: pd.DataF
     folders = [Path(forks)] if isinstance(forks, (str, Path)) else [Path(f) for f in forks]
     rows = []
     for root in folders:
-        for folder in sorted(root.iterdir()) if root.is_dir() else ():
-            if folder.name.startswith(".") or not (folder / SESSION_FILE).is_file():
-                continue
-            record = read_record(folder)
-            if record.fork is None:
-                continue
-            point = record.fork.point
+        for record, fork in continuations(root):
+            point = fork.point
             member = member_of(point.change.kind, getattr(point.change, "role", None))
             if member is None:
                 continue

@@ -16,14 +16,14 @@ Missing values are dropped pair by pair, never read as 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from colabkit.session.fork import describe
+from colabkit.session.fork import ForkRecord, describe
 from colabkit.store import SESSION_FILE, SessionRecord
 
 PROCESS_METRICS = ("actions", "messages", "cells", "edits", "approved", "rejected", "failed_steps", "delivered")
@@ -59,20 +59,25 @@ def original_values(session: Path | str, scores: pd.DataFrame | None = None) -> 
     return {record.session_id: values}
 
 
-def fork_table(forks: Path | str) -> pd.DataFrame:
-    """One row per finished continuation under `forks` (`FORK_COLUMNS` and the process counts)."""
-    rows = []
+def continuations(forks: Path | str) -> Iterator[tuple[SessionRecord, ForkRecord]]:
+    """Every finished continuation (a fork's session) under the folder `forks`: its record and fork."""
     for folder in sorted(Path(forks).iterdir()) if Path(forks).is_dir() else ():
         if folder.name.startswith(".") or not (folder / SESSION_FILE).is_file():
             continue
         record = read_record(folder)
-        if record.fork is None:
-            continue
-        point = record.fork.point
+        if record.fork is not None:
+            yield record, record.fork
+
+
+def fork_table(forks: Path | str) -> pd.DataFrame:
+    """One row per finished continuation under `forks` (`FORK_COLUMNS` and the process counts)."""
+    rows = []
+    for record, fork in continuations(forks):
+        point = fork.point
         rows.append({"parent_id": point.parent_id, "at": point.at, "change": describe(point.change),
                      "change_kind": point.change.kind, "is_control": point.change.kind == "none",
                      "seed": point.seed, "verify": point.verify,
-                     "prefix_mismatches": len(record.fork.replay.mismatches), "ended_by": record.ended_by,
+                     "prefix_mismatches": len(fork.replay.mismatches), "ended_by": record.ended_by,
                      **session_values(record)})
     return pd.DataFrame(rows, columns=[*FORK_COLUMNS, *PROCESS_METRICS])
 
