@@ -23,9 +23,12 @@ in `Totals`, and the `session_end` event says how many).
 
 Noninterference by construction (issue 42; docs/fidelity.md): what a structure does not declare
 is computed without it. Every event has a kind (`Event.kind`): a member's step, an approved
-action's effect, machinery (the build, decisions, the closing pass) or the system's; machinery
-spends no human's step, is charged apart from the task's cap (`spend`), and is kept out of
-initiative and work. An approved action waits only on the earlier requests it depends on
+action's effect, machinery (the build, decision steps, the closing pass) or the system's;
+machinery spends no member's step (the AI's clock included), is charged apart from the task's
+cap (`spend`), and is kept out of initiative and work. A member decides only in decision steps
+of its own (`decision_steps`), never in its own step, which offers what a Default twin's does;
+what wakes a waiting member is a teammate's act it can see (`scheduler.acts_in_view`), never a
+structure's bookkeeping. An approved action waits only on the earlier requests it depends on
 (`Gatekeeper.waits_on`); once a finish takes effect, what was proposed after it is void.
 
 Forks (`colabkit.session.fork`): with `fork=ForkReplay(...)` the same engine replays a

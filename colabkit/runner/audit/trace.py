@@ -11,7 +11,7 @@ A run's **trace** (`trace_of`) is everything observable, per channel:
 - `end`: the final answer and `ended_by`;
 - `metrics`: every metric the suite computes without a judge (`scorer.Scorer.uses_judge`).
 
-The **projection** (`project`) is read mechanically from the two variants' compositions
+The **projection** (`projection`) is read mechanically from the two variants' compositions
 (`declared`: `Structure.sections`, `actions`, `holds`, `builds` and whether a
 structure decides requests of its own), never from a list kept by hand: the build phase's
 requests, turns and charges; the structure's sections of every prompt; the lines, enum values
@@ -28,7 +28,6 @@ channel by channel (`diff`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,61 +37,27 @@ from typing import Any
 
 from colabkit.hashing import sha256_hex
 from colabkit.runner.audit.invariants import Violation
-from colabkit.runner.audit.player import Run, schema_of
+from colabkit.runner.audit.player import Run
+from colabkit.runner.audit.projection import (
+    DECISIONS,
+    Declared,
+    answer_action,
+    declared,
+    project_choices,
+    project_prompt,
+    project_schema,
+)
 from colabkit.runner.audit.rules import RULES
 from colabkit.runner.batch import run_sync
 from colabkit.session.actions import valid_actions
 from colabkit.session.events import DECISION_STEP, SYSTEM, Event
-from colabkit.session.structure.base import Structure
 from colabkit.session.structure.registry import structures_for
 from colabkit.session.totals import closing_step
 from colabkit.team import VariantConfig
 
-DECISIONS = ("approve", "reject")
-_THOUGHT = re.compile(r"^(?:- r\d+ ([a-z_]+):|\[your private thought, r\d+ -> ([a-z_]+)\])")
-SHARED_SECTIONS = ("Code cells", "Activity", "Result editor", "Your last step")
-"""The engine's sections (`structure.base.ENGINE_SECTIONS`, by the start of their titles) that
-show what members did: a held action shows there once applied, so where a hold fired they are
-compared only before it."""
-_HEADING = re.compile(r"\n\n(?=# )")
-_REQUEST_ID = re.compile(r"^(?:req|upd)-\d+$")
-_LISTED = re.compile(r"Input should be ((?:'[^']*'(?:, | or )?)+)")
 _NOT_SAMPLING = ("metadata", "timeout", "api_base", "api_key", "response_format", "max_tokens")
 """Request parameters that are not sampling: where it is sent, the schema (compared on its own) and
 `max_tokens`, a function of the whole schema, structure enums included (`prompts-as-sent` checks it)."""
-
-
-@dataclass(frozen=True)
-class Declared:
-    """What a variant's structures declare (`Structure`'s class attributes), the only parts of a
-    trace allowed to differ from its Default twin's."""
-
-    sections: frozenset[str] = frozenset()
-    actions: frozenset[str] = frozenset()
-    holds: frozenset[str] = frozenset()
-    decides: bool = False
-    builds: bool = False
-    fields: frozenset[str] = frozenset()
-    """Answer fields that are the added actions' own (a team's `to`: the recipients of its messages)."""
-
-    def __or__(self, other: Declared) -> Declared:
-        return Declared(self.sections | other.sections, self.actions | other.actions, self.holds | other.holds, self.decides or other.decides, self.builds or other.builds,
-                        self.fields | other.fields)
-
-    @property
-    def own_actions(self) -> frozenset[str]:
-        """The actions whose turns are the structure's: its own, and decisions where it decides."""
-        return self.actions | (frozenset(DECISIONS) if self.decides else frozenset())
-
-
-def declared(variant: VariantConfig) -> Declared:
-    """`variant`'s declared parts, read from its composition (the study's structures and plugins)."""
-    out = Declared()
-    for s in structures_for(variant):
-        cls = type(s)
-        out = out | Declared(frozenset(cls.sections), frozenset(cls.actions), frozenset(cls.holds), bool(cls.holds) or cls.open_ids is not Structure.open_ids,
-                             cls.builds)
-    return out
 
 
 @dataclass
@@ -111,84 +76,6 @@ class Trace:
     until: dict[str, int] | None = None
     """Per channel, the entries up to a held finish's proposal: where a finish was held, the
     Default twin ended there, so what came after is the hold's (its channels compare up to it)."""
-
-
-def _split(text: str) -> list[tuple[str, str]]:
-    """A prompt as (section title, text), in order ("" for text before the first heading)."""
-    out = []
-    for part in _HEADING.split(text):
-        if part.startswith("# "):
-            title = part.split("\n", 1)[0][2:]
-            out.append((re.split(r" \(|:|,", title)[0].strip(), part))
-        else:
-            out.append(("", part))
-    return out
-
-
-def _prompt(text: str, dec: Declared, shared: bool) -> str:
-    """A user prompt without the structure's sections (and, unless `shared`, the shared ones);
-    in "Valid actions" without the lines of its actions."""
-    kept = []
-    for title, part in _split(text):
-        if title in dec.sections or (not shared and title.startswith(SHARED_SECTIONS)):
-            continue
-        if title == "Valid actions":
-            part = "\n".join(line for line in part.splitlines()
-                             if not (line.startswith("- ") and line[2:].split(":")[0] in dec.own_actions))
-        if dec.actions:  # the thought of a structure's own act is the act's (its twin's member could not act)
-            lines = [line for line in part.splitlines() if not _thought_of(line, dec.actions)]
-            if len(lines) == 1 and title == "Your recent thoughts":
-                continue
-            part = "\n".join(lines)
-        kept.append(part)
-    return "\n\n".join(kept)
-
-
-def _thought_of(line: str, actions: frozenset[str]) -> bool:
-    """Whether a prompt line is a member's thought of one of `actions` ("- r2 act: ..." in its
-    thoughts, "[your private thought, r2 -> act]" in the timeline)."""
-    found = _THOUGHT.match(line)
-    return found is not None and (found.group(1) or found.group(2)) in actions
-
-
-def _choices(text: str, dec: Declared) -> str:
-    """A repair prompt with the choices its validation error lists ("Input should be 'a', 'b' or
-    'c'") as a set without the structure's actions."""
-    def listed(found: re.Match[str]) -> str:
-        values = sorted(set(re.findall(r"'([^']*)'", found.group(1))) - dec.own_actions)
-        return "Input should be one of " + ", ".join(f"'{v}'" for v in values)
-    return _LISTED.sub(listed, text)
-
-
-def _schema(params: dict[str, Any], dec: Declared) -> str:
-    """The answer schema without the structure's enum values (its actions, request ids)."""
-    name, schema = schema_of(params)
-    own = dec.own_actions
-
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {k: strip(v) for k, v in node.items()}
-            if isinstance(out.get("properties"), dict):
-                out["properties"] = {k: v for k, v in out["properties"].items() if k not in dec.fields}
-            if isinstance(out.get("description"), str):  # help text: its clauses naming the structure's actions go
-                out["description"] = ", ".join(clause for clause in out["description"].split(", ")
-                                               if not any(a in clause for a in dec.own_actions))
-            if isinstance(out.get("enum"), list):
-                out["enum"] = [v for v in out["enum"] if not (isinstance(v, str) and (v in own or _REQUEST_ID.match(v)))]
-            return out
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    return f"{name} {json.dumps(strip(schema), sort_keys=True)}"
-
-
-def _answer_action(answer: str) -> str:
-    try:
-        value = json.loads(answer)
-    except ValueError:
-        return ""
-    return str(value.get("action", "")) if isinstance(value, dict) else ""
 
 
 def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, like: Trace | None = None,
@@ -224,7 +111,7 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
     # a structure's own act, or the same move in its twin (a failed step: the action is not on offer
     # there), spends its member's step and is nobody's news: both are one "declared act" turn
     declared_acts = {seq for call, (_, seq, _, _) in zip(run.calls, _call_times(run))
-                     if seq is not None and _answer_action(call.get("answer", "")) in dec.actions}
+                     if seq is not None and answer_action(call.get("answer", "")) in dec.actions}
     # turns: each seat's steps, the structure's turns (decisions, its actions, the build) left out
     for e in events:
         if e.phase != "task" or e.participant == SYSTEM or not e.llm_calls or closing_step(e):
@@ -241,7 +128,7 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
         add(f"turns {e.participant}", f"round {e.round}: {e.action} {status} {_digest(args)}", e.seq, e.action == "wait")
     # requests as sent: what the seat's model was asked, the structure's parts projected out
     for call, (phase, event_seq, closing, deciding) in zip(run.calls, _call_times(run)):
-        answer = _answer_action(call.get("answer", ""))
+        answer = answer_action(call.get("answer", ""))
         if ((dec.builds and phase == "build") or closing or answer in dec.own_actions or (dec.decides and deciding)
                 or event_seq in declared_acts):
             continue  # the build, the closing pass, a decision step or the structure's action: its turns
@@ -250,11 +137,12 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
         before = first_hold is not None and event_seq is not None and event_seq < first_hold
         shared = not trace.held or (before if like is None else n < like.cut.get(channel, 0))
         messages = [str(m.get("content", "")) if m.get("role") == "system" else
-                    _prompt(str(m.get("content", "")), dec, shared) if k == 1 else _choices(str(m.get("content", "")), dec)
+                    project_prompt(str(m.get("content", "")), dec, shared) if k == 1
+                    else project_choices(str(m.get("content", "")), dec)
                     for k, m in enumerate(call["messages"])]
         sampling = {k: v for k, v in call["params"].items() if k not in _NOT_SAMPLING}
         add(channel, "\n".join([f"params {json.dumps(sampling, sort_keys=True, default=repr)}",
-                                f"schema {_schema(call['params'], dec)}",
+                                f"schema {project_schema(call['params'], dec)}",
                                 *(f"{m['role']}: {text}" for m, text in zip(call["messages"], messages))]),
             event_seq, answer == "wait")
     # charges against the cap: the task's only (the build phase is the structure's)
