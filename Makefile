@@ -72,8 +72,14 @@ lock:
 	$(PYTHON) tools/lock.py build/lock-venv/bin/uv $(if $(UPGRADE),--upgrade)
 
 # The demo experiment (experiments/demo.yaml) through the whole batch: sessions, scores, gate
-# annotations and the ablation notebook; it prints where the notebooks, table and figures are.
+# annotations and the ablation notebook; then each team session replayed without D from its
+# first task step (one seed, beside its control: `colabkit contributions`, docs/contributions.md),
+# and the batch again, which re-renders the ablations with those replays (process counts; the
+# embedded model's numbers are plumbing-grade). It prints where the notebooks, table and figures are.
+DEMO_FOLDER = $(VPY) -c "from colabkit.runner import load_experiment; print(load_experiment('experiments/demo.yaml').folder())"
 demo: $(STAMP)
+	$(VENV)/bin/colabkit batch experiments/demo.yaml $(DEMO_ARGS)
+	$(VENV)/bin/colabkit contributions "$$($(DEMO_FOLDER))" --seeds 0 --members D
 	$(VENV)/bin/colabkit batch experiments/demo.yaml $(DEMO_ARGS)
 
 test: $(STAMP)
