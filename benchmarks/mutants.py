@@ -17,7 +17,8 @@ becomes `(MUTATED if guard() else ORIGINAL)` (a statement: `if not guard(): STAT
 (`__code__`) for the mutant's run and is restored after, so nothing is written to disk.
 
 Per mutant, fixed scenarios (`SCENARIOS`) are played in their twin pairs through the audit's
-player (in-process double, the in-memory notebook) and checked with the hunt's invariants and
+player (in-process double, the in-memory notebook) and checked with the hunt's invariants (the
+twin comparisons and the rules each run keeps on its own, `runner.audit.conduct`) and
 `same-trace`. A mutant is **observable** when some run's whole trace (nothing projected out)
 differs from the unmutated run of the same variant and scenario; it is **caught** when the
 checks report a violation the unmutated engine does not (`caught`; `caught-dirty` when only in a
@@ -269,12 +270,12 @@ def scenarios(task_id: str) -> list[tuple[Any, tuple[str, ...]]]:
         (Scenario(task_id, "d", budget=5, gates="none", policies={
             "ai": Policy(("code:0", "msg:1", "slip", "edit:1", "code:2")), "D": Policy(("code:3", "msg:1", "edit:0"))}),
          ("single", "default-d", "memory-d")),
-        (Scenario(task_id, "r", budget=4, gates="edits", policies={
+        (Scenario(task_id, "r", budget=4, gates="edits", profile="full", policies={
             "ai": Policy(("edit:0", "code:0", "edit:1", "finish")), "R": Policy(("msg:0", "code:1"), "approve-oldest")}),
          ("single", "default-r", "scaffolded-r", "preassigned-r")),
         (Scenario(task_id, "dr", budget=6, gates="none", cost_cap=9_000, policies={
-            "ai": Policy(("code:0", "edit:0", "msg:0") * 2), "D": Policy(("msg:1", "code:0")),
-            "R": Policy(("code:2", "wait", "msg:0"))}),
+            "ai": Policy(("code:0", "edit:0", "msg:0") * 2), "D": Policy(("msg:1", "dm:0", "code:0")),
+            "R": Policy(("code:2", "wait", "dm:1", "msg:0"))}),
          ("single", "default-dr", "memory-dr")),
     ]
 

@@ -76,12 +76,15 @@ def _audit(args: argparse.Namespace) -> int:
 def hunt_gloss() -> str:
     """What the hunt's lines mean, printed just above them."""
     from colabkit.runner.audit import INVARIANTS
+    from colabkit.runner.audit.conduct import CONDUCT
 
+    twins = [name for name in INVARIANTS if name not in CONDUCT]
     return ("(the hunt: generated scenarios played through the real engine in every variant, each member's steps "
             "scripted by the audit's own test double: no model, no key; a run is one scenario in one variant; the "
-            f"invariants ({', '.join(INVARIANTS)}) say what may never differ between a variant and its Default "
-            "twin beyond what its structure declares; a violation is shrunk to a minimal scenario. --quick plays "
-            "the known scenarios only, --examples N more generated ones)")
+            f"invariants ({', '.join(twins)}) say what may never differ between a variant and its Default "
+            f"twin beyond what its structure declares, and {', '.join(CONDUCT)} hold each run to the documented "
+            "rules; a violation is shrunk to a minimal scenario. --quick plays the known scenarios only, "
+            "--examples N more generated ones)")
 
 
 def render_explained(report: AuditReport) -> str:

@@ -53,6 +53,7 @@ from colabkit.evaluation.storage import (
 )
 from colabkit.evaluation.tables import export_tables, load_judgements
 from colabkit.llm import BudgetExceeded, CircuitBreaker, Gateway, ModelConfig, ProviderError, Spend
+from colabkit.llm.callbacks import settled
 from colabkit.llm.providers import LOCAL_PROVIDER
 from colabkit.store import AtomicBatch
 from colabkit.tasks import TaskSuite, load_tasks
@@ -280,6 +281,6 @@ def _run_sync(make: Callable[[], Any]) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
+        return asyncio.run(settled(make()))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
+        return pool.submit(lambda: asyncio.run(settled(make()))).result()

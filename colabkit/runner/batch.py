@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from colabkit.errors import ColabkitError
+from colabkit.llm.callbacks import settled
 from colabkit.llm.preflight import missing_key, preflight
 from colabkit.runner.executors.capacity import machine_kernel_cap
 from colabkit.runner.executors.dask_executor import run_on_dask
@@ -135,7 +136,7 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     an interrupt of the cell cancels it there the same way.
     """
     async def main() -> T:
-        return await make()
+        return await settled(make())
 
     try:
         asyncio.get_running_loop()

@@ -28,11 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from colabkit.errors import ColabkitError
-from colabkit.runner.audit.invariants import Violation, check_all, is_gate_twin
+from colabkit.runner.audit.invariants import check_all, is_gate_twin
 from colabkit.runner.audit.player import play, scenario_spec
 from colabkit.runner.audit.probe import history, same_rendering
 from colabkit.runner.audit.scenario import STUDY_SEATS, TEAMS, Policy, Scenario, scenarios
 from colabkit.runner.audit.trace import default_twin, same_trace
+from colabkit.runner.audit.violation import Violation
 from colabkit.runner.audit.wire import over_http
 from colabkit.session import SessionSpec
 from colabkit.tasks import Task
@@ -56,10 +57,10 @@ def known_scenarios(task_id: str) -> tuple[Scenario, ...]:
         # four requests queued before a gated edit (messages and edits gated)
         Scenario(task_id, "r", budget=5, gates="edits", policies={
             "ai": Policy(("edit:0", "edit:1", "edit:0", "edit:1", "edit:0")), "R": quiet}),
-        # an AI that edits and then waits, beside busy humans
+        # an AI that edits and then waits, beside busy humans who also message one teammate only
         Scenario(task_id, "dr", budget=4, gates="none", policies={
-            "ai": Policy(("edit:0", "wait", "wait", "wait")), "D": Policy(("code:0", "msg:0", "code:3", "msg:1")),
-            "R": Policy(("code:1", "code:0", "msg:0", "code:0"))}),
+            "ai": Policy(("edit:0", "wait", "wait", "wait")), "D": Policy(("code:0", "msg:0", "code:3", "dm:1")),
+            "R": Policy(("code:1", "dm:0", "msg:0", "code:0"))}),
         # humans who finish or wait cannot end the session before the AI's budget
         Scenario(task_id, "dr", budget=4, gates="none", policies={
             "ai": Policy(("code:0",)), "D": Policy(("msg:0", "finish")), "R": wait}),

@@ -31,7 +31,9 @@ invariants (named as the audit prints them):
   function of the schema; a repair prompt is the same wherever the same answer is repaired
   under the same choices (the validation error names the actions on offer).
 
-`same-rendering` (what the variants show for the same history) is `probe`'s.
+`same-rendering` (what the variants show for the same history) is `probe`'s; `check_all` also
+holds each run on its own to the documented rules (`conduct.CONDUCT`: who is asked when, what
+each member is shown, each step as answered, one repair, each structure in force).
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from colabkit.runner.audit.conduct import CONDUCT, check_conduct
 from colabkit.runner.audit.player import Run, open_requests, schema_of
 from colabkit.runner.audit.scenario import Scenario
+from colabkit.runner.audit.violation import Violation
 from colabkit.session.actions import MEMORY_UPDATE
 from colabkit.session.events import SYSTEM, Event
 from colabkit.session.structure.registry import plugin_structures
@@ -52,7 +55,7 @@ from colabkit.session.totals import closing_step
 from colabkit.team import VariantConfig
 
 INVARIANTS = ("ai-opportunity", "nothing-lost", "gates-transparent", "same-capacity", "same-turn-order",
-              "prompts-as-sent", "same-rendering", "same-trace")
+              "prompts-as-sent", "same-rendering", "same-trace", *CONDUCT)
 INFRA_ENDS = ("llm_budget", "provider_error", "error")
 """Ends that are not the team's: the cost cap, a provider's refusal, a crash."""
 LOST_OK = ("provider_error", "error")
@@ -68,18 +71,6 @@ _SLOTS = {"expertise", "responsibility", "plan", "evidence_standards", "gates"}
 _REQUEST_ID = re.compile(r"(?:req|upd)-\d+")
 _VALID = re.compile(r"^# Valid actions\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _VOLATILE = ("metadata", "timeout", "api_base", "response_format", "max_tokens")
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken invariant: which, the variants (one, or the pair compared) and what was seen."""
-
-    invariant: str
-    variants: tuple[str, ...]
-    detail: str
-
-    def render(self) -> str:
-        return f"VIOLATION {self.invariant} [{' vs '.join(self.variants)}]: {self.detail}"
 
 
 def turns(run: Run, pid: str) -> list[Event]:
@@ -98,6 +89,7 @@ def check_all(scenario: Scenario, runs: Sequence[Run], termination: str) -> list
         if termination == "ai_budget":
             found += ai_opportunity(scenario, run)
         found += nothing_lost(run)
+        found += check_conduct(run)
     found += gates_transparent(scenario, runs)
     if termination == "ai_budget":
         found += same_capacity(runs)

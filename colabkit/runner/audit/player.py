@@ -68,6 +68,10 @@ accounting (what it charges to the task), which the audit compares (`trace`)."""
 _REQUESTS = re.compile(r"^# (?:Approval requests|Memory updates) for you[^\n]*\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _VALID = re.compile(r"^# Valid actions\n(.*?)(?=\n\n# |\Z)", re.S | re.M)
 _REQUEST_ID = re.compile(r"\b((?:req|upd)-\d+)\b")
+TEAM_LINE = re.compile(r"^You are (\S+)\. Team: (.*)\.$", re.M)
+"""A task prompt's Team line: the member, then its team ("ai (AI agent), D (Data Analyst)")."""
+MEMBER = re.compile(r"(\S+) \(")
+"""A member's id in the Team line's list."""
 _ISSUED: contextvars.ContextVar[int] = contextvars.ContextVar("colabkit_audit_issued", default=-1)
 
 
@@ -168,6 +172,10 @@ class PolicyDouble(CustomLLM):
             return _step("execute_code", CODE[i % len(CODE)])
         if kind == "msg":
             return _step("send_message", MESSAGES[i % len(MESSAGES)], "all")
+        if kind == "dm":  # to one teammate only: what the others may not see
+            line = TEAM_LINE.search(observation)
+            mates = [pid for pid in MEMBER.findall(line[2] if line else "") if pid != role]
+            return _step("send_message", MESSAGES[i % len(MESSAGES)], mates[i % len(mates)] if mates else "all")
         if kind == "edit":
             return _step("edit_result", EDITS[i % len(EDITS)])
         if kind == "update":  # where the memory does not live, the same move is a failed step (its repair fails)
@@ -280,6 +288,20 @@ class Run:
     @property
     def variant(self) -> str:
         return self.spec.variant.name
+
+    def calls_by_event(self) -> list[tuple[Event | None, dict[str, Any]]]:
+        """Each request in `calls` with the event that carried it (a seat's calls and its events'
+        `llm_calls` matched in order), None for a request no event carries."""
+        owners: dict[str, list[Event]] = {}
+        for e in self.events:
+            owners.setdefault(e.participant, []).extend(e for _ in e.llm_calls)
+        used: dict[str, int] = {}
+        out: list[tuple[Event | None, dict[str, Any]]] = []
+        for call in self.calls:
+            k = used[call["role"]] = used.get(call["role"], -1) + 1
+            mine = owners.get(call["role"], [])
+            out.append((mine[k] if k < len(mine) else None, call))
+        return out
 
 
 def scenario_spec(spec: SessionSpec, scenario: Scenario, wire: bool = False) -> SessionSpec:

@@ -27,9 +27,10 @@ from collections.abc import Set as AbstractSet
 from itertools import combinations
 from typing import Any, cast
 
-from colabkit.runner.audit.invariants import STRUCTURAL_ACTIONS, Violation
+from colabkit.runner.audit.invariants import STRUCTURAL_ACTIONS
 from colabkit.runner.audit.player import InMemoryWorkspace
 from colabkit.runner.audit.scenario import CODE, EDITS, MESSAGES, Scenario
+from colabkit.runner.audit.violation import Violation
 from colabkit.runner.batch import run_sync
 from colabkit.session import SessionSpec
 from colabkit.session.actions import StepSchema, to_action

@@ -63,7 +63,7 @@ def declared(variant: VariantConfig) -> Declared:
     return out
 
 
-def _split(text: str) -> list[tuple[str, str]]:
+def sections_of(text: str) -> list[tuple[str, str]]:
     """A prompt as (section title, text), in order ("" for text before the first heading)."""
     out = []
     for part in _HEADING.split(text):
@@ -79,7 +79,7 @@ def project_prompt(text: str, dec: Declared, shared: bool) -> str:
     """A user prompt without the structure's sections (and, unless `shared`, the shared ones);
     in "Valid actions" without the lines of its actions."""
     kept = []
-    for title, part in _split(text):
+    for title, part in sections_of(text):
         if title in dec.sections or (not shared and title.startswith(SHARED_SECTIONS)):
             continue
         if title == "Valid actions":

@@ -33,10 +33,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from colabkit.runner.audit.invariants import Violation
 from colabkit.runner.audit.player import Run, play
 from colabkit.runner.audit.scenario import Scenario
 from colabkit.runner.audit.trace import Declared, Trace, diff, metric_values, trace_of
+from colabkit.runner.audit.violation import Violation
 from colabkit.session import SessionSpec
 from colabkit.session.fork import ForkPoint, ForkReplay, NoChange, RemoveMember
 from colabkit.tasks import Task

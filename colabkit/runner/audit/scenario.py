@@ -7,7 +7,8 @@ rules, the memory, the requests it is not deciding), so any difference between t
 runs of one scenario comes from the engine, which is what the invariants (`invariants`) test.
 
 Moves (`MOVES`): run a cell (`code:i`, from `CODE`: a print, a listing of the data folder, a
-failing cell, a data-changing rebind), send a message (`msg:i`), edit the result (`edit:i`;
+failing cell, a data-changing rebind), send a message to all (`msg:i`) or to one teammate only
+(`dm:i`: the i-th of its teammates as the prompt's "Team" line lists them), edit the result (`edit:i`;
 a policy full of edits floods a gated variant with requests), wait, finish, propose a memory
 update (`update`, valid only where the memory lives), fail (`fail`: a malformed answer
 and a malformed repair, a failed step) and slip (`slip`: a malformed answer whose repair is the
@@ -38,7 +39,7 @@ EDITS = ("audit: hypothesis A", "audit: hypothesis B, longer than twelve charact
          "audit: hypothesis C " + "beyond the editor's share of every profile " * 120)
 """Content at each size: short, longer than the compact profile shows, and beyond the answer
 schema's bound (its repair is then the engine's, the same in every variant)."""
-MOVES = ("code", "msg", "edit", "wait", "finish", "update", "fail", "slip")
+MOVES = ("code", "msg", "dm", "edit", "wait", "finish", "update", "fail", "slip")
 DECIDERS = ("approve-oldest", "approve-newest", "approve-random", "reject-oldest", "reject-newest",
             "reject-random", "late", "ignore")
 """How a member decides the requests shown to it: `late` ignores them until only decisions are
@@ -157,7 +158,7 @@ def scenarios(task_ids: tuple[str, ...], *, max_budget: int = 30, real: bool = F
     from hypothesis import strategies as st
 
     move = st.one_of(st.sampled_from(("wait", "finish", "update", "fail", "slip")),
-                     st.builds(lambda kind, i: f"{kind}:{i}", st.sampled_from(("code", "msg", "edit")),
+                     st.builds(lambda kind, i: f"{kind}:{i}", st.sampled_from(("code", "msg", "dm", "edit")),
                                st.integers(0, 2)),
                      st.builds(lambda i: f"code:{i}", st.integers(2, 3)))
     ai_move = st.one_of(st.builds(lambda i: f"code:{i}", st.integers(0, 3)),

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from colabkit.hashing import sha256_hex
-from colabkit.runner.audit.invariants import Violation
 from colabkit.runner.audit.player import Run
 from colabkit.runner.audit.projection import (
     DECISIONS,
@@ -48,6 +47,7 @@ from colabkit.runner.audit.projection import (
     project_schema,
 )
 from colabkit.runner.audit.rules import RULES
+from colabkit.runner.audit.violation import Violation
 from colabkit.runner.batch import run_sync
 from colabkit.session.actions import valid_actions
 from colabkit.session.events import DECISION_STEP, SYSTEM, Event
@@ -189,21 +189,9 @@ def _deciding(event: Event) -> bool:
 
 def _call_times(run: Run) -> list[tuple[str, int | None, bool, bool]]:
     """For each request in `run.calls`, the phase and seq of the event that carried it, whether it
-    was a closing-pass step and whether a decision step (calls and events are matched in order,
-    per caller)."""
-    owners: dict[str, list[tuple[str, int | None, bool, bool]]] = {}
-    for e in run.events:
-        for _ in e.llm_calls:
-            owners.setdefault(e.participant, []).append((e.phase, e.seq, closing_step(e), _deciding(e)))
-    used: dict[str, int] = {}
-    out: list[tuple[str, int | None, bool, bool]] = []
-    for call in run.calls:
-        role = call["role"]
-        k = used.get(role, 0)
-        used[role] = k + 1
-        mine = owners.get(role, [])
-        out.append(mine[k] if k < len(mine) else ("task", None, False, False))
-    return out
+    was a closing-pass step and whether a decision step (`Run.calls_by_event`)."""
+    return [("task", None, False, False) if e is None else (e.phase, e.seq, closing_step(e), _deciding(e))
+            for e, _ in run.calls_by_event()]
 
 
 def metric_values(run: Run) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from colabkit.llm.callbacks import settled
 from colabkit.runner.executors.one_session import run_one
 from colabkit.runner.experiment import LLMBudget
 from colabkit.runner.progress import BatchSummary, Progress, SessionOutcome
@@ -30,7 +31,7 @@ def run_on_worker(spec: SessionSpec, task: Task, out: str, caps: LLMBudget) -> S
     async def main() -> SessionOutcome:
         return await run_one(spec, task, out=Path(out), limit=asyncio.Semaphore(1), caps=caps)
 
-    return asyncio.run(main())
+    return asyncio.run(settled(main()))
 
 
 def run_on_dask(items: Sequence[tuple[SessionSpec, Task]], *, out: Path | str, scheduler: str,
