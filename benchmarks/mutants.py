@@ -28,6 +28,7 @@ observable survivor is listed with its site.
 
     PYTHONPATH=. .venv/bin/python benchmarks/mutants.py --sample 40 --seed 1     # a sample
     PYTHONPATH=. .venv/bin/python benchmarks/mutants.py --sample 400 --seed 1    # the full run
+    PYTHONPATH=. .venv/bin/python benchmarks/mutants.py --termination either_side --sample 200 --seed 5
 """
 
 from __future__ import annotations
@@ -280,9 +281,15 @@ def scenarios(task_id: str) -> list[tuple[Any, tuple[str, ...]]]:
     ]
 
 
+TERMINATION = {"rule": "ai_budget"}
+"""The termination rule every scenario is played under (`--termination`; the study's by default)."""
+
+
 def play_guarded(spec: Any, task: Any, scenario: Any) -> Any:
     from colabkit.runner.audit.player import play, scenario_spec
 
+    if spec.settings.termination != TERMINATION["rule"]:
+        spec = spec.model_copy(update={"settings": spec.settings.model_copy(update={"termination": TERMINATION["rule"]})})
     Side.structure, Side.team = bool(_structures(spec.variant)), bool(spec.variant.humans)
     try:
         return play(scenario_spec(spec, scenario), task, scenario)
@@ -392,7 +399,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=40, help="mutants drawn at random from every site (default 40)")
     parser.add_argument("--seed", type=int, default=1, help="which sample (default 1)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/mutants.json"))
+    parser.add_argument("--termination", default="ai_budget", choices=("ai_budget", "either_side", "all_sides"),
+                        help="the rule every scenario is played under (default: the study's, ai_budget)")
     args = parser.parse_args(argv)
+    TERMINATION["rule"] = args.termination
 
     import logging
 
@@ -422,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = {s: sum(r["status"] == s for r in results)
               for s in ("caught", "caught-dirty", "survived", "declared-only", "unobservable", "not-applied")}
     observable = counts["caught"] + counts["caught-dirty"] + counts["survived"]
-    summary = {"sites": len(every), "sites_run": len(reached), "sampled": len(chosen), "seed": args.seed, **counts,
+    summary = {"sites": len(every), "sites_run": len(reached), "sampled": len(chosen), "seed": args.seed,
+               "termination": args.termination, **counts,
                "score": round((counts["caught"] + counts["caught-dirty"]) / observable, 3) if observable else None,
                "strict_score": round(counts["caught"] / observable, 3) if observable else None,
                "seconds": round(time.monotonic() - start, 1),

@@ -137,3 +137,28 @@ def test_a_cap_that_binds_in_the_task_binds_alike_with_a_build_phase():
     found = same_trace([play(scenario_spec(build_spec(TASK.id, n, 0), scenario, wire=True), TASK, scenario)
                         for n in ("default-d", "memory-d")])
     assert found == [], found[0].render()
+
+
+def test_a_failed_closing_step_is_machinery_in_the_charges() -> None:
+    """Found by a long hunt over dynamic.yaml: the AI ignores a memory update open for it, so the
+    closing pass asks it and its answer fails; those requests were charged to the task's channel
+    in dynamic-r and not in default-r, where no closing pass exists."""
+    scenario = Scenario(TASK.id, "r", budget=2, gates="none", policies={
+        "ai": Policy((), "ignore"), "R": Policy(("update",), "approve-oldest")})
+    runs = [play(scenario_spec(build_spec(TASK.id, name, 0), scenario), TASK, scenario)
+            for name in ("default-r", "dynamic-r")]
+    closing = [e for e in runs[1].events if e.args.get("closing_pass") and e.participant == "ai"]
+    assert closing and closing[0].status == "failed_step" and closing[0].llm_calls
+    assert same_trace(runs) == []
+
+
+def test_a_declared_act_under_a_binding_cap_compares_up_to_the_earlier_end() -> None:
+    """Found by a long hunt over dynamic.yaml: R's memory update is one request in dynamic-r and a
+    failed step with its repair (two) in default-r, so a binding cap ends the twins at different
+    turns; that spend is the declared act's, and the runs compare up to the earlier end."""
+    scenario = Scenario(TASK.id, "r", budget=3, gates="none", cost_cap=1437, policies={
+        "ai": Policy(()), "R": Policy(("update", "slip"))})
+    runs = [play(scenario_spec(build_spec(TASK.id, name, 0), scenario), TASK, scenario)
+            for name in ("default-r", "dynamic-r")]
+    assert [r.result.ended_by for r in runs] == ["llm_budget", "llm_budget"]
+    assert same_trace(runs) == []

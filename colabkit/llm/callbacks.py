@@ -9,6 +9,7 @@ starts it again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -18,11 +19,16 @@ T = TypeVar("T")
 
 
 async def settle_callbacks(timeout: float = 2.0) -> None:
-    """Stop litellm's logging worker on the running loop (its pending callbacks are only logging)."""
+    """Let litellm's logging worker finish its callbacks on the running loop, then stop it; a
+    callback still running after `timeout` seconds is dropped (they only log)."""
     try:
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
 
-        await GLOBAL_LOGGING_WORKER.stop(timeout=timeout)
+        try:
+            await asyncio.wait_for(GLOBAL_LOGGING_WORKER.flush(), timeout)
+            await GLOBAL_LOGGING_WORKER.stop(timeout=timeout)
+        except TimeoutError:
+            await GLOBAL_LOGGING_WORKER.stop(discard_pending=True, timeout=timeout)
     except Exception as exc:  # a litellm without the worker, or one that changed it: the warning stays
         log.debug("litellm's logging worker not stopped: %s", exc)
 

@@ -23,6 +23,9 @@ to them):
   says the answer was cut off only when it was (the audit's double never is).
 - `structure-in-force`: a variant's structures are put in force: a build phase declared is run,
   and each structure's sections are in its members' task prompts (some of them, some time).
+- `ended-as-documented`, `logged-as-done`, `charged-as-reported`: the end by the rule in force
+  and as soon as it says, the log as the workspace holds it, each request charged what its
+  provider reported (`ledger`).
 """
 
 from __future__ import annotations
@@ -32,15 +35,19 @@ import re
 from typing import Any
 
 from colabkit.runner.audit.documented import DocumentedRules, named, user_prompt
-from colabkit.runner.audit.player import Run
+from colabkit.runner.audit.ledger import charged, ended, logged
+from colabkit.runner.audit.player import Run, open_requests
 from colabkit.runner.audit.projection import declared, sections_of
 from colabkit.runner.audit.shown import shown
 from colabkit.runner.audit.violation import Violation
-from colabkit.session.events import INVALID_OUTPUT, SYSTEM, Event
+from colabkit.session.events import DECISION_STEP, INVALID_OUTPUT, SYSTEM, Event
 from colabkit.session.structure.registry import structures_for
 
-CONDUCT = ("asked-as-documented", "shown-as-documented", "acted-as-answered", "repaired-once", "structure-in-force")
+CONDUCT = ("asked-as-documented", "shown-as-documented", "acted-as-answered", "repaired-once", "structure-in-force",
+           "ended-as-documented", "logged-as-done", "charged-as-reported")
 _COMMON_ACTIONS = ("send_message", "execute_code", "edit_result", "finish")
+_CONTENT = {"send_message": "text", "execute_code": "code", "edit_result": "text"}
+"""Where a common step keeps its content (`Action.args`)."""
 
 
 def check_conduct(run: Run) -> list[Violation]:
@@ -48,23 +55,29 @@ def check_conduct(run: Run) -> list[Violation]:
     if run.result.ended_by in ("error", "provider_error"):
         return []  # a crash is reported as such (`invariants.check_all`)
     rules = DocumentedRules(run)
-    seen = zip(CONDUCT, (asked(rules), shown(rules, run), answered(rules, run), repaired(run), in_force(run)))
+    seen = zip(CONDUCT, (asked(rules, run), shown(rules, run), answered(rules, run), repaired(run), in_force(run),
+                         ended(rules, run), logged(run), charged(run)))
     return [Violation(name, (run.variant,), text) for name, texts in seen for text in texts[:3]]  # the first of each
 
 
-def asked(rules: DocumentedRules) -> list[str]:
-    out: list[str] = []
-    if not rules.steps:
-        return out
+def asked(rules: DocumentedRules, run: Run) -> list[str]:
+    out = [f"{e.participant} was given a decision step in round {e.round} with no request open for it"
+           for e, call in run.calls_by_event() if e is not None and e.phase == "task" and e.args.get(DECISION_STEP)
+           and len(call["messages"]) <= 2 and not open_requests(user_prompt(call))]
     for r in sorted({e.round for e in rules.steps}):
         turns = [e.participant for e in rules.steps if e.round == r]
         if turns != [p for p in rules.order(r) if p in turns]:
             out.append(f"round {r}'s turns came {turns}, not in the drawn order {rules.order(r)}")
-    last = rules.steps[-1]
-    for r in range(1, last.round + 1):
+    final = max((e.round for e in run.events if e.phase == "task"), default=0)
+    last = rules.steps[-1] if rules.steps else None
+    whole = run.result.ended_by in ("idle", "max_rounds")  # the last round ran to its end
+    for r in range(1, final + 1):
         order = rules.order(r)
-        upto = order.index(last.participant) if r == last.round else len(order)  # then the session ended
-        for i, pid in enumerate(order[:upto]):
+        if last is not None and r == last.round and not whole:
+            order = order[:order.index(last.participant)]  # then the session ended
+        elif r == final and r != (last.round if last else 0) and not whole:
+            continue  # it ended in this round before its next step (a finish brought into effect)
+        for i, pid in enumerate(order):
             took = any(e.participant == pid and e.round == r for e in rules.steps)
             if took != rules.should_ask(pid, (r, i)):
                 out.append(f"{pid} {'was' if took else 'was not'} asked in round {r} (steps left "
@@ -83,6 +96,9 @@ def answered(rules: DocumentedRules, run: Run) -> list[str]:
         if e is not None:
             first.setdefault(e.seq, call)
             last[e.seq] = (e, call)
+    for seq, (e, call) in last.items():
+        if e.kind == "machinery" and e.phase == "task" and e.participant in rules.team:
+            out += _decided(e, call, open_requests(user_prompt(first[seq])))
     for e, call in (last[x.seq] for x in rules.steps if x.seq in last and x.action != INVALID_OUTPUT):
         try:
             said = json.loads(call.get("answer", ""))
@@ -98,13 +114,27 @@ def answered(rules: DocumentedRules, run: Run) -> list[str]:
         if said.get("action") != e.action:
             out.append(f"{e.participant} answered {str(said)[:60]!r} and took {e.action} in round {e.round}")
             continue
-        took = next((str(e.args[k]).strip() for k in ("text", "code") if k in e.args), content)
-        if took != content and e.action in _COMMON_ACTIONS:  # a structure's action reads its content its own way
+        took = str(e.args.get(_CONTENT[e.action], "")).strip() if e.action in _CONTENT else content
+        if took != content:  # (a structure's action reads its content its own way)
             out.append(f"{e.participant}'s {e.action} in round {e.round} took {took[:40]!r}, not {content[:40]!r}")
         if e.action == "send_message" and named(to, e.participant, rules.team) != \
                 (tuple(e.args["to"]) if e.args.get("to") else None):
             out.append(f"{e.participant}'s message in round {e.round} went to {e.args.get('to')}, not as {to!r} names")
     return out
+
+
+def _decided(e: Event, call: dict[str, Any], shown: list[str]) -> list[str]:
+    """A decision that names a request listed open for the member is that decision on that request."""
+    try:
+        said = json.loads(call.get("answer", ""))
+    except ValueError:
+        return []
+    verdict = {"approve": "approved", "reject": "rejected"}.get(str(said.get("action", "")))
+    target = str(said.get("to", "")).strip()
+    if verdict is None or target not in shown or (e.decision, e.request_id) == (verdict, target):
+        return []
+    return [f"{e.participant} answered {said.get('action')} {target} in round {e.round} and the log has "
+            f"{e.action} {e.status} on {e.request_id}"]
 
 
 def repaired(run: Run) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 from colabkit.runner.audit.player import Run
 from colabkit.runner.audit.projection import DECISIONS, declared
 from colabkit.session.events import Event
+from colabkit.session.structure.gating import HELD_SECTIONS
 
 EVERYONE = ("all", "everyone")
 """What `to` may say for a message to the whole team (docs/rules.md: to = "all" or teammate ids)."""
@@ -34,7 +35,10 @@ class DocumentedRules:
         self.clock = self.settings.termination == "ai_budget"
         # the clock's keeper: the AI agent, or a human alone in its place (docs/fidelity.md)
         self.keeper = "ai" if "ai" in self.team or len(self.team) != 1 else self.team[0]
-        self.own_actions = declared(spec.variant).actions | set(DECISIONS)
+        dec = declared(spec.variant)
+        # a structure's sections: its declared ones, and the held requests' where it holds actions
+        self.added, self.sections = dec.actions, (*dec.sections, *(HELD_SECTIONS if dec.holds else ()))
+        self.own_actions = self.added | set(DECISIONS)
         self.steps = [e for e in run.events if e.phase == "task" and e.kind == "step" and e.participant in self.team]
         self._orders: dict[int, list[str]] = {}
 
@@ -94,6 +98,16 @@ class DocumentedRules:
         if last is None or not (last.action == "wait" and last.status == "ok"):
             return True
         return self.news(pid, self.at(last), at)
+
+    def own_step_actions(self, pid: str) -> set[str]:
+        """What a member's own step offers (docs/rules.md, "What a member may do now"): code and
+        edits; a message in a team; a wait, but to a lone member under Co-Gym's rules (a free wait
+        could only idle the session out); `finish` under the AI's clock to its keeper only, under
+        Co-Gym's rules to anyone; a structure's own actions; never a decision."""
+        lone = len(self.team) == 1
+        return ({"execute_code", "edit_result"} | ({"send_message"} if not lone else set())
+                | ({"wait"} if self.clock or not lone else set())
+                | ({"finish"} if not self.clock or pid == self.keeper else set()) | set(self.added))
 
     def sees(self, pid: str, message: Event) -> bool:
         """A message is seen by its sender, its addressees (everyone, when it names none) and the AI agent."""

@@ -1,8 +1,9 @@
 """`shown-as-documented`: what each step's prompt shows, against the rules (`documented`).
 
 Each task step's prompt, as it was sent, is read against the run's events before it: its "Now"
-line (round, its budget holder's steps left, the AI agent's to a human), `finish` offered under
-the AI's clock to the keeper only, the common sections present and the Team section naming the
+line (round, its budget holder's steps left, the AI agent's to a human), the actions on offer
+(`DocumentedRules.own_step_actions`), the common sections present and no other but its
+structures' declared ones, the Team section naming the
 member and the seats, a message's help naming its teammates; the newest code cells and the
 newest messages the member can see (no other message; as many as the profile's count and chat
 budget allow; the number left out said), each message headed by its sender and addressees;
@@ -36,6 +37,8 @@ _HEAD = re.compile(r"^\[#(\d+) (\S+) -> ([^\]]*)\]", re.M)
 COMMON_SECTIONS = ("Your private briefing", "Team", "Valid actions", "Code cells", "Result editor")
 """The common sections every step's prompt has (docs/fidelity.md, "What is common"; the task may
 be stated in the briefing instead of a section of its own)."""
+_COMMON_TITLES = (*COMMON_SECTIONS, "Task", "Activity", "Your recent thoughts", "Your last step", "Now")
+"""Every section the common part may show (the rest are a structure's, declared: `Structure.sections`)."""
 _DONE_ELSEWHERE = ("send_message", "execute_code")
 """Actions whose effect has a section of its own (the chat, the notebook): not activity lines."""
 
@@ -73,7 +76,8 @@ def _prompt(rules: DocumentedRules, e: Event, prompt: str, before: list[Event]) 
     out += _editor(before, parts.get("Result editor", ""), profile.editor_chars)
     out += _thoughts(rules, [x.thought for x in before if x.participant == pid and x.kind == "step"
                              and x.thought is not None], prompt, parts.get("Your recent thoughts", ""))
-    return out + _last_step(pid, before, parts.get("Your last step"), profile.timeline, prompt)
+    shown_cells = {int(i) for i in _ITEMS["cell"].findall(notebook)}
+    return out + _last_step(pid, before, parts.get("Your last step"), profile.timeline, prompt, shown_cells)
 
 
 def _frame(rules: DocumentedRules, e: Event, now: re.Match[str], parts: dict[str, str]) -> list[str]:
@@ -83,6 +87,9 @@ def _frame(rules: DocumentedRules, e: Event, now: re.Match[str], parts: dict[str
     missing = [t for t in COMMON_SECTIONS + layout if not any(k.startswith(t) for k in parts)]
     if missing:
         out.append(f"no {', '.join(missing)} section")
+    extra = [t for t in parts if t and not t.startswith(_COMMON_TITLES + rules.sections)]
+    if extra:
+        out.append(f"sections neither common nor its structures' ({', '.join(extra)})")
     team = TEAM_LINE.search(parts.get("Team", ""))
     if team is None or team[1] != pid or MEMBER.findall(team[2]) != list(rules.team):
         out.append(f"its Team section does not name it and the team {list(rules.team)}")
@@ -90,8 +97,9 @@ def _frame(rules: DocumentedRules, e: Event, now: re.Match[str], parts: dict[str
     mates = re.search(r"^- send_message:.*\(([^)]*)\)$", valid, re.M)
     if mates is not None and mates[1].split(", ") != [p for p in rules.team if p != pid]:
         out.append(f"its message help names ({mates[1]}), not its teammates")
-    if rules.clock and pid != rules.keeper and re.search(r"^- finish:", valid, re.M):
-        out.append(f"finish is offered, under the AI's clock, to {pid}, not the keeper")
+    offered = set(re.findall(r"^- ([a-z_]+):", valid, re.M))
+    if offered != rules.own_step_actions(pid):
+        out.append(f"its own step offers {sorted(offered)}; the rules offer {sorted(rules.own_step_actions(pid))}")
     at = rules.at(e)
     side = [p for p in rules.team if rules.holder(p) == rules.holder(pid)]
     whose = "you" if len(side) == 1 else f"{' and '.join(side)} together"
@@ -218,7 +226,10 @@ def _editor(before: list[Event], section: str, limit: int | None) -> list[str]:
                                                           f"force {text.strip()[:40]!r}"]
 
 
-def _last_step(pid: str, before: list[Event], section: str | None, timeline: bool, prompt: str) -> list[str]:
+def _last_step(pid: str, before: list[Event], section: str | None, timeline: bool, prompt: str,
+               shown_cells: set[int]) -> list[str]:
+    """Its own last step's outcome, `<action> -> <status>`; a cell it ran that is shown above by
+    its index ("cell <k> (shown above)"), not repeated."""
     own = [x for x in before if x.participant == pid]
     steps = [x for x in own if x.kind == "step"]
     if not steps:
@@ -230,6 +241,8 @@ def _last_step(pid: str, before: list[Event], section: str | None, timeline: boo
     if timeline and last.status != "failed_step":
         return []
     where = prompt if timeline else section or ""
+    if last.cell_index in shown_cells:
+        outcome += f": cell {last.cell_index} (shown above)"
     return [] if outcome in where else [f"its last step ({outcome}) is not said"]
 
 

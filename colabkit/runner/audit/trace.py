@@ -145,10 +145,11 @@ def trace_of(run: Run, dec: Declared, metrics: dict[str, Any] | None = None, lik
                                 f"schema {project_schema(call['params'], dec)}",
                                 *(f"{m['role']}: {text}" for m, text in zip(call["messages"], messages))]),
             event_seq, answer == "wait")
-    # charges against the cap: the task's only (the build phase is the structure's)
+    # charges against the cap: the task's only (the build phase, decision steps and the closing pass,
+    # a failed closing step included, are the structure's machinery, charged apart)
     for e in events:
         if ((dec.builds and e.phase == "build") or e.action in dec.own_actions or (dec.decides and _deciding(e))
-                or e.seq in declared_acts):
+                or e.seq in declared_acts or closing_step(e)):
             continue
         for c in e.llm_calls:
             add(f"charges {e.participant}", f"round {e.round}: {c.total_tokens} tokens", e.seq, e.action == "wait")
@@ -330,6 +331,23 @@ def team_vs_single(runs: Sequence[Run]) -> list[Violation]:
     return out
 
 
+def _acts(run: Run, dec: Declared) -> set[int]:
+    """The events that carried a structure's own act (or, in its twin, the same move: a failed step)."""
+    return {e.seq for e, call in run.calls_by_event() if e is not None and answer_action(call.get("answer", ""))
+            in dec.actions}
+
+
+def _to_the_shorter(ta: Trace, tb: Trace) -> None:
+    """Both traces' channels cut to the shorter of the two, the end and the shared channels left out."""
+    for k in set(ta.channels) | set(tb.channels):
+        if k in ("end", "kernel", "metrics"):
+            ta.channels.pop(k, None)
+            tb.channels.pop(k, None)
+            continue
+        shorter = min(len(ta.channels.get(k, [])), len(tb.channels.get(k, [])))
+        ta.channels[k], tb.channels[k] = ta.channels.get(k, [])[:shorter], tb.channels.get(k, [])[:shorter]
+
+
 def same_trace(runs: Sequence[Run]) -> list[Violation]:
     """Each variant's run against its Default twin's, projected (see the module docstring), and
     each team Default's AI against the single agent's (`team_vs_single`)."""
@@ -346,7 +364,11 @@ def same_trace(runs: Sequence[Run]) -> list[Violation]:
             if r.variant not in cache:
                 cache[r.variant] = metric_values(r)
         tb = trace_of(run, dec, cache[run.variant])
-        found = diff(trace_of(other, dec, cache[other.variant], like=tb), tb)
+        ta = trace_of(other, dec, cache[other.variant], like=tb)
+        if "llm_budget" in (run.result.ended_by, other.result.ended_by) and _acts(run, dec) | _acts(other, dec):
+            _to_the_shorter(ta, tb)  # a declared act spends its own way (the twin's same move fails and
+            # is repaired), so where a spending cap ended either run they compare up to the earlier end
+        found = diff(ta, tb)
         if found:
             out.append(Violation("same-trace", (other.variant, run.variant), "; ".join(found)))
     return out
